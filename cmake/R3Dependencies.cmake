@@ -1,0 +1,159 @@
+# Every dependency comes from find_package: Debian/Ubuntu packages on a workstation, Spack on a
+# cluster. Nothing is downloaded. Each result is recorded for the configure summary (R3Summary).
+
+include(R3Summary)
+
+# r3_require(<package> <debian package> <spack package>): stop with a message that says how to get it.
+macro(r3_require package debian spack)
+  if(NOT ${package}_FOUND)
+    message(FATAL_ERROR
+      "r3 needs ${package}, which was not found.\n"
+      "  Debian/Ubuntu: apt-get install ${debian}\n"
+      "  Spack:         spack install ${spack}   (then spack load ${spack})\n"
+      "  or point ${package}_DIR / CMAKE_PREFIX_PATH at an installation.")
+  endif()
+endmacro()
+
+# --- always required -----------------------------------------------------------------------------
+find_package(HDF5 COMPONENTS C QUIET)
+r3_require(HDF5 libhdf5-dev hdf5)
+if(NOT TARGET hdf5::hdf5)
+  add_library(hdf5::hdf5 INTERFACE IMPORTED)
+  target_include_directories(hdf5::hdf5 INTERFACE ${HDF5_C_INCLUDE_DIRS})
+  target_link_libraries(hdf5::hdf5 INTERFACE ${HDF5_C_LIBRARIES})
+  target_compile_definitions(hdf5::hdf5 INTERFACE ${HDF5_C_DEFINITIONS})
+endif()
+r3_summary_found(HDF5 "${HDF5_VERSION}" "${HDF5_C_INCLUDE_DIRS}")
+
+find_package(yaml-cpp CONFIG QUIET)
+r3_require(yaml-cpp libyaml-cpp-dev yaml-cpp)
+# yaml-cpp 0.7 exports a plain `yaml-cpp` target, 0.8 a namespaced one.
+if(TARGET yaml-cpp::yaml-cpp)
+  set(R3_YAML_CPP_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(R3_YAML_CPP_TARGET yaml-cpp)
+endif()
+r3_summary_found(yaml-cpp "${yaml-cpp_VERSION}" "${yaml-cpp_DIR}")
+
+find_package(xxHash 0.8 QUIET)
+r3_require(xxHash libxxhash-dev xxhash)
+r3_summary_found(xxHash "${xxHash_VERSION}" "${xxHash_INCLUDE_DIR}")
+
+find_package(CLI11 2.1 CONFIG QUIET)
+r3_require(CLI11 libcli11-dev cli11)
+r3_summary_found(CLI11 "${CLI11_VERSION}" "${CLI11_DIR}")
+
+find_package(nlohmann_json 3.10 CONFIG QUIET)
+r3_require(nlohmann_json nlohmann-json3-dev nlohmann-json)
+r3_summary_found(nlohmann_json "${nlohmann_json_VERSION}" "${nlohmann_json_DIR}")
+
+find_package(Eigen3 3.3 CONFIG QUIET)
+r3_require(Eigen3 libeigen3-dev eigen)
+r3_summary_found(Eigen3 "${Eigen3_VERSION}" "${EIGEN3_INCLUDE_DIR}")
+
+find_package(NLopt 2.6 CONFIG QUIET)
+r3_require(NLopt libnlopt-dev nlopt)
+r3_summary_found(NLopt "${NLopt_VERSION}" "${NLopt_DIR}")
+
+find_package(CURL 7.68 QUIET)
+r3_require(CURL libcurl4-openssl-dev curl)
+r3_summary_found(CURL "${CURL_VERSION_STRING}" "${CURL_INCLUDE_DIRS}")
+
+# --- MPI (ON by default) ------------------------------------------------------------------------
+set(R3_HAVE_MPI 0)
+if(R3_ENABLE_MPI)
+  set(MPI_DETERMINE_LIBRARY_VERSION ON)
+  find_package(MPI COMPONENTS C QUIET)
+  if(NOT MPI_C_FOUND)
+    message(FATAL_ERROR
+      "R3_ENABLE_MPI is ON but no MPI was found.\n"
+      "  Debian/Ubuntu: apt-get install libopenmpi-dev openmpi-bin    Spack: spack install mpi\n"
+      "  or configure with -DR3_ENABLE_MPI=OFF (r3-mpi then runs as a single process).")
+  endif()
+  set(R3_HAVE_MPI 1)
+  # r3 uses the MPI C API from C++; keep the deprecated C++ bindings out of mpi.h.
+  add_library(r3_mpi_c INTERFACE)
+  target_link_libraries(r3_mpi_c INTERFACE MPI::MPI_C)
+  target_compile_definitions(r3_mpi_c INTERFACE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+  add_library(r3::mpi ALIAS r3_mpi_c)
+  set(mpi_flavour "MPI ${MPI_C_VERSION}")
+  if(MPI_C_LIBRARY_VERSION_STRING MATCHES "^([^,\n]+)")
+    set(mpi_flavour "${CMAKE_MATCH_1}, MPI ${MPI_C_VERSION}")
+  endif()
+  r3_summary_found(MPI "${mpi_flavour}" "${MPI_C_HEADER_DIR}")
+else()
+  r3_summary_off(MPI "R3_ENABLE_MPI=OFF")
+endif()
+
+# --- CUDA (AUTO) --------------------------------------------------------------------------------
+set(R3_HAVE_CUDA 0)
+if(NOT R3_ENABLE_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit 12.4 QUIET)
+  set(cuda_missing "")
+  foreach(component cuda_driver nvrtc cupti)
+    if(NOT TARGET CUDA::${component})
+      list(APPEND cuda_missing ${component})
+    endif()
+  endforeach()
+  if(CUDAToolkit_FOUND AND NOT cuda_missing)
+    set(R3_HAVE_CUDA 1)
+    get_filename_component(R3_CUDA_ROOT "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+    r3_summary_found(CUDA "${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR}" "${R3_CUDA_ROOT}")
+  elseif(R3_ENABLE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "R3_ENABLE_CUDA=ON but the CUDA Toolkit >= 12.4 with driver API, NVRTC and "
+      "CUPTI was not found (missing: ${cuda_missing}). Set CUDAToolkit_ROOT or put nvcc on PATH.")
+  elseif(CUDAToolkit_FOUND)
+    r3_summary_missing(CUDA "toolkit ${CUDAToolkit_VERSION} lacks: ${cuda_missing}")
+  else()
+    r3_summary_missing(CUDA "CUDA Toolkit >= 12.4 not found")
+  endif()
+else()
+  r3_summary_off(CUDA "R3_ENABLE_CUDA=OFF")
+endif()
+
+# --- LLVM 16 + Clang 16 (AUTO) -------------------------------------------------------------------
+set(R3_HAVE_LLVM 0)
+if(NOT R3_ENABLE_LLVM STREQUAL "OFF")
+  find_package(LLVM 16 CONFIG QUIET HINTS /usr/lib/llvm-16/lib/cmake/llvm)
+  if(LLVM_FOUND AND LLVM_VERSION_MAJOR EQUAL 16)
+    find_package(Clang CONFIG QUIET HINTS "${LLVM_INSTALL_PREFIX}/lib/cmake/clang" /usr/lib/cmake/clang-16)
+  endif()
+  if(LLVM_FOUND AND LLVM_VERSION_MAJOR EQUAL 16 AND Clang_FOUND)
+    set(R3_HAVE_LLVM 1)
+    r3_summary_found(LLVM "${LLVM_PACKAGE_VERSION} with Clang" "${LLVM_INSTALL_PREFIX}")
+  elseif(R3_ENABLE_LLVM STREQUAL "ON")
+    message(FATAL_ERROR "R3_ENABLE_LLVM=ON but LLVM 16 with Clang 16 was not found. "
+      "Debian/Ubuntu: apt-get install llvm-16-dev libclang-16-dev clang-16; Spack: llvm@16+clang; "
+      "or set LLVM_DIR and Clang_DIR.")
+  elseif(LLVM_FOUND AND NOT LLVM_VERSION_MAJOR EQUAL 16)
+    r3_summary_missing(LLVM "found ${LLVM_PACKAGE_VERSION}, need 16")
+  else()
+    r3_summary_missing(LLVM "LLVM 16 + Clang 16 not found")
+  endif()
+else()
+  r3_summary_off(LLVM "R3_ENABLE_LLVM=OFF")
+endif()
+
+# --- Kokkos (AUTO) ------------------------------------------------------------------------------
+set(R3_HAVE_KOKKOS 0)
+if(NOT R3_ENABLE_KOKKOS STREQUAL "OFF")
+  find_package(Kokkos CONFIG QUIET)
+  if(Kokkos_FOUND)
+    set(R3_HAVE_KOKKOS 1)
+    r3_summary_found(Kokkos "${Kokkos_VERSION}" "${Kokkos_DIR}")
+  elseif(R3_ENABLE_KOKKOS STREQUAL "ON")
+    message(FATAL_ERROR "R3_ENABLE_KOKKOS=ON but Kokkos was not found. Debian/Ubuntu: "
+      "apt-get install libtrilinos-kokkos-dev; Spack: kokkos; or set Kokkos_DIR.")
+  else()
+    r3_summary_missing(Kokkos "not found")
+  endif()
+else()
+  r3_summary_off(Kokkos "R3_ENABLE_KOKKOS=OFF")
+endif()
+
+# --- tests --------------------------------------------------------------------------------------
+if(R3_BUILD_TESTS)
+  find_package(GTest 1.10 CONFIG QUIET)
+  r3_require(GTest "libgtest-dev libgmock-dev" googletest)
+  r3_summary_found(GoogleTest "${GTest_VERSION}" "${GTest_DIR}")
+endif()

@@ -1,0 +1,354 @@
+#include "h5.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "r3/error.hpp"
+
+namespace r3::h5 {
+namespace {
+
+herr_t collect_error(unsigned n, const H5E_error2_t* entry, void* data) {
+  auto* messages = static_cast<std::vector<std::string>*>(data);
+  if (entry->desc != nullptr && entry->desc[0] != '\0') messages->emplace_back(entry->desc);
+  return 0;
+}
+
+}  // namespace
+
+namespace {
+std::recursive_mutex& hdf5_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+std::string& current_file() {
+  static std::string file;  // guarded by hdf5_mutex
+  return file;
+}
+}  // namespace
+
+Session::Session(std::string file) : lock_(hdf5_mutex()) {
+  silence_errors();
+  previous_file_ = std::exchange(current_file(), std::move(file));
+}
+
+Session::~Session() { current_file() = std::move(previous_file_); }
+
+void silence_errors() {
+  static std::once_flag once;
+  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+std::string error_stack_message() {
+  std::vector<std::string> messages;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &messages);
+  H5Eclear2(H5E_DEFAULT);
+  // The innermost entries say what actually went wrong ("truncated file: eof = ...");
+  // the outer ones repeat "unable to open file" at each level.
+  std::string out;
+  for (std::size_t i = 0; i < messages.size() && i < 2; ++i) {
+    if (!out.empty()) out += "; ";
+    out += messages[i];
+  }
+  return out;
+}
+
+void fail(const char* api, std::string_view what) {
+  std::string detail = error_stack_message();
+  std::string message(what);
+  if (!detail.empty()) message += " (HDF5: " + detail + ")";
+  throw IoError(api, message, in_file(current_file()));
+}
+
+Handle& Handle::operator=(Handle&& other) noexcept {
+  if (this != &other) {
+    reset();
+    id_ = other.id_;
+    closer_ = other.closer_;
+    other.id_ = -1;
+  }
+  return *this;
+}
+
+void Handle::reset() {
+  if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+  id_ = -1;
+}
+
+Handle open_group(hid_t parent, const std::string& name, std::string_view what) {
+  if (!link_exists(parent, name)) {
+    throw FormatError(std::string(what) + " is missing");
+  }
+  return Handle(check(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), "H5Gopen2", what), H5Gclose);
+}
+
+Handle create_group(hid_t parent, const std::string& name, std::string_view what) {
+  return Handle(check(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                      "H5Gcreate2", what),
+                H5Gclose);
+}
+
+Handle open_dataset(hid_t parent, const std::string& name, std::string_view what) {
+  if (!link_exists(parent, name)) {
+    throw FormatError(std::string(what) + " is missing");
+  }
+  return Handle(check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "H5Dopen2", what), H5Dclose);
+}
+
+bool link_exists(hid_t parent, const std::string& name) {
+  return check(H5Lexists(parent, name.c_str(), H5P_DEFAULT), "H5Lexists", name) > 0;
+}
+
+bool attribute_exists(hid_t object, const std::string& name) {
+  return check(H5Aexists(object, name.c_str()), "H5Aexists", name) > 0;
+}
+
+namespace {
+herr_t collect_link_name(hid_t, const char* name, const H5L_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+  return 0;
+}
+herr_t collect_attribute_name(hid_t, const char* name, const H5A_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> child_names(hid_t group, std::string_view what) {
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_NATIVE, &index, collect_link_name, &names),
+        "H5Literate", what);
+  return names;
+}
+
+std::vector<std::string> attribute_names(hid_t object, std::string_view what) {
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, collect_attribute_name,
+                    &names),
+        "H5Aiterate2", what);
+  return names;
+}
+
+namespace {
+
+Handle scalar_space() { return Handle(check(H5Screate(H5S_SCALAR), "H5Screate", "dataspace"), H5Sclose); }
+
+Handle variable_string_type() {
+  Handle type(check(H5Tcopy(H5T_C_S1), "H5Tcopy", "string type"), H5Tclose);
+  check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size", "string type");
+  check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset", "string type");
+  return type;
+}
+
+void write_attribute(hid_t object, const std::string& name, hid_t type, hid_t space,
+                     const void* value) {
+  if (attribute_exists(object, name)) {
+    check(H5Adelete(object, name.c_str()), "H5Adelete", name);
+  }
+  Handle attribute(check(H5Acreate2(object, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT),
+                         "H5Acreate2", "attribute '" + name + "'"),
+                   H5Aclose);
+  check(H5Awrite(attribute, type, value), "H5Awrite", "attribute '" + name + "'");
+}
+
+Handle open_attribute(hid_t object, const std::string& name, std::string_view what) {
+  if (!attribute_exists(object, name)) {
+    throw FormatError(std::string(what) + ": attribute '" + name + "' is missing");
+  }
+  return Handle(check(H5Aopen(object, name.c_str(), H5P_DEFAULT), "H5Aopen",
+                      std::string(what) + ": attribute '" + name + "'"),
+                H5Aclose);
+}
+
+// Reads a scalar numeric attribute through HDF5's conversion into `memory_type`.
+void read_scalar(hid_t object, const std::string& name, std::string_view what, hid_t memory_type,
+                 void* out) {
+  Handle attribute = open_attribute(object, name, what);
+  std::string where = std::string(what) + ": attribute '" + name + "'";
+  Handle type(check(H5Aget_type(attribute), "H5Aget_type", where), H5Tclose);
+  H5T_class_t type_class = H5Tget_class(type);
+  if (type_class != H5T_INTEGER && type_class != H5T_FLOAT) {
+    throw FormatError(where + " is not a number");
+  }
+  Handle space(check(H5Aget_space(attribute), "H5Aget_space", where), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space) != 1) {
+    throw FormatError(where + " is not a single value");
+  }
+  check(H5Aread(attribute, memory_type, out), "H5Aread", where);
+}
+
+}  // namespace
+
+void write_string_attribute(hid_t object, const std::string& name, std::string_view value) {
+  Handle type = variable_string_type();
+  Handle space = scalar_space();
+  std::string copy(value);
+  const char* pointer = copy.c_str();
+  write_attribute(object, name, type, space, &pointer);
+}
+
+void write_int_attribute(hid_t object, const std::string& name, std::int64_t value) {
+  Handle space = scalar_space();
+  write_attribute(object, name, H5T_NATIVE_INT64, space, &value);
+}
+
+void write_uint_attribute(hid_t object, const std::string& name, std::uint64_t value) {
+  Handle space = scalar_space();
+  write_attribute(object, name, H5T_NATIVE_UINT64, space, &value);
+}
+
+void write_double_attribute(hid_t object, const std::string& name, double value) {
+  Handle space = scalar_space();
+  write_attribute(object, name, H5T_NATIVE_DOUBLE, space, &value);
+}
+
+void write_uint32_array_attribute(hid_t object, const std::string& name,
+                                  std::span<const std::uint32_t> values) {
+  hsize_t dims[1] = {values.size()};
+  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name), H5Sclose);
+  write_attribute(object, name, H5T_NATIVE_UINT32, space, values.data());
+}
+
+std::string read_string_attribute(hid_t object, const std::string& name, std::string_view what) {
+  Handle attribute = open_attribute(object, name, what);
+  std::string where = std::string(what) + ": attribute '" + name + "'";
+  Handle file_type(check(H5Aget_type(attribute), "H5Aget_type", where), H5Tclose);
+  if (H5Tget_class(file_type) != H5T_STRING) throw FormatError(where + " is not a string");
+  Handle space(check(H5Aget_space(attribute), "H5Aget_space", where), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space) != 1) throw FormatError(where + " is not one string");
+  if (check(H5Tis_variable_str(file_type), "H5Tis_variable_str", where) > 0) {
+    Handle memory_type = variable_string_type();
+    char* value = nullptr;
+    check(H5Aread(attribute, memory_type, &value), "H5Aread", where);
+    std::string out = value != nullptr ? value : "";
+    if (value != nullptr) H5free_memory(value);
+    return out;
+  }
+  std::size_t size = H5Tget_size(file_type);
+  Handle memory_type(check(H5Tcopy(H5T_C_S1), "H5Tcopy", where), H5Tclose);
+  check(H5Tset_size(memory_type, size), "H5Tset_size", where);
+  std::string buffer(size, '\0');
+  check(H5Aread(attribute, memory_type, buffer.data()), "H5Aread", where);
+  buffer.resize(std::strlen(buffer.c_str()));
+  return buffer;
+}
+
+std::int64_t read_int_attribute(hid_t object, const std::string& name, std::string_view what) {
+  std::int64_t value = 0;
+  read_scalar(object, name, what, H5T_NATIVE_INT64, &value);
+  return value;
+}
+
+std::uint64_t read_uint_attribute(hid_t object, const std::string& name, std::string_view what) {
+  std::uint64_t value = 0;
+  read_scalar(object, name, what, H5T_NATIVE_UINT64, &value);
+  return value;
+}
+
+double read_double_attribute(hid_t object, const std::string& name, std::string_view what) {
+  double value = 0;
+  read_scalar(object, name, what, H5T_NATIVE_DOUBLE, &value);
+  return value;
+}
+
+std::vector<std::uint32_t> read_uint32_array_attribute(hid_t object, const std::string& name,
+                                                       std::string_view what) {
+  Handle attribute = open_attribute(object, name, what);
+  std::string where = std::string(what) + ": attribute '" + name + "'";
+  Handle type(check(H5Aget_type(attribute), "H5Aget_type", where), H5Tclose);
+  if (H5Tget_class(type) != H5T_INTEGER) throw FormatError(where + " is not integer");
+  Handle space(check(H5Aget_space(attribute), "H5Aget_space", where), H5Sclose);
+  hssize_t count = check(H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints", where);
+  std::vector<std::uint32_t> values(static_cast<std::size_t>(count));
+  if (count > 0) check(H5Aread(attribute, H5T_NATIVE_UINT32, values.data()), "H5Aread", where);
+  return values;
+}
+
+void write_bytes(hid_t parent, const std::string& name, std::span<const std::byte> bytes,
+                 const ByteDatasetOptions& options) {
+  std::string where = "dataset '" + name + "'";
+  hsize_t dims[1] = {bytes.size()};
+  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", where), H5Sclose);
+  Handle create(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", where), H5Pclose);
+  if (options.chunk_bytes > 0 && !bytes.empty()) {
+    hsize_t chunk[1] = {std::min<hsize_t>(bytes.size(), options.chunk_bytes)};
+    check(H5Pset_chunk(create, 1, chunk), "H5Pset_chunk", where);
+    check(H5Pset_fletcher32(create), "H5Pset_fletcher32", where);
+    if (options.deflate_level > 0) {
+      check(H5Pset_deflate(create, static_cast<unsigned>(options.deflate_level)), "H5Pset_deflate",
+            where);
+    }
+  }
+  Handle dataset(check(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, create,
+                                  H5P_DEFAULT),
+                       "H5Dcreate2", where),
+                 H5Dclose);
+  if (!bytes.empty()) {
+    check(H5Dwrite(dataset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
+          "H5Dwrite", where);
+  }
+}
+
+std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what) {
+  Handle type(check(H5Dget_type(dataset), "H5Dget_type", what), H5Tclose);
+  if (H5Tget_class(type) != H5T_INTEGER || H5Tget_size(type) != 1) {
+    throw FormatError(std::string(what) + " is not a byte array");
+  }
+  return dataset_rows(dataset, what);
+}
+
+void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,
+                std::string_view what) {
+  if (out.empty()) return;
+  Handle file_space(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
+  hsize_t start[1] = {offset};
+  hsize_t count[1] = {out.size()};
+  check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
+        "H5Sselect_hyperslab", what);
+  Handle memory_space(check(H5Screate_simple(1, count, nullptr), "H5Screate_simple", what),
+                      H5Sclose);
+  check(H5Dread(dataset, H5T_NATIVE_UINT8, memory_space, file_space, H5P_DEFAULT, out.data()),
+        "H5Dread", what);
+}
+
+std::uint64_t dataset_rows(hid_t dataset, std::string_view what) {
+  Handle space(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
+  int rank = check(H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims", what);
+  if (rank != 1) throw FormatError(std::string(what) + " is not one-dimensional");
+  hsize_t dims[1] = {0};
+  check(H5Sget_simple_extent_dims(space, dims, nullptr), "H5Sget_simple_extent_dims", what);
+  return dims[0];
+}
+
+void require_members(hid_t dataset, hid_t memory_type, std::string_view what) {
+  Handle file_type(check(H5Dget_type(dataset), "H5Dget_type", what), H5Tclose);
+  if (H5Tget_class(file_type) != H5T_COMPOUND) {
+    throw FormatError(std::string(what) + " is not a table (compound dataset)");
+  }
+  int members = check(H5Tget_nmembers(memory_type), "H5Tget_nmembers", what);
+  for (int i = 0; i < members; ++i) {
+    char* name = H5Tget_member_name(memory_type, static_cast<unsigned>(i));
+    std::string member = name != nullptr ? name : "";
+    H5free_memory(name);
+    if (H5Tget_member_index(file_type, member.c_str()) < 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw FormatError(std::string(what) + " has no column '" + member + "'");
+    }
+  }
+}
+
+void reclaim_vlen(hid_t type, std::uint64_t rows, void* buf) {
+  if (rows == 0) return;
+  hsize_t dims[1] = {rows};
+  Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+#if H5_VERSION_GE(1, 12, 0)
+  H5Treclaim(type, space, H5P_DEFAULT, buf);
+#else
+  H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
+#endif
+}
+
+}  // namespace r3::h5

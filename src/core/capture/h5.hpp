@@ -1,0 +1,111 @@
+// Thin RAII and error layer over the HDF5 C API, private to libr3core. HDF5 status codes become
+// r3 exceptions at the call site, with the API name and HDF5's own innermost message.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace r3::h5 {
+
+// HDF5 builds are usually not thread-safe: every call into HDF5 happens inside a Session, which
+// holds one process-wide lock and names the file that errors raised meanwhile refer to.
+class Session {
+ public:
+  explicit Session(std::string file);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+ private:
+  std::unique_lock<std::recursive_mutex> lock_;
+  std::string previous_file_;
+};
+
+// Turns HDF5's automatic error printing off (once per process); we report errors ourselves.
+void silence_errors();
+
+// The innermost messages of HDF5's current error stack, joined ("" when empty).
+std::string error_stack_message();
+
+// Throws IoError(api, what + HDF5's messages), naming the Session's file.
+[[noreturn]] void fail(const char* api, std::string_view what);
+
+// Returns status, or throws IoError naming `api` and `what` when HDF5 reports failure (< 0).
+template <class T>
+T check(T status, const char* api, std::string_view what) {
+  if (status < 0) fail(api, what);
+  return status;
+}
+
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept : id_(other.id_), closer_(other.closer_) { other.id_ = -1; }
+  Handle& operator=(Handle&& other) noexcept;
+  ~Handle() { reset(); }
+
+  hid_t get() const { return id_; }
+  operator hid_t() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  void reset();
+
+ private:
+  hid_t id_ = -1;
+  Closer closer_ = nullptr;
+};
+
+// Opening and creating objects (each throws IoError naming `what` on failure).
+Handle open_group(hid_t parent, const std::string& name, std::string_view what);
+Handle create_group(hid_t parent, const std::string& name, std::string_view what);
+Handle open_dataset(hid_t parent, const std::string& name, std::string_view what);
+bool link_exists(hid_t parent, const std::string& name);
+bool attribute_exists(hid_t object, const std::string& name);
+std::vector<std::string> child_names(hid_t group, std::string_view what);
+std::vector<std::string> attribute_names(hid_t object, std::string_view what);
+
+// Attributes. Strings are variable-length UTF-8 on write; fixed-length ones are read as well.
+void write_string_attribute(hid_t object, const std::string& name, std::string_view value);
+void write_int_attribute(hid_t object, const std::string& name, std::int64_t value);
+void write_uint_attribute(hid_t object, const std::string& name, std::uint64_t value);
+void write_double_attribute(hid_t object, const std::string& name, double value);
+void write_uint32_array_attribute(hid_t object, const std::string& name,
+                                  std::span<const std::uint32_t> values);
+std::string read_string_attribute(hid_t object, const std::string& name, std::string_view what);
+std::int64_t read_int_attribute(hid_t object, const std::string& name, std::string_view what);
+std::uint64_t read_uint_attribute(hid_t object, const std::string& name, std::string_view what);
+double read_double_attribute(hid_t object, const std::string& name, std::string_view what);
+std::vector<std::uint32_t> read_uint32_array_attribute(hid_t object, const std::string& name,
+                                                       std::string_view what);
+
+// One-dimensional byte datasets.
+struct ByteDatasetOptions {
+  std::size_t chunk_bytes = 0;  // 0: contiguous; else chunked with Fletcher-32 checksums
+  int deflate_level = 0;        // 0: no compression (only with chunk_bytes > 0)
+};
+void write_bytes(hid_t parent, const std::string& name, std::span<const std::byte> bytes,
+                 const ByteDatasetOptions& options);
+// Number of elements of a 1-D dataset of 1-byte integers; throws FormatError for anything else.
+std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what);
+// Reads out.size() bytes starting at element `offset`.
+void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,
+                std::string_view what);
+
+// Rows of a 1-D dataset of compound type, with a check that the file type has every member.
+std::uint64_t dataset_rows(hid_t dataset, std::string_view what);
+void require_members(hid_t dataset, hid_t memory_type, std::string_view what);
+// Frees the variable-length members HDF5 allocated when reading `rows` rows of `type` into buf.
+void reclaim_vlen(hid_t type, std::uint64_t rows, void* buf);
+
+}  // namespace r3::h5

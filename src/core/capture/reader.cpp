@@ -1,0 +1,520 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <unordered_map>
+
+#include "r3/capture.hpp"
+#include "r3/error.hpp"
+#include "r3/version.hpp"
+#include "schema.hpp"
+
+namespace r3::capture {
+namespace {
+
+constexpr std::uint64_t kVerifySlabBytes = 64ull << 20;
+
+struct ContentEntry {
+  std::uint64_t size = 0;
+  std::uint64_t stored_bytes = 0;
+};
+
+std::optional<std::size_t> parse_index(std::string_view text) {
+  if (text.empty() || (text.size() > 1 && text[0] == '0')) return std::nullopt;
+  std::size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// Children of `group` must be named 0..n-1; returns n.
+std::size_t count_indexed_children(hid_t group, const std::string& where) {
+  std::vector<std::string> names = h5::child_names(group, where);
+  std::vector<bool> seen(names.size(), false);
+  for (const std::string& name : names) {
+    auto index = parse_index(name);
+    if (!index || *index >= names.size() || seen[*index]) {
+      throw FormatError(where + ": unexpected entry '" + name + "' (entries are numbered 0.." +
+                        std::to_string(names.empty() ? 0 : names.size() - 1) + ")");
+    }
+    seen[*index] = true;
+  }
+  return names.size();
+}
+
+std::string optional_string(hid_t object, const std::string& name, const std::string& where) {
+  return h5::attribute_exists(object, name) ? h5::read_string_attribute(object, name, where) : "";
+}
+
+Hash128 parse_hash(std::string_view text, const std::string& where) {
+  auto hash = Hash128::from_hex(text);
+  if (!hash) throw FormatError(where + ": '" + std::string(text) + "' is not a content hash");
+  return *hash;
+}
+
+DeviceInfo read_device(hid_t root) {
+  const std::string where = "/device";
+  h5::Handle group = h5::open_group(root, schema::kDevice, where);
+  DeviceInfo device;
+  device.backend = h5::read_string_attribute(group, "backend", where);
+  device.name = h5::read_string_attribute(group, "name", where);
+  device.architecture = h5::read_string_attribute(group, "architecture", where);
+  device.compute_capability_major =
+      static_cast<int>(h5::read_int_attribute(group, "compute_capability_major", where));
+  device.compute_capability_minor =
+      static_cast<int>(h5::read_int_attribute(group, "compute_capability_minor", where));
+  device.multiprocessor_count =
+      static_cast<int>(h5::read_int_attribute(group, "multiprocessor_count", where));
+  device.memory_bytes = h5::read_uint_attribute(group, "memory_bytes", where);
+  device.l2_cache_bytes = h5::read_uint_attribute(group, "l2_cache_bytes", where);
+  device.memory_bandwidth_gbs = h5::read_double_attribute(group, "memory_bandwidth_gbs", where);
+  device.driver_version = h5::read_string_attribute(group, "driver_version", where);
+  device.toolkit_version = h5::read_string_attribute(group, "toolkit_version", where);
+  return device;
+}
+
+std::vector<Region> read_regions(hid_t launch, const char* name, const std::string& launch_path) {
+  const std::string where = launch_path + "/" + name;
+  h5::Handle dataset = h5::open_dataset(launch, name, where);
+  h5::Handle type = schema::region_memory_type();
+  h5::require_members(dataset, type, where);
+  std::uint64_t count = h5::dataset_rows(dataset, where);
+  std::vector<schema::RegionRow> rows(count);
+  if (count > 0) {
+    h5::check(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), "H5Dread", where);
+  }
+  std::vector<Region> regions(count);
+  std::string problem;
+  for (std::uint64_t i = 0; i < count && problem.empty(); ++i) {
+    const schema::RegionRow& row = rows[i];
+    Region& region = regions[i];
+    std::string row_where = where + " row " + std::to_string(i);
+    region.name = row.name != nullptr ? row.name : "";
+    // HDF5 converts enums by name and sets values it cannot map to all ones.
+    if (row.kind > static_cast<std::uint8_t>(RegionKind::global)) {
+      problem = row_where + ": unknown region kind";
+    } else if (row.element_type > static_cast<std::uint8_t>(ElementType::f64)) {
+      problem = row_where + ": unknown element type";
+    } else if (auto hash = Hash128::from_hex(std::string_view(row.content, sizeof row.content))) {
+      region.kind = static_cast<RegionKind>(row.kind);
+      region.element_type = static_cast<ElementType>(row.element_type);
+      region.address = row.address;
+      region.size = row.size;
+      region.content = *hash;
+    } else {
+      problem = row_where + ": content '" + std::string(row.content, sizeof row.content) +
+                "' is not a content hash";
+    }
+  }
+  h5::reclaim_vlen(type, count, rows.data());
+  if (!problem.empty()) throw FormatError(problem);
+  return regions;
+}
+
+std::vector<Param> read_params(hid_t kernel, const std::string& kernel_path) {
+  const std::string where = kernel_path + "/" + schema::kParams;
+  h5::Handle dataset = h5::open_dataset(kernel, schema::kParams, where);
+  h5::Handle type = schema::param_memory_type();
+  h5::require_members(dataset, type, where);
+  std::uint64_t count = h5::dataset_rows(dataset, where);
+  std::vector<schema::ParamRow> rows(count);
+  if (count > 0) {
+    h5::check(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), "H5Dread", where);
+  }
+  std::vector<Param> params(count);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    params[i].offset = rows[i].offset;
+    params[i].size = rows[i].size;
+    params[i].is_pointer = rows[i].is_pointer != 0;
+    params[i].type = rows[i].type != nullptr ? rows[i].type : "";
+  }
+  h5::reclaim_vlen(type, count, rows.data());
+  return params;
+}
+
+Dim3 read_dim3(hid_t group, const char* name, const std::string& where) {
+  std::vector<std::uint32_t> values = h5::read_uint32_array_attribute(group, name, where);
+  if (values.size() != 3) {
+    throw FormatError(where + ": attribute '" + name + "' must hold 3 values, holds " +
+                      std::to_string(values.size()));
+  }
+  return Dim3{values[0], values[1], values[2]};
+}
+
+Launch read_launch(hid_t launches, std::size_t index, const std::string& launches_path) {
+  const std::string where = launches_path + "/" + schema::index_name(index);
+  h5::Handle group = h5::open_group(launches, schema::index_name(index), where);
+  Launch launch;
+  launch.sequence = h5::read_uint_attribute(group, "sequence", where);
+  launch.grid = read_dim3(group, "grid", where);
+  launch.block = read_dim3(group, "block", where);
+  std::uint64_t shared = h5::read_uint_attribute(group, "shared_memory_bytes", where);
+  if (shared > UINT32_MAX) throw FormatError(where + ": shared_memory_bytes is out of range");
+  launch.shared_memory_bytes = static_cast<std::uint32_t>(shared);
+  launch.stream = h5::read_uint_attribute(group, "stream", where);
+  if (h5::attribute_exists(group, "app_time_us")) {
+    launch.app_time_us = h5::read_double_attribute(group, "app_time_us", where);
+  }
+  {
+    const std::string args_where = where + "/" + schema::kArgs;
+    h5::Handle args = h5::open_dataset(group, schema::kArgs, args_where);
+    launch.args.resize(h5::byte_dataset_size(args, args_where));
+    h5::read_bytes(args, 0, launch.args, args_where);
+  }
+  launch.prologue = read_regions(group, schema::kPrologue, where);
+  launch.globals = read_regions(group, schema::kGlobals, where);
+  launch.epilogue = read_regions(group, schema::kEpilogue, where);
+  return launch;
+}
+
+Kernel read_kernel(hid_t kernels, std::size_t id) {
+  const std::string where = "/kernels/" + schema::index_name(id);
+  h5::Handle group = h5::open_group(kernels, schema::index_name(id), where);
+  Kernel kernel;
+  kernel.name = h5::read_string_attribute(group, "name", where);
+  kernel.demangled_name = optional_string(group, "demangled_name", where);
+  kernel.kokkos_label = optional_string(group, "kokkos_label", where);
+  for (const std::string& attribute : h5::attribute_names(group, where)) {
+    if (attribute.rfind(schema::kImageAttributePrefix, 0) != 0) continue;
+    std::string kind = attribute.substr(schema::kImageAttributePrefix.size());
+    std::string hex = h5::read_string_attribute(group, attribute, where);
+    kernel.images.emplace(kind, parse_hash(hex, where + ": image '" + kind + "'"));
+  }
+  kernel.params = read_params(group, where);
+  const std::string launches_where = where + "/" + schema::kLaunches;
+  h5::Handle launches = h5::open_group(group, schema::kLaunches, launches_where);
+  std::size_t count = count_indexed_children(launches, launches_where);
+  kernel.launches.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    kernel.launches.push_back(read_launch(launches, i, launches_where));
+  }
+  return kernel;
+}
+
+std::string base_name(std::string_view demangled) {
+  std::size_t paren = demangled.find('(');
+  return std::string(demangled.substr(0, paren));
+}
+
+}  // namespace
+
+struct CaptureReader::Impl {
+  std::filesystem::path path;
+  h5::Handle file;
+  h5::Handle contents;
+  int version = 0;
+  bool complete = false;
+  CaptureInfo info;
+  std::vector<Kernel> kernels;
+  std::unordered_map<Hash128, ContentEntry> content_index;
+
+  ErrorContext context() const { return in_file(path.string()); }
+
+  void open_file() {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      throw IoError("open", "no such file", context());
+    }
+    if (std::filesystem::is_directory(path, ec)) {
+      throw IoError("open", "is a directory, not a capture file", context());
+    }
+    if (access(path.c_str(), R_OK) != 0) {
+      throw IoError("open", std::strerror(errno), context());
+    }
+    htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+    if (is_hdf5 < 0) {
+      throw FormatError("cannot be read as HDF5 (HDF5: " + h5::error_stack_message() + ")",
+                        context());
+    }
+    if (is_hdf5 == 0) {
+      throw FormatError("not an HDF5 file (no HDF5 signature): expected an r3 capture",
+                        context());
+    }
+    hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (id < 0) {
+      std::string detail = h5::error_stack_message();
+      std::string hint;
+      if (detail.find("lock") != std::string::npos) {
+        hint = "; on file systems without locking, set HDF5_USE_FILE_LOCKING=FALSE";
+      }
+      throw FormatError("damaged or truncated HDF5 file, cannot open it (HDF5: " + detail + ")" +
+                            hint,
+                        context());
+    }
+    file = h5::Handle(id, H5Fclose);
+  }
+
+  void read_header() {
+    hid_t root = file;
+    if (!h5::attribute_exists(root, "format")) {
+      throw FormatError("not an r3 capture: an HDF5 file without the root attribute 'format' "
+                        "(a foreign HDF5 file?)",
+                        context());
+    }
+    std::string format = h5::read_string_attribute(root, "format", "/");
+    if (format != kFormatName) {
+      throw FormatError("not an r3 capture: its format is '" + format + "', expected '" +
+                            std::string(kFormatName) + "'",
+                        context());
+    }
+    std::int64_t stored_version = h5::read_int_attribute(root, "version", "/");
+    if (stored_version > kFormatVersion) {
+      throw FormatError("capture format version " + std::to_string(stored_version) +
+                            " was written by a newer r3; this r3 (" +
+                            std::string(version_string()) + ") reads versions up to " +
+                            std::to_string(kFormatVersion) + ": upgrade r3 to read it",
+                        context());
+    }
+    if (stored_version < 1) {
+      throw FormatError("invalid capture format version " + std::to_string(stored_version),
+                        context());
+    }
+    version = static_cast<int>(stored_version);
+    complete = h5::read_int_attribute(root, "complete", "/") != 0;
+    info.created = h5::read_string_attribute(root, "created", "/");
+    info.host = h5::read_string_attribute(root, "host", "/");
+    info.command_line = h5::read_string_attribute(root, "command_line", "/");
+    info.r3_version = h5::read_string_attribute(root, "r3_version", "/");
+    info.rank = static_cast<int>(h5::read_int_attribute(root, "rank", "/"));
+    info.device = read_device(root);
+  }
+
+  void index_contents() {
+    contents = h5::open_group(file, schema::kContents, "/contents");
+    for (const std::string& name : h5::child_names(contents, "/contents")) {
+      const std::string where = "/contents/" + name;
+      Hash128 hash = parse_hash(name, where);
+      h5::Handle dataset = h5::open_dataset(contents, name, where);
+      ContentEntry entry;
+      entry.size = h5::byte_dataset_size(dataset, where);
+      entry.stored_bytes = H5Dget_storage_size(dataset);
+      content_index.emplace(hash, entry);
+    }
+  }
+
+  void read_kernels() {
+    h5::Handle group = h5::open_group(file, schema::kKernels, "/kernels");
+    std::size_t count = count_indexed_children(group, "/kernels");
+    kernels.reserve(count);
+    for (std::size_t id = 0; id < count; ++id) kernels.push_back(read_kernel(group, id));
+  }
+
+  void check_reference(const Hash128& content, std::uint64_t size, bool check_size,
+                       const std::string& what) const {
+    auto it = content_index.find(content);
+    if (it == content_index.end()) {
+      throw FormatError(what + " refers to content " + content.hex() +
+                            ", which is not in /contents (dangling reference)",
+                        context());
+    }
+    if (check_size && it->second.size != size) {
+      throw FormatError(what + " has size " + std::to_string(size) + " but its content " +
+                            content.hex() + " holds " + std::to_string(it->second.size) +
+                            " bytes",
+                        context());
+    }
+  }
+
+  void check_references() const {
+    for (std::size_t k = 0; k < kernels.size(); ++k) {
+      const Kernel& kernel = kernels[k];
+      std::string kernel_where = "/kernels/" + std::to_string(k) + " ('" + kernel.name + "')";
+      for (const auto& [kind, content] : kernel.images) {
+        check_reference(content, 0, false, kernel_where + " image '" + kind + "'");
+      }
+      for (std::size_t l = 0; l < kernel.launches.size(); ++l) {
+        const Launch& launch = kernel.launches[l];
+        std::string launch_where = kernel_where + " launch " + std::to_string(l);
+        auto check_table = [&](const std::vector<Region>& regions, const char* table) {
+          for (std::size_t r = 0; r < regions.size(); ++r) {
+            check_reference(regions[r].content, regions[r].size, true,
+                            launch_where + " " + table + " region " + std::to_string(r) + " '" +
+                                regions[r].name + "'");
+          }
+        };
+        check_table(launch.prologue, schema::kPrologue);
+        check_table(launch.globals, schema::kGlobals);
+        check_table(launch.epilogue, schema::kEpilogue);
+      }
+    }
+  }
+
+  const ContentEntry& entry(const Hash128& content) const {
+    auto it = content_index.find(content);
+    if (it == content_index.end()) {
+      throw FormatError("content " + content.hex() + " is not in /contents", context());
+    }
+    return it->second;
+  }
+
+  // Reads [offset, offset + out.size()) of a content; HDF5 failures mean damage.
+  void read_slab(hid_t dataset, const Hash128& content, std::uint64_t offset,
+                 std::span<std::byte> out) const {
+    try {
+      h5::read_bytes(dataset, offset, out, "/contents/" + content.hex());
+    } catch (const IoError& e) {
+      throw FormatError("content " + content.hex() + " is damaged: " + e.message(), context());
+    }
+  }
+
+  void check_hash(const Hash128& content, const Hash128& actual) const {
+    if (actual != content) {
+      throw FormatError("content " + content.hex() + " is damaged: its bytes hash to " +
+                            actual.hex(),
+                        context());
+    }
+  }
+};
+
+CaptureReader::CaptureReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CaptureReader::CaptureReader(CaptureReader&&) noexcept = default;
+CaptureReader& CaptureReader::operator=(CaptureReader&&) noexcept = default;
+
+CaptureReader::~CaptureReader() {
+  if (!impl_) return;
+  h5::Session session(impl_->path.string());
+  impl_.reset();
+}
+
+CaptureReader CaptureReader::open(const std::filesystem::path& path) {
+  h5::Session session(path.string());
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->open_file();
+  try {
+    impl->read_header();
+    impl->index_contents();
+    impl->read_kernels();
+    impl->check_references();
+  } catch (const FormatError& e) {
+    if (!e.context().file.empty()) throw;
+    throw FormatError(e.message(), impl->context());
+  } catch (const IoError& e) {
+    // The file opened as HDF5, so a failing read inside it means damage.
+    throw FormatError("damaged capture: " + e.message(), impl->context());
+  }
+  return CaptureReader(std::move(impl));
+}
+
+const std::filesystem::path& CaptureReader::path() const { return impl_->path; }
+int CaptureReader::version() const { return impl_->version; }
+bool CaptureReader::complete() const { return impl_->complete; }
+const CaptureInfo& CaptureReader::info() const { return impl_->info; }
+const std::vector<Kernel>& CaptureReader::kernels() const { return impl_->kernels; }
+
+std::optional<std::size_t> CaptureReader::find_kernel(std::string_view name) const {
+  const auto& kernels = impl_->kernels;
+  if (!name.empty() && name[0] == '#') {
+    auto index = parse_index(name.substr(1));
+    if (index && *index < kernels.size()) return index;
+    return std::nullopt;
+  }
+  std::vector<std::size_t> exact;
+  std::vector<std::size_t> by_base_name;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    if (k.name == name || k.demangled_name == name || (!k.kokkos_label.empty() && k.kokkos_label == name)) {
+      exact.push_back(i);
+    } else if (!k.demangled_name.empty() && base_name(k.demangled_name) == name) {
+      by_base_name.push_back(i);
+    }
+  }
+  const std::vector<std::size_t>& matches = exact.empty() ? by_base_name : exact;
+  if (matches.empty()) return std::nullopt;
+  if (matches.size() > 1) {
+    std::string ids;
+    for (std::size_t i : matches) ids += (ids.empty() ? "#" : ", #") + std::to_string(i);
+    throw UnknownKernelError("'" + std::string(name) + "' names several kernels (" + ids +
+                                 "); select one by index, e.g. '#" +
+                                 std::to_string(matches.front()) + "'",
+                             impl_->context());
+  }
+  return matches.front();
+}
+
+const Kernel& CaptureReader::kernel(std::string_view name) const {
+  if (auto index = find_kernel(name)) return impl_->kernels[*index];
+  std::string known;
+  const std::size_t shown = std::min<std::size_t>(impl_->kernels.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) {
+    known += (i == 0 ? "" : ", ") + impl_->kernels[i].name;
+  }
+  if (impl_->kernels.size() > shown) known += ", ...";
+  ErrorContext context = impl_->context();
+  context.kernel = std::string(name);
+  throw UnknownKernelError(impl_->kernels.empty()
+                               ? "not in this capture, which holds no kernels"
+                               : "not in this capture; it holds: " + known,
+                           context);
+}
+
+bool CaptureReader::has_content(const Hash128& content) const {
+  return impl_->content_index.contains(content);
+}
+
+std::uint64_t CaptureReader::content_size(const Hash128& content) const {
+  return impl_->entry(content).size;
+}
+
+void CaptureReader::read_content(const Hash128& content, std::span<std::byte> out) const {
+  h5::Session session(impl_->path.string());
+  const ContentEntry& entry = impl_->entry(content);
+  if (out.size() != entry.size) {
+    throw Error("read_content: buffer of " + std::to_string(out.size()) + " bytes for content " +
+                    content.hex() + " of " + std::to_string(entry.size) + " bytes",
+                impl_->context());
+  }
+  h5::Handle dataset = h5::open_dataset(impl_->contents, content.hex(), "/contents");
+  impl_->read_slab(dataset, content, 0, out);
+  impl_->check_hash(content, hash_bytes(out));
+}
+
+std::vector<std::byte> CaptureReader::read_content(const Hash128& content) const {
+  std::vector<std::byte> bytes(content_size(content));
+  read_content(content, bytes);
+  return bytes;
+}
+
+void CaptureReader::verify_all_contents() const {
+  h5::Session session(impl_->path.string());
+  std::vector<std::byte> slab;
+  for (const auto& [content, entry] : impl_->content_index) {
+    h5::Handle dataset = h5::open_dataset(impl_->contents, content.hex(), "/contents");
+    Hasher hasher;
+    for (std::uint64_t offset = 0; offset < entry.size; offset += kVerifySlabBytes) {
+      slab.resize(std::min(kVerifySlabBytes, entry.size - offset));
+      impl_->read_slab(dataset, content, offset, slab);
+      hasher.update(slab);
+    }
+    impl_->check_hash(content, hasher.digest());
+  }
+}
+
+CaptureStats CaptureReader::stats() const {
+  CaptureStats stats;
+  stats.kernels = impl_->kernels.size();
+  for (const Kernel& kernel : impl_->kernels) {
+    for (const auto& [kind, content] : kernel.images) {
+      stats.referenced_bytes += impl_->entry(content).size;
+    }
+    stats.launches += kernel.launches.size();
+    for (const Launch& launch : kernel.launches) {
+      for (const auto* table : {&launch.prologue, &launch.globals, &launch.epilogue}) {
+        stats.regions += table->size();
+        for (const Region& region : *table) stats.referenced_bytes += region.size;
+      }
+    }
+  }
+  for (const auto& [content, entry] : impl_->content_index) {
+    stats.unique_bytes += entry.size;
+    stats.stored_bytes += entry.stored_bytes;
+  }
+  std::error_code ec;
+  stats.file_bytes = std::filesystem::file_size(impl_->path, ec);
+  if (ec) stats.file_bytes = 0;
+  return stats;
+}
+
+}  // namespace r3::capture

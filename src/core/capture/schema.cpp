@@ -1,0 +1,133 @@
+#include "schema.hpp"
+
+#include <cstddef>
+
+namespace r3::capture {
+
+std::string_view to_string(ElementType type) {
+  switch (type) {
+    case ElementType::unknown: return "unknown";
+    case ElementType::u8: return "u8";
+    case ElementType::i8: return "i8";
+    case ElementType::u16: return "u16";
+    case ElementType::i16: return "i16";
+    case ElementType::u32: return "u32";
+    case ElementType::i32: return "i32";
+    case ElementType::u64: return "u64";
+    case ElementType::i64: return "i64";
+    case ElementType::f16: return "f16";
+    case ElementType::bf16: return "bf16";
+    case ElementType::f32: return "f32";
+    case ElementType::f64: return "f64";
+  }
+  return "unknown";
+}
+
+std::optional<ElementType> parse_element_type(std::string_view text) {
+  for (ElementType type : kAllElementTypes) {
+    if (to_string(type) == text) return type;
+  }
+  return std::nullopt;
+}
+
+std::size_t element_size(ElementType type) {
+  switch (type) {
+    case ElementType::u16: case ElementType::i16: case ElementType::f16: case ElementType::bf16:
+      return 2;
+    case ElementType::u32: case ElementType::i32: case ElementType::f32:
+      return 4;
+    case ElementType::u64: case ElementType::i64: case ElementType::f64:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+bool is_floating_point(ElementType type) {
+  return type == ElementType::f16 || type == ElementType::bf16 || type == ElementType::f32 ||
+         type == ElementType::f64;
+}
+
+std::string_view to_string(RegionKind kind) {
+  return kind == RegionKind::global ? "global" : "allocation";
+}
+
+namespace schema {
+namespace {
+
+h5::Handle variable_string() {
+  h5::Handle type(h5::check(H5Tcopy(H5T_C_S1), "H5Tcopy", "string type"), H5Tclose);
+  h5::check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size", "string type");
+  h5::check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset", "string type");
+  return type;
+}
+
+// HDF5 enums carry their names into the file, so h5dump and h5py show "f32", not 11, and a
+// reader converting by name refuses a value it does not know.
+h5::Handle element_type_enum() {
+  h5::Handle type(h5::check(H5Tenum_create(H5T_NATIVE_UINT8), "H5Tenum_create", "element type"),
+                  H5Tclose);
+  for (ElementType element : kAllElementTypes) {
+    auto value = static_cast<std::uint8_t>(element);
+    std::string name(to_string(element));
+    h5::check(H5Tenum_insert(type, name.c_str(), &value), "H5Tenum_insert", "element type");
+  }
+  return type;
+}
+
+h5::Handle region_kind_enum() {
+  h5::Handle type(h5::check(H5Tenum_create(H5T_NATIVE_UINT8), "H5Tenum_create", "region kind"),
+                  H5Tclose);
+  for (RegionKind kind : {RegionKind::allocation, RegionKind::global}) {
+    auto value = static_cast<std::uint8_t>(kind);
+    std::string name(to_string(kind));
+    h5::check(H5Tenum_insert(type, name.c_str(), &value), "H5Tenum_insert", "region kind");
+  }
+  return type;
+}
+
+void insert(hid_t compound, const char* name, std::size_t offset, hid_t type) {
+  h5::check(H5Tinsert(compound, name, offset, type), "H5Tinsert", name);
+}
+
+}  // namespace
+
+h5::Handle region_memory_type() {
+  h5::Handle type(h5::check(H5Tcreate(H5T_COMPOUND, sizeof(RegionRow)), "H5Tcreate", "region row"),
+                  H5Tclose);
+  h5::Handle name = variable_string();
+  h5::Handle kind = region_kind_enum();
+  h5::Handle element = element_type_enum();
+  h5::Handle content(h5::check(H5Tcopy(H5T_C_S1), "H5Tcopy", "content"), H5Tclose);
+  h5::check(H5Tset_size(content, 32), "H5Tset_size", "content");
+  h5::check(H5Tset_strpad(content, H5T_STR_NULLPAD), "H5Tset_strpad", "content");
+  insert(type, "name", offsetof(RegionRow, name), name);
+  insert(type, "kind", offsetof(RegionRow, kind), kind);
+  insert(type, "element_type", offsetof(RegionRow, element_type), element);
+  insert(type, "address", offsetof(RegionRow, address), H5T_NATIVE_UINT64);
+  insert(type, "size", offsetof(RegionRow, size), H5T_NATIVE_UINT64);
+  insert(type, "content", offsetof(RegionRow, content), content);
+  return type;
+}
+
+h5::Handle param_memory_type() {
+  h5::Handle type(h5::check(H5Tcreate(H5T_COMPOUND, sizeof(ParamRow)), "H5Tcreate", "param row"),
+                  H5Tclose);
+  h5::Handle text = variable_string();
+  insert(type, "offset", offsetof(ParamRow, offset), H5T_NATIVE_UINT64);
+  insert(type, "size", offsetof(ParamRow, size), H5T_NATIVE_UINT64);
+  insert(type, "is_pointer", offsetof(ParamRow, is_pointer), H5T_NATIVE_UINT8);
+  insert(type, "type", offsetof(ParamRow, type), text);
+  return type;
+}
+
+h5::Handle packed(hid_t memory_type) {
+  h5::Handle type(h5::check(H5Tcopy(memory_type), "H5Tcopy", "table type"), H5Tclose);
+  h5::check(H5Tpack(type), "H5Tpack", "table type");
+  return type;
+}
+
+std::string index_name(std::size_t index) { return std::to_string(index); }
+
+}  // namespace schema
+}  // namespace r3::capture

@@ -1,0 +1,24 @@
+// Human-readable summaries of r3 files, as printed by `r3 inspect`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "r3/capture.hpp"
+
+namespace r3 {
+
+struct InspectOptions {
+  bool list_regions = false;         // one line per region instead of per-table totals
+  std::size_t launches_shown = 8;    // per kernel; the rest are summarised in one line
+};
+
+void inspect_capture(const capture::CaptureReader& capture, const InspectOptions& options,
+                     std::ostream& out);
+
+// "0 B", "512 B", "1.5 KiB", "64.0 MiB", "2.00 GiB"
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace r3
