@@ -54,6 +54,14 @@ Hash128 parse_hash(std::string_view text, const std::string& where) {
   return *hash;
 }
 
+void verify_checksum(hid_t group, const Hash128& computed, const std::string& where) {
+  Hash128 stored = parse_hash(h5::read_string_attribute(group, schema::kChecksum, where),
+                              where + ": attribute 'checksum'");
+  if (stored != computed) {
+    throw FormatError(where + ": metadata is damaged (its checksum does not match)");
+  }
+}
+
 DeviceInfo read_device(hid_t root) {
   const std::string where = "/device";
   h5::Handle group = h5::open_group(root, schema::kDevice, where);
@@ -166,6 +174,7 @@ Launch read_launch(hid_t launches, std::size_t index, const std::string& launche
   launch.prologue = read_regions(group, schema::kPrologue, where);
   launch.globals = read_regions(group, schema::kGlobals, where);
   launch.epilogue = read_regions(group, schema::kEpilogue, where);
+  verify_checksum(group, schema::checksum(launch), where);
   return launch;
 }
 
@@ -183,6 +192,7 @@ Kernel read_kernel(hid_t kernels, std::size_t id) {
     kernel.images.emplace(kind, parse_hash(hex, where + ": image '" + kind + "'"));
   }
   kernel.params = read_params(group, where);
+  verify_checksum(group, schema::checksum(kernel), where);
   const std::string launches_where = where + "/" + schema::kLaunches;
   h5::Handle launches = h5::open_group(group, schema::kLaunches, launches_where);
   std::size_t count = count_indexed_children(launches, launches_where);
@@ -279,6 +289,7 @@ struct CaptureReader::Impl {
     info.r3_version = h5::read_string_attribute(root, "r3_version", "/");
     info.rank = static_cast<int>(h5::read_int_attribute(root, "rank", "/"));
     info.device = read_device(root);
+    verify_checksum(root, schema::checksum(info, version), "/");
   }
 
   void index_contents() {

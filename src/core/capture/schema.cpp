@@ -127,6 +127,88 @@ h5::Handle packed(hid_t memory_type) {
   return type;
 }
 
+namespace {
+
+template <class T>
+void number(Hasher& h, T value) {
+  h.update(&value, sizeof value);
+}
+
+void regions(Hasher& h, const std::vector<Region>& table) {
+  number(h, table.size());
+  for (const Region& r : table) {
+    h.update_field(r.name);
+    number(h, static_cast<std::uint8_t>(r.kind));
+    number(h, static_cast<std::uint8_t>(r.element_type));
+    number(h, r.address);
+    number(h, r.size);
+    number(h, r.content.high);
+    number(h, r.content.low);
+  }
+}
+
+}  // namespace
+
+Hash128 checksum(const CaptureInfo& info, int version) {
+  Hasher h;
+  number(h, version);
+  for (const std::string* field : {&info.created, &info.host, &info.command_line, &info.r3_version,
+                                   &info.device.backend, &info.device.name,
+                                   &info.device.architecture, &info.device.driver_version,
+                                   &info.device.toolkit_version}) {
+    h.update_field(*field);
+  }
+  number(h, info.rank);
+  number(h, info.device.compute_capability_major);
+  number(h, info.device.compute_capability_minor);
+  number(h, info.device.multiprocessor_count);
+  number(h, info.device.memory_bytes);
+  number(h, info.device.l2_cache_bytes);
+  number(h, info.device.memory_bandwidth_gbs);
+  return h.digest();
+}
+
+Hash128 checksum(const Kernel& kernel) {
+  Hasher h;
+  h.update_field(kernel.name);
+  h.update_field(kernel.demangled_name);
+  h.update_field(kernel.kokkos_label);
+  number(h, kernel.images.size());
+  for (const auto& [kind, content] : kernel.images) {
+    h.update_field(kind);
+    number(h, content.high);
+    number(h, content.low);
+  }
+  number(h, kernel.params.size());
+  for (const Param& p : kernel.params) {
+    number(h, p.offset);
+    number(h, p.size);
+    number(h, static_cast<std::uint8_t>(p.is_pointer));
+    h.update_field(p.type);
+  }
+  return h.digest();
+}
+
+Hash128 checksum(const Launch& launch) {
+  Hasher h;
+  number(h, launch.sequence);
+  for (const Dim3* d : {&launch.grid, &launch.block}) {
+    number(h, d->x);
+    number(h, d->y);
+    number(h, d->z);
+  }
+  number(h, launch.shared_memory_bytes);
+  number(h, launch.stream);
+  number(h, static_cast<std::uint8_t>(launch.app_time_us.has_value()));
+  number(h, launch.app_time_us.value_or(0.0));
+  number(h, launch.args.size());
+  h.update(launch.args);
+  regions(h, launch.prologue);
+  regions(h, launch.globals);
+  regions(h, launch.epilogue);
+  return h.digest();
+}
+
 std::string index_name(std::size_t index) { return std::to_string(index); }
 
 }  // namespace schema

@@ -43,6 +43,14 @@ h5::Handle region_memory_type();
 h5::Handle param_memory_type();
 h5::Handle packed(hid_t memory_type);
 
+// Checksums of the metadata the reader builds from each group (names, shapes, arguments, region
+// tables), stored as the attribute "checksum": damage that HDF5 itself does not detect (bytes in
+// its global heap, where variable-length strings live) is caught by comparing them.
+inline constexpr const char* kChecksum = "checksum";
+Hash128 checksum(const CaptureInfo& info, int version);
+Hash128 checksum(const Kernel& kernel);  // without its launches
+Hash128 checksum(const Launch& launch);
+
 // Kernel and launch group names are their decimal index.
 std::string index_name(std::size_t index);
 

@@ -168,10 +168,13 @@ CaptureWriter CaptureWriter::create(const std::filesystem::path& path, CaptureIn
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  impl->file = h5::Handle(h5::check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
-                                                H5P_DEFAULT),
-                                      "H5Fcreate", "cannot create the capture file"),
-                            H5Fclose);
+  // HDF5 1.8 object formats carry checksums of their metadata; every HDF5 since 1.8 reads them.
+  h5::Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
+  h5::check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds",
+            "file access");
+  impl->file = h5::Handle(h5::check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access),
+                                    "H5Fcreate", "cannot create the capture file"),
+                          H5Fclose);
     if (info.created.empty()) info.created = utc_now_iso8601();
     if (info.host.empty()) info.host = host_name();
     if (info.r3_version.empty()) info.r3_version = std::string(version_string());
@@ -185,6 +188,7 @@ CaptureWriter CaptureWriter::create(const std::filesystem::path& path, CaptureIn
     h5::write_string_attribute(root, "r3_version", info.r3_version);
     h5::write_int_attribute(root, "rank", info.rank);
     write_device(root, info.device);
+    h5::write_string_attribute(root, schema::kChecksum, schema::checksum(info, kFormatVersion).hex());
     impl->contents = h5::create_group(root, schema::kContents, "/contents");
     impl->kernels = h5::create_group(root, schema::kKernels, "/kernels");
   h5::check(H5Fflush(root, H5F_SCOPE_GLOBAL), "H5Fflush", "capture");
@@ -234,6 +238,7 @@ std::size_t CaptureWriter::add_kernel(const Kernel& kernel) {
                                content.hex());
   }
   write_params(group, kernel.params);
+  h5::write_string_attribute(group, schema::kChecksum, schema::checksum(kernel).hex());
   h5::create_group(group, schema::kLaunches, "launches group");
   impl_->launch_counts.push_back(0);
   return id;
@@ -266,6 +271,7 @@ std::size_t CaptureWriter::add_launch(std::size_t kernel_id, const Launch& launc
   write_regions(group, schema::kPrologue, launch.prologue);
   write_regions(group, schema::kGlobals, launch.globals);
   write_regions(group, schema::kEpilogue, launch.epilogue);
+  h5::write_string_attribute(group, schema::kChecksum, schema::checksum(launch).hex());
   ++impl_->launch_counts[kernel_id];
   if (impl_->options.flush_each_launch) flush();
   return index;

@@ -150,7 +150,7 @@ std::string decode_choice(const Document& doc, const YAML::Node& node, const std
 Map::Map(const Document& doc, const YAML::Node& node, std::string key)
     : doc_(doc), node_(node), key_(std::move(key)) {
   if (!node.IsMap()) {
-    doc.fail(node, key_.empty() ? "(top level)" : key_, "expected a mapping of keys to values, got " + describe(node));
+    doc.fail(node, key_, "expected a mapping of keys to values, got " + describe(node));
   }
   for (const auto& entry : node) {
     const YAML::Node& name = entry.first;
@@ -183,7 +183,7 @@ YAML::Node Map::get(std::string_view name) {
 
 void Map::fail(std::string_view name, const std::string& message) const {
   for (const auto& [entry, mark] : entries_) {
-    if (entry == name) doc_.fail(node_[std::string(name)].Mark(), key(name), message);
+    if (entry == name) doc_.fail(mark, key(name), message);
   }
   doc_.fail(node_.Mark(), key(name), message);
 }

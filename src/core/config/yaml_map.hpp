@@ -92,6 +92,7 @@ class Map {
   // Fails at the first key that was never asked for.
   void finish() const;
 
+  // Fails at the line of key `name`, or at this mapping when `name` was not written.
   [[noreturn]] void fail(std::string_view name, const std::string& message) const;
 
  private:

@@ -1,0 +1,10 @@
+// The default demo's kernel: one explicit step of the 2D heat equation on an n x n grid
+// (five-point stencil; the boundary rows and columns stay fixed).
+extern "C" void stencil2d(const float* in, float* out, int n, float alpha) {
+  for (int y = 1; y < n - 1; ++y) {
+    for (int x = 1; x < n - 1; ++x) {
+      int i = y * n + x;
+      out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);
+    }
+  }
+}

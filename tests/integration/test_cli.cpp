@@ -1,0 +1,184 @@
+// The command-line tools as a user runs them: exit status, stdout, stderr.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "r3/tune_config.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using r3::test::ProcessResult;
+using r3::test::run_process;
+using r3::test::TempDir;
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    capture_ = dir_ / "demo.h5";
+    ProcessResult made = run_process({R3_TEST_MAKE_DEMO_CAPTURE, capture_.string()});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  ProcessResult r3(std::vector<std::string> args) {
+    args.insert(args.begin(), R3_TEST_R3);
+    return run_process(args);
+  }
+  ProcessResult r3_mpi(std::vector<std::string> args) {
+    args.insert(args.begin(), R3_TEST_R3_MPI);
+    return run_process(args);
+  }
+  // A tune.yaml for the demo capture, with `extra` appended.
+  fs::path write_tune(const std::string& extra = "") {
+    fs::copy_file(fs::path(R3_TEST_SOURCE_DIR) / "examples/demo/stencil.cpp", dir_ / "stencil.cpp",
+                  fs::copy_options::overwrite_existing);
+    std::ofstream(dir_ / "tune.yaml") << "capture: demo.h5\nkernels:\n  - name: stencil2d\n"
+                                         "    source: stencil.cpp\n"
+                                      << extra;
+    return dir_ / "tune.yaml";
+  }
+  TempDir dir_;
+  fs::path capture_;
+};
+
+TEST_F(Cli, InspectPrintsDeviceKernelsLaunchesAndBytes) {
+  ProcessResult result = r3({"inspect", capture_.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string& out = result.out;
+  EXPECT_TRUE(contains(out, "format    r3-capture version 1")) << out;
+  EXPECT_TRUE(contains(out, "device    host: ")) << out;
+  EXPECT_TRUE(contains(out, "contents  1 kernel, 3 launches, 9 regions")) << out;
+  // 9 regions of 1 MiB; 5 distinct grids (the steps reuse each other's output).
+  EXPECT_TRUE(contains(out, "9.00 MiB referenced")) << out;
+  EXPECT_TRUE(contains(out, "5.00 MiB distinct")) << out;
+  EXPECT_TRUE(contains(out, "kernel #0  stencil2d")) << out;
+  EXPECT_TRUE(contains(out, "launch 2  #2  grid 1x1x1")) << out;
+  EXPECT_TRUE(contains(out, "prologue 2 regions, 2.00 MiB")) << out;
+  EXPECT_FALSE(contains(out, "warning")) << out;
+}
+
+TEST_F(Cli, InspectListsRegionsAndVerifiesContents) {
+  ProcessResult result = r3({"inspect", "--regions", "--verify", capture_.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.out, "        in  0x")) << result.out;
+  EXPECT_TRUE(contains(result.out, "1.00 MiB  f32")) << result.out;
+  EXPECT_TRUE(contains(result.out, "verified  every stored content matches its hash")) << result.out;
+}
+
+TEST_F(Cli, InspectRefusesATruncatedCopy) {
+  fs::path copy = dir_ / "truncated.h5";
+  fs::copy_file(capture_, copy);
+  fs::resize_file(copy, fs::file_size(capture_) / 2);
+  ProcessResult result = r3({"inspect", copy.string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  EXPECT_TRUE(contains(result.err, "r3: error: " + copy.string() + ": damaged or truncated HDF5 file"))
+      << result.err;
+}
+
+TEST_F(Cli, InspectRefusesAForeignHdf5File) {
+  fs::path foreign = dir_ / "foreign.h5";
+  hid_t file = H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t group = H5Gcreate2(file, "simulation", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Gclose(group);
+  H5Fclose(file);
+  ProcessResult result = r3({"inspect", foreign.string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(contains(result.err, foreign.string() + ": not an r3 capture")) << result.err;
+}
+
+TEST_F(Cli, InspectRefusesANonHdf5FileAndAMissingOne) {
+  std::ofstream(dir_ / "notes.txt") << "not a capture\n";
+  ProcessResult text = r3({"inspect", (dir_ / "notes.txt").string()});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_TRUE(contains(text.err, "notes.txt: not an HDF5 file")) << text.err;
+  ProcessResult missing = r3({"inspect", (dir_ / "absent.h5").string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "absent.h5: open: no such file")) << missing.err;
+}
+
+TEST_F(Cli, VersionHelpAndUsageErrors) {
+  ProcessResult version = r3({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(contains(version.out, "r3 0.1.0")) << version.out;
+  EXPECT_TRUE(contains(version.out, "HDF5: yes")) << version.out;
+  for (const char* command : {"record", "replay", "inspect", "report"}) {
+    ProcessResult help = r3({command, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << command;
+    EXPECT_TRUE(contains(help.out, std::string("Usage: r3 ") + command)) << help.out;
+  }
+  EXPECT_EQ(r3({}).exit_code, 2);
+  EXPECT_EQ(r3({"bogus"}).exit_code, 2);
+  EXPECT_EQ(r3({"inspect"}).exit_code, 2);
+  EXPECT_EQ(r3({"record", "--capture", "some", "--", "./app"}).exit_code, 2);
+}
+
+TEST_F(Cli, SubcommandsNotBuiltYetSaySo) {
+  ProcessResult record = r3({"record", "-k", "stencil", "--", "./app", "--steps", "3"});
+  EXPECT_EQ(record.exit_code, 3);
+  EXPECT_TRUE(contains(record.err, "'r3 record' is not built yet")) << record.err;
+  ProcessResult replay = r3({"replay", capture_.string(), "-k", "stencil2d"});
+  EXPECT_EQ(replay.exit_code, 3);
+  EXPECT_TRUE(contains(replay.err, "'r3 replay' is not built yet")) << replay.err;
+  ProcessResult report = r3({"report", "run.h5"});
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_TRUE(contains(report.err, "'r3 report' is not built yet")) << report.err;
+}
+
+TEST_F(Cli, DryRunPrintsTheResolvedConfigurationAsValidYaml) {
+  fs::path tune = write_tune("timing:\n  repeats: 7\n");
+  ProcessResult result = r3_mpi({tune.string(), "--dry-run"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.out, "# r3-mpi --dry-run: " + tune.string() + " is valid")) << result.out;
+  EXPECT_TRUE(contains(result.out, "# backend host, 1 kernel(s), 3 recorded launch(es)")) << result.out;
+  EXPECT_TRUE(contains(result.out, "repeats: 7")) << result.out;
+  EXPECT_TRUE(contains(result.out, "capture: " + capture_.string())) << result.out;
+  r3::config::TuneConfig resolved = r3::config::parse_tune_config(result.out, tune);
+  EXPECT_EQ(resolved.timing.repeats, 7u);
+  EXPECT_EQ(resolved.kernels.at(0).source, dir_ / "stencil.cpp");
+}
+
+TEST_F(Cli, DryRunErrorsNameFileLineAndKey) {
+  fs::path tune = write_tune("timing:\n  repeets: 7\n");
+  ProcessResult result = r3_mpi({tune.string(), "--dry-run"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  EXPECT_TRUE(contains(result.err, tune.string() +
+                                       ":6:3: timing.repeets: unknown key 'repeets' (did you mean "
+                                       "'repeats'?)"))
+      << result.err;
+}
+
+TEST_F(Cli, DryRunRefusesAnUnknownKernelAndAMissingCapture) {
+  write_tune();
+  std::ofstream(dir_ / "tune.yaml") << "capture: demo.h5\nkernels:\n  - name: saxpy\n";
+  ProcessResult unknown = r3_mpi({(dir_ / "tune.yaml").string(), "--dry-run"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_TRUE(contains(unknown.err, "tune.yaml:3:11: kernels[0].name: kernel 'saxpy' is not in "
+                                    "this capture; it holds: stencil2d"))
+      << unknown.err;
+
+  std::ofstream(dir_ / "tune.yaml") << "capture: elsewhere.h5\nkernels: [stencil2d]\n";
+  ProcessResult missing = r3_mpi({(dir_ / "tune.yaml").string(), "--dry-run"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "tune.yaml:1:10: capture: " + (dir_ / "elsewhere.h5").string() +
+                                        ": open: no such file"))
+      << missing.err;
+}
+
+TEST_F(Cli, TuningRunWithoutDryRunIsNotBuiltYet) {
+  fs::path tune = write_tune();
+  ProcessResult result = r3_mpi({tune.string()});
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_TRUE(contains(result.err, "the tuning job is not built yet")) << result.err;
+  EXPECT_EQ(r3_mpi({}).exit_code, 2);
+}
+
+}  // namespace

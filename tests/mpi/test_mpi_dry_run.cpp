@@ -1,0 +1,71 @@
+// r3-mpi under mpirun -n 3: rank 0 alone reads and reports, every rank leaves with the same
+// status, and a bad configuration ends the job instead of hanging it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using r3::test::ProcessResult;
+using r3::test::TempDir;
+
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+class MpiDryRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ProcessResult made = r3::test::run_process({R3_TEST_MAKE_DEMO_CAPTURE, (dir_ / "demo.h5").string()});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  ProcessResult mpirun(const std::string& yaml, std::vector<std::string> flags) {
+    std::ofstream(dir_ / "tune.yaml") << yaml;
+    std::vector<std::string> argv = {R3_TEST_MPIEXEC, "-n", "3", "--oversubscribe", R3_TEST_R3_MPI,
+                                     (dir_ / "tune.yaml").string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return r3::test::run_process(argv, std::chrono::seconds(120),
+                                 {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+  }
+  TempDir dir_;
+};
+
+TEST_F(MpiDryRun, OnlyRankZeroPrintsTheConfiguration) {
+  ProcessResult result = mpirun("capture: demo.h5\nkernels: [stencil2d]\n", {"--dry-run"});
+  ASSERT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(count(result.out, "# r3-mpi --dry-run:"), 1) << result.out;
+  EXPECT_EQ(count(result.out, "3 rank(s): 1 searcher, 2 evaluator(s)"), 1) << result.out;
+}
+
+TEST_F(MpiDryRun, BadConfigurationEndsEveryRankWithOneMessage) {
+  ProcessResult result = mpirun("capture: demo.h5\nkernels: [stencil2d]\nbudget:\n  evaluations: -1\n",
+                                {"--dry-run"});
+  ASSERT_FALSE(result.timed_out) << "the job hung";
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(count(result.err, "tune.yaml:4:16: budget.evaluations: must lie in"), 1) << result.err;
+  EXPECT_EQ(count(result.err, "error:"), 1) << result.err;
+}
+
+TEST_F(MpiDryRun, UnknownKernelEndsEveryRank) {
+  ProcessResult result = mpirun("capture: demo.h5\nkernels: [saxpy]\n", {"--dry-run"});
+  ASSERT_FALSE(result.timed_out) << "the job hung";
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(count(result.err, "kernel 'saxpy' is not in this capture"), 1) << result.err;
+}
+
+TEST_F(MpiDryRun, TuningRunNotBuiltYetEndsEveryRankWithStatusThree) {
+  ProcessResult result = mpirun("capture: demo.h5\nkernels: [stencil2d]\n", {});
+  ASSERT_FALSE(result.timed_out) << "the job hung";
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_EQ(count(result.err, "the tuning job is not built yet"), 1) << result.err;
+}
+
+}  // namespace

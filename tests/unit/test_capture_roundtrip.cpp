@@ -1,0 +1,284 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "r3/capture.hpp"
+#include "r3/error.hpp"
+#include "support/random_capture.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using namespace r3::capture;
+using r3::test::ExpectedCapture;
+using r3::test::TempDir;
+
+void expect_equal_to_model(const CaptureReader& reader, const ExpectedCapture& expected) {
+  EXPECT_EQ(reader.info(), expected.info);
+  ASSERT_EQ(reader.kernels().size(), expected.kernels.size());
+  for (std::size_t k = 0; k < expected.kernels.size(); ++k) {
+    EXPECT_EQ(reader.kernels()[k], expected.kernels[k]) << "kernel " << k;
+  }
+  for (const auto& [hash, bytes] : expected.contents) {
+    ASSERT_TRUE(reader.has_content(hash)) << hash.hex();
+    EXPECT_EQ(reader.content_size(hash), bytes.size());
+    EXPECT_TRUE(reader.read_content(hash) == bytes) << "content " << hash.hex() << " differs";
+  }
+}
+
+class RandomRoundTrip : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(RandomRoundTrip, ReadsBackBitwiseEqual) {
+  TempDir dir;
+  ExpectedCapture expected = r3::test::random_capture(GetParam(), r3::test::CaptureShape{});
+  write_capture(dir / "c.h5", expected);
+  CaptureReader reader = CaptureReader::open(dir / "c.h5");
+  EXPECT_EQ(reader.version(), kFormatVersion);
+  EXPECT_TRUE(reader.complete());
+  expect_equal_to_model(reader, expected);
+  EXPECT_NO_THROW(reader.verify_all_contents());
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, RandomRoundTrip, ::testing::Values(1, 2, 3, 42, 1234567));
+
+TEST(CaptureRoundTrip, RegionSizesFromZeroTo64MiB) {
+  TempDir dir;
+  r3::test::CaptureShape shape;
+  shape.kernels = 1;
+  shape.launches_per_kernel = 1;
+  shape.regions_per_launch = 0;
+  ExpectedCapture expected = r3::test::random_capture(99, shape);
+  std::mt19937_64 rng(5);
+  Launch& launch = expected.kernels[0].launches[0];
+  int index = 0;
+  for (std::uint64_t size : {0ull, 1ull, 4095ull, 4096ull, 4097ull, (1ull << 20) + 1, 64ull << 20}) {
+    std::vector<std::byte> bytes = r3::test::random_bytes(rng, size);
+    Region region;
+    region.name = "r" + std::to_string(index);
+    region.address = 0x1000ull * static_cast<std::uint64_t>(++index);
+    region.size = size;
+    region.element_type = ElementType::u8;
+    region.content = r3::hash_bytes(bytes);
+    launch.prologue.push_back(region);
+    expected.contents.emplace(region.content, std::move(bytes));
+  }
+  write_capture(dir / "sizes.h5", expected);
+  CaptureReader reader = CaptureReader::open(dir / "sizes.h5");
+  expect_equal_to_model(reader, expected);
+}
+
+TEST(CaptureRoundTrip, EmptyCaptureHasNoKernels) {
+  TempDir dir;
+  ExpectedCapture expected;
+  expected.info.device.backend = "host";
+  { CaptureWriter writer = CaptureWriter::create(dir / "empty.h5", expected.info); }
+  CaptureReader reader = CaptureReader::open(dir / "empty.h5");
+  EXPECT_TRUE(reader.kernels().empty());
+  EXPECT_FALSE(reader.info().created.empty());  // filled in by the writer
+  EXPECT_FALSE(reader.info().host.empty());
+  EXPECT_EQ(reader.stats().launches, 0u);
+}
+
+// A capture of `copies` launches that all hold the same `bytes` (prologue and epilogue).
+std::uintmax_t capture_size_with_shared_content(const std::filesystem::path& path,
+                                                const std::vector<std::vector<std::byte>>& distinct,
+                                                int copies) {
+  CaptureInfo info;
+  info.device.backend = "host";
+  CaptureWriter writer = CaptureWriter::create(path, info);
+  std::vector<r3::Hash128> hashes;
+  for (const auto& bytes : distinct) hashes.push_back(writer.put_content(bytes));
+  Kernel kernel;
+  kernel.name = "k";
+  std::size_t id = writer.add_kernel(kernel);
+  for (int i = 0; i < copies; ++i) {
+    Launch launch;
+    launch.sequence = static_cast<std::uint64_t>(i);
+    for (std::size_t d = 0; d < distinct.size(); ++d) {
+      Region region{"buf" + std::to_string(d), RegionKind::allocation, 0x10000ull * (d + 1),
+                    distinct[d].size(), ElementType::f32, hashes[d]};
+      launch.prologue.push_back(region);
+      launch.epilogue.push_back(region);
+    }
+    writer.add_launch(id, launch);
+  }
+  writer.close();
+  return std::filesystem::file_size(path);
+}
+
+TEST(CaptureDeduplication, SharedContentIsStoredOnce) {
+  TempDir dir;
+  std::mt19937_64 rng(3);
+  const std::uint64_t four_mib = 4ull << 20;
+  std::vector<std::byte> a = r3::test::random_bytes(rng, four_mib);
+  std::vector<std::byte> b = r3::test::random_bytes(rng, four_mib);
+
+  std::uintmax_t one_launch = capture_size_with_shared_content(dir / "one.h5", {a}, 1);
+  std::uintmax_t ten_launches = capture_size_with_shared_content(dir / "ten.h5", {a}, 10);
+  std::uintmax_t two_contents = capture_size_with_shared_content(dir / "two.h5", {a, b}, 1);
+
+  // Random bytes do not compress: one copy costs at least its size.
+  EXPECT_GE(one_launch, four_mib);
+  // Nine more launches referring to the same 4 MiB add only their metadata.
+  EXPECT_LT(ten_launches - one_launch, 256u << 10) << one_launch << " -> " << ten_launches;
+  // A second distinct content adds one copy.
+  EXPECT_GE(two_contents - one_launch, four_mib);
+  EXPECT_LT(two_contents - one_launch, four_mib + (256u << 10));
+
+  CaptureReader reader = CaptureReader::open(dir / "ten.h5");
+  CaptureStats stats = reader.stats();
+  EXPECT_EQ(stats.launches, 10u);
+  EXPECT_EQ(stats.regions, 20u);
+  EXPECT_EQ(stats.referenced_bytes, 20 * four_mib);
+  EXPECT_EQ(stats.unique_bytes, four_mib);
+}
+
+TEST(CaptureDeduplication, PutContentReturnsTheSameHashOnce) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "d.h5", CaptureInfo{});
+  std::vector<std::byte> bytes(1000, std::byte{7});
+  r3::Hash128 first = writer.put_content(bytes);
+  EXPECT_TRUE(writer.has_content(first));
+  EXPECT_EQ(writer.put_content(bytes), first);
+  EXPECT_EQ(first, r3::hash_bytes(bytes));
+}
+
+TEST(CaptureCompression, RepetitiveContentIsStoredSmall) {
+  TempDir dir;
+  std::vector<std::byte> zeros(16u << 20, std::byte{0});
+  capture_size_with_shared_content(dir / "z.h5", {zeros}, 1);
+  CaptureStats stats = CaptureReader::open(dir / "z.h5").stats();
+  EXPECT_EQ(stats.unique_bytes, zeros.size());
+  EXPECT_LT(stats.stored_bytes, 1u << 20);
+  EXPECT_LT(stats.file_bytes, 2u << 20);
+}
+
+TEST(CaptureWriterChecks, RefusesLaunchesReferringToContentNotPut) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "w.h5", CaptureInfo{});
+  Kernel kernel;
+  kernel.name = "k";
+  std::size_t id = writer.add_kernel(kernel);
+  Launch launch;
+  launch.prologue.push_back(Region{"x", RegionKind::allocation, 0x1000, 4, ElementType::f32,
+                                   r3::hash_string("never stored")});
+  EXPECT_THROW(writer.add_launch(id, launch), r3::Error);
+  EXPECT_THROW(writer.add_launch(id + 1, Launch{}), r3::Error);
+}
+
+TEST(CaptureWriterChecks, RefusesRegionSizeThatDiffersFromContent) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "w.h5", CaptureInfo{});
+  std::vector<std::byte> bytes(16);
+  r3::Hash128 content = writer.put_content(bytes);
+  Kernel kernel;
+  kernel.name = "k";
+  std::size_t id = writer.add_kernel(kernel);
+  Launch launch;
+  launch.prologue.push_back(Region{"x", RegionKind::allocation, 0x1000, 32, ElementType::f32, content});
+  try {
+    writer.add_launch(id, launch);
+    FAIL() << "size mismatch accepted";
+  } catch (const r3::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("size 32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CaptureWriterChecks, RefusesBadKernels) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "w.h5", CaptureInfo{});
+  Kernel unnamed;
+  EXPECT_THROW(writer.add_kernel(unnamed), r3::Error);
+  Kernel with_launch;
+  with_launch.name = "k";
+  with_launch.launches.emplace_back();
+  EXPECT_THROW(writer.add_kernel(with_launch), r3::Error);
+  Kernel bad_image;
+  bad_image.name = "k";
+  bad_image.images["PTX/x"] = writer.put_content(std::vector<std::byte>(4));
+  EXPECT_THROW(writer.add_kernel(bad_image), r3::Error);
+  Kernel missing_image;
+  missing_image.name = "k";
+  missing_image.images["ptx"] = r3::hash_string("absent");
+  EXPECT_THROW(writer.add_kernel(missing_image), r3::Error);
+}
+
+// An application that dies while recording keeps the launches flushed before.
+TEST(CaptureWriterChecks, LaunchesFlushedBeforeADeathAreReadable) {
+  TempDir dir;
+  std::filesystem::path path = dir / "dying.h5";
+  ExpectedCapture expected = r3::test::random_capture(8, r3::test::CaptureShape{1, 2, 2});
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    CaptureWriter writer = CaptureWriter::create(path, expected.info);
+    for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
+    Kernel kernel = expected.kernels[0];
+    kernel.launches.clear();
+    std::size_t id = writer.add_kernel(kernel);
+    for (const Launch& launch : expected.kernels[0].launches) writer.add_launch(id, launch);
+    _exit(0);  // no close, no destructors: as if the application crashed
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  CaptureReader reader = CaptureReader::open(path);
+  EXPECT_FALSE(reader.complete());
+  expect_equal_to_model(reader, expected);
+}
+
+TEST(CaptureKernelLookup, ByNameDemangledBaseNameLabelAndIndex) {
+  TempDir dir;
+  ExpectedCapture expected = r3::test::random_capture(5, r3::test::CaptureShape{3, 1, 1});
+  write_capture(dir / "k.h5", expected);
+  CaptureReader reader = CaptureReader::open(dir / "k.h5");
+  EXPECT_EQ(reader.find_kernel("_Z6kernel0PfPKfi"), 0u);
+  EXPECT_EQ(reader.find_kernel("kernel2(float*, float const*, int)"), 2u);
+  EXPECT_EQ(reader.find_kernel("kernel2"), 2u);
+  EXPECT_EQ(reader.find_kernel("Label::kernel1"), 1u);
+  EXPECT_EQ(reader.find_kernel("#1"), 1u);
+  EXPECT_FALSE(reader.find_kernel("#3").has_value());
+  EXPECT_FALSE(reader.find_kernel("kernel9").has_value());
+  EXPECT_EQ(&reader.kernel("kernel0"), &reader.kernels()[0]);
+}
+
+TEST(CaptureKernelLookup, UnknownKernelListsWhatTheCaptureHolds) {
+  TempDir dir;
+  ExpectedCapture expected = r3::test::random_capture(5, r3::test::CaptureShape{2, 1, 1});
+  write_capture(dir / "k.h5", expected);
+  CaptureReader reader = CaptureReader::open(dir / "k.h5");
+  try {
+    reader.kernel("saxpy");
+    FAIL() << "unknown kernel accepted";
+  } catch (const r3::UnknownKernelError& e) {
+    EXPECT_EQ(e.context().kernel, "saxpy");
+    EXPECT_EQ(e.context().file, (dir / "k.h5").string());
+    std::string what = e.what();
+    EXPECT_NE(what.find("_Z6kernel0PfPKfi"), std::string::npos) << what;
+    EXPECT_NE(what.find("_Z6kernel1PfPKfi"), std::string::npos) << what;
+  }
+}
+
+TEST(CaptureKernelLookup, AmbiguousNameAsksForAnIndex) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "a.h5", CaptureInfo{});
+  Kernel kernel;
+  kernel.name = "_Z4stepv";
+  kernel.demangled_name = "step()";
+  writer.add_kernel(kernel);
+  writer.add_kernel(kernel);  // same kernel in two modules
+  writer.close();
+  CaptureReader reader = CaptureReader::open(dir / "a.h5");
+  try {
+    reader.find_kernel("step");
+    FAIL() << "ambiguous name accepted";
+  } catch (const r3::UnknownKernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("#0, #1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(reader.find_kernel("#1"), 1u);
+}
+
+}  // namespace

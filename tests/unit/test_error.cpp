@@ -1,0 +1,48 @@
+#include <gtest/gtest.h>
+
+#include "r3/error.hpp"
+
+namespace {
+
+TEST(Error, WhatCarriesFileLineColumnKeyAndKernel) {
+  r3::ErrorContext context;
+  context.file = "tune.yaml";
+  context.line = 12;
+  context.column = 5;
+  context.key = "search.levels";
+  context.kernel = "stencil";
+  r3::ConfigError error("bad value", context);
+  EXPECT_STREQ(error.what(), "tune.yaml:12:5: search.levels: kernel 'stencil': bad value");
+  EXPECT_EQ(error.message(), "bad value");
+  EXPECT_EQ(error.context().line, 12);
+}
+
+TEST(Error, LeavesOutUnknownParts) {
+  EXPECT_STREQ(r3::Error("plain").what(), "plain");
+  EXPECT_STREQ(r3::Error("m", r3::in_file("a.h5")).what(), "a.h5: m");
+  r3::ErrorContext no_column = r3::in_file("f");
+  no_column.line = 3;
+  EXPECT_STREQ(r3::Error("m", no_column).what(), "f:3: m");
+}
+
+TEST(Error, SubclassesAreCaughtAsError) {
+  auto throws = [](int which) {
+    switch (which) {
+      case 0: throw r3::ConfigError("c");
+      case 1: throw r3::FormatError("f");
+      case 2: throw r3::IoError("H5Fopen", "i");
+      case 3: throw r3::UnknownKernelError("u");
+      case 4: throw r3::UsageError("x");
+      default: throw r3::NotAvailableError("n");
+    }
+  };
+  for (int i = 0; i < 6; ++i) EXPECT_THROW(throws(i), r3::Error) << i;
+}
+
+TEST(Error, IoErrorNamesTheCall) {
+  r3::IoError error("H5Dread", "read failed", r3::in_file("c.h5"));
+  EXPECT_EQ(error.api(), "H5Dread");
+  EXPECT_STREQ(error.what(), "c.h5: H5Dread: read failed");
+}
+
+}  // namespace
