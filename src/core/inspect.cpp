@@ -70,7 +70,11 @@ void print_launch(std::size_t index, const Launch& launch, bool list, std::ostre
       << "  block " << dim3(launch.block);
   if (launch.shared_memory_bytes > 0) out << "  shared " << format_bytes(launch.shared_memory_bytes);
   out << "  args " << format_bytes(launch.args.size());
-  if (launch.app_time_us) out << "  " << *launch.app_time_us << " us in the application";
+  if (launch.app_time_us) {
+    char time[48];
+    std::snprintf(time, sizeof time, "  %.1f us in the application", *launch.app_time_us);
+    out << time;
+  }
   out << "\n";
   print_regions("prologue", launch.prologue, list, out);
   print_regions("globals ", launch.globals, list, out);

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "r3/error.hpp"
@@ -224,6 +226,47 @@ TEST(Durations, FormatReadsBack) {
   for (double seconds : {1.0, 59.0, 61.0, 3599.0, 86400.0, 0.5, 12.5}) {
     EXPECT_EQ(parse_duration(format_duration(seconds)), seconds) << seconds;
   }
+}
+
+// Key paths of a resolved tune.yaml: leaves, lists of mappings ("kernels", then "kernels[].name"),
+// and mappings whose keys the user chooses (defines, tolerance tables) as one key each.
+void collect_keys(const YAML::Node& node, const std::string& prefix, std::set<std::string>& keys) {
+  static const std::set<std::string> user_keyed = {"kernels[].defines", "verify.types",
+                                                   "verify.regions"};
+  for (const auto& entry : node) {
+    std::string key = prefix + entry.first.Scalar();
+    const YAML::Node& value = entry.second;
+    if (value.IsMap() && !user_keyed.contains(key)) {
+      collect_keys(value, key + ".", keys);
+    } else if (value.IsSequence() && value.size() > 0 && value[0].IsMap()) {
+      keys.insert(key);
+      collect_keys(value[0], key + "[].", keys);
+    } else {
+      keys.insert(key);
+    }
+  }
+}
+
+// docs/tune-yaml.md documents exactly the keys tune.yaml accepts.
+TEST(TuneConfigDocs, ReferenceListsExactlyTheAcceptedKeys) {
+  TuneConfig config = load_tune_config(kData / "tune" / "good" / "full.yaml");
+  std::set<std::string> accepted;
+  collect_keys(YAML::Load(to_yaml(config)), "", accepted);
+
+  std::set<std::string> documented;
+  std::ifstream doc(fs::path(R3_TEST_SOURCE_DIR) / "docs" / "tune-yaml.md");
+  const std::regex row(R"(^\| `([a-z0-9_.\[\]]+)` \|)");
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) documented.insert(m[1]);
+  }
+  for (const std::string& key : accepted) {
+    EXPECT_TRUE(documented.contains(key)) << "not documented in docs/tune-yaml.md: " << key;
+  }
+  for (const std::string& key : documented) {
+    EXPECT_TRUE(accepted.contains(key)) << "documented but not accepted: " << key;
+  }
+  EXPECT_GT(accepted.size(), 60u);
 }
 
 }  // namespace

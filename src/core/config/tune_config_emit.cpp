@@ -47,7 +47,7 @@ void emit_kernel(YAML::Emitter& out, const KernelSelection& kernel) {
   } else {
     flow_list(out, "launches", kernel.launches);
   }
-  out << YAML::Key << "defines" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "defines" << YAML::Value << YAML::Flow << YAML::BeginMap;
   for (const auto& [name, value] : kernel.defines) pair(out, name.c_str(), value);
   out << YAML::EndMap;
   std::vector<std::string> dirs;
@@ -128,6 +128,8 @@ void emit_search(YAML::Emitter& out, const SearchConfig& search) {
 
 std::string to_yaml(const TuneConfig& config) {
   YAML::Emitter out;
+  // 15 significant digits reproduce every decimal a user can write, without binary noise.
+  out.SetDoublePrecision(15);
   out << YAML::BeginMap;
   path(out, "capture", config.capture);
   pair(out, "backend", std::string(to_string(config.backend)));
@@ -168,7 +170,9 @@ std::string to_yaml(const TuneConfig& config) {
     tolerance(out, t);
   }
   out << YAML::EndMap;
-  out << YAML::Key << "regions" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "regions" << YAML::Value;
+  if (config.verify.regions.empty()) out << YAML::Flow;
+  out << YAML::BeginMap;
   for (const auto& [name, t] : config.verify.regions) {
     out << YAML::Key << name << YAML::Value;
     tolerance(out, t);
