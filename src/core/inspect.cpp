@@ -33,8 +33,8 @@ void print_device(const capture::DeviceInfo& d, std::ostream& out) {
   out << "device    " << d.backend << ": " << (d.name.empty() ? "(unnamed)" : d.name);
   if (!d.architecture.empty()) out << ", " << d.architecture;
   if (d.compute_capability_major > 0) {
-    out << " (compute capability " << d.compute_capability_major << "." << d.compute_capability_minor
-        << ")";
+    out << " (compute capability " << d.compute_capability_major << "."
+        << d.compute_capability_minor << ")";
   }
   out << "\n";
   out << "          ";
@@ -46,8 +46,8 @@ void print_device(const capture::DeviceInfo& d, std::ostream& out) {
   if (d.memory_bandwidth_gbs > 0) out << ", " << d.memory_bandwidth_gbs << " GB/s";
   out << "\n";
   if (!d.driver_version.empty() || !d.toolkit_version.empty()) {
-    out << "          driver " << (d.driver_version.empty() ? "?" : d.driver_version) << ", toolkit "
-        << (d.toolkit_version.empty() ? "?" : d.toolkit_version) << "\n";
+    out << "          driver " << (d.driver_version.empty() ? "?" : d.driver_version)
+        << ", toolkit " << (d.toolkit_version.empty() ? "?" : d.toolkit_version) << "\n";
   }
 }
 
@@ -68,7 +68,8 @@ void print_regions(const char* title, const std::vector<Region>& regions, bool l
 void print_launch(std::size_t index, const Launch& launch, bool list, std::ostream& out) {
   out << "    launch " << index << "  #" << launch.sequence << "  grid " << dim3(launch.grid)
       << "  block " << dim3(launch.block);
-  if (launch.shared_memory_bytes > 0) out << "  shared " << format_bytes(launch.shared_memory_bytes);
+  if (launch.shared_memory_bytes > 0)
+    out << "  shared " << format_bytes(launch.shared_memory_bytes);
   out << "  args " << format_bytes(launch.args.size());
   if (launch.app_time_us) {
     char time[48];
@@ -105,7 +106,8 @@ void print_kernel(std::size_t id, const capture::Kernel& kernel,
   }
   out << "\n  launches   " << kernel.launches.size() << "\n";
   std::size_t shown = std::min(kernel.launches.size(), options.launches_shown);
-  for (std::size_t i = 0; i < shown; ++i) print_launch(i, kernel.launches[i], options.list_regions, out);
+  for (std::size_t i = 0; i < shown; ++i)
+    print_launch(i, kernel.launches[i], options.list_regions, out);
   if (shown < kernel.launches.size()) {
     out << "    ... " << kernel.launches.size() - shown << " more launches\n";
   }
@@ -132,8 +134,9 @@ void inspect_capture(const capture::CaptureReader& capture, const InspectOptions
   const capture::CaptureInfo& info = capture.info();
   capture::CaptureStats stats = capture.stats();
   out << "capture   " << capture.path().string() << "\n";
-  out << "format    " << capture::kFormatName << " version " << capture.version() << ", written by r3 "
-      << info.r3_version << " on " << info.host << " at " << info.created << "\n";
+  out << "format    " << capture::kFormatName << " version " << capture.version()
+      << ", written by r3 " << info.r3_version << " on " << info.host << " at " << info.created
+      << "\n";
   if (!capture.complete()) {
     out << "warning   the writer did not close this file (the application ended early?); "
            "the launches below were flushed and are usable\n";

@@ -39,11 +39,16 @@ State& state() {
 
 std::string_view to_string(Level level) {
   switch (level) {
-    case Level::error: return "error";
-    case Level::warning: return "warning";
-    case Level::info: return "info";
-    case Level::debug: return "debug";
-    case Level::trace: return "trace";
+    case Level::error:
+      return "error";
+    case Level::warning:
+      return "warning";
+    case Level::info:
+      return "info";
+    case Level::debug:
+      return "debug";
+    case Level::trace:
+      return "trace";
   }
   return "?";
 }

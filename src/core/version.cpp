@@ -24,8 +24,8 @@ bool build_has_kokkos() { return R3_HAVE_KOKKOS; }
 bool build_has_mpi() { return R3_HAVE_MPI; }
 
 std::string build_description() {
-  std::string out = "r3 " + std::string(version_string()) + " (revision " +
-                    std::string(git_revision()) + ")\n";
+  std::string out =
+      "r3 " + std::string(version_string()) + " (revision " + std::string(git_revision()) + ")\n";
   out += feature_line("HDF5", true, R3_HDF5_VERSION);
   out += feature_line("MPI", R3_HAVE_MPI, R3_MPI_VERSION);
   out += feature_line("CUDA", R3_HAVE_CUDA, R3_CUDA_VERSION);

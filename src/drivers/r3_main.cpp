@@ -51,11 +51,13 @@ struct ReportOptions {
 void add_record(CLI::App& app, RecordOptions& o) {
   CLI::App* record = app.add_subcommand(
       "record", "Run an application and record the launches of selected kernels into a capture");
-  record->add_option("-k,--kernel", o.kernel_regex,
-                     "Kernels to record: a regex over mangled, demangled names and Kokkos labels")
+  record
+      ->add_option("-k,--kernel", o.kernel_regex,
+                   "Kernels to record: a regex over mangled, demangled names and Kokkos labels")
       ->capture_default_str();
-  record->add_option("-o,--output", o.output,
-                     "Capture file to write (under MPI: one file per rank, rank number added)")
+  record
+      ->add_option("-o,--output", o.output,
+                   "Capture file to write (under MPI: one file per rank, rank number added)")
       ->capture_default_str();
   record->add_option("--launches", o.launches, "Distinct launches to record per kernel")
       ->capture_default_str()
@@ -63,9 +65,10 @@ void add_record(CLI::App& app, RecordOptions& o) {
   record->add_option("--ranks", o.ranks,
                      "MPI ranks to record, e.g. 0,3 (default: all; rank from OMPI_COMM_WORLD_RANK, "
                      "PMI_RANK, SLURM_PROCID or FLUX_TASK_RANK)");
-  record->add_option("--capture", o.capture,
-                     "Memory to capture: 'reachable' from arguments and globals, or 'all' live "
-                     "allocations")
+  record
+      ->add_option("--capture", o.capture,
+                   "Memory to capture: 'reachable' from arguments and globals, or 'all' live "
+                   "allocations")
       ->capture_default_str()
       ->check(CLI::IsMember({"reachable", "all"}));
   record->add_flag("--kokkos", o.kokkos,
@@ -76,15 +79,18 @@ void add_record(CLI::App& app, RecordOptions& o) {
 
 void add_replay(CLI::App& app, ReplayOptions& o) {
   CLI::App* replay = app.add_subcommand(
-      "replay", "Replay recorded launches of a kernel, optionally as a variant, verify and time them");
+      "replay",
+      "Replay recorded launches of a kernel, optionally as a variant, verify and time them");
   replay->add_option("capture", o.capture, "Capture file")->required();
   replay->add_option("-k,--kernel", o.kernel,
                      "Kernel: name, demangled name, Kokkos label or #index (default: the first)");
-  replay->add_option("--source", o.source, "Variant source file to compile instead of the recorded code");
+  replay->add_option("--source", o.source,
+                     "Variant source file to compile instead of the recorded code");
   replay->add_option("--flags", o.flags, "Compiler flags for the variant (NVRTC or Clang)");
   replay->add_option("--passes", o.passes,
                      "LLVM pass pipeline in textual syntax, e.g. 'default<O3>'");
-  replay->add_option("--block", o.block, "Block shape X,Y,Z (the grid keeps the total thread count)");
+  replay->add_option("--block", o.block,
+                     "Block shape X,Y,Z (the grid keeps the total thread count)");
   replay->add_option("-D", o.defines, "Define NAME=VALUE for the variant (repeatable)");
   replay->add_option("-n,--repeats", o.repeats, "Timed runs per launch")
       ->capture_default_str()
@@ -104,7 +110,8 @@ void add_inspect(CLI::App& app, InspectArgs& o) {
 
 void add_report(CLI::App& app, ReportOptions& o) {
   CLI::App* report = app.add_subcommand(
-      "report", "Write the results directory and report.html of a tuning run from its run database");
+      "report",
+      "Write the results directory and report.html of a tuning run from its run database");
   report->add_option("run", o.run, "Run database (run.h5)")->required();
   report->add_option("-o,--output", o.output, "Directory to write (default: next to run.h5)");
 }
@@ -124,8 +131,9 @@ int run_inspect(const InspectArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"r3 (Record-Remix-Replay): record GPU kernel launches of an application, replay "
-               "and tune them.\nThe tuning job itself is r3-mpi."};
+  CLI::App app{
+      "r3 (Record-Remix-Replay): record GPU kernel launches of an application, replay "
+      "and tune them.\nThe tuning job itself is r3-mpi."};
   app.name("r3");
   app.set_version_flag("--version", r3::build_description());
   app.require_subcommand(1);
@@ -153,16 +161,19 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("inspect")) return run_inspect(inspect);
     if (app.got_subcommand("record")) {
-      not_built("record", "recording needs the host capture API and the CUDA recorder, which "
-                          "this version of r3 does not contain yet");
+      not_built("record",
+                "recording needs the host capture API and the CUDA recorder, which "
+                "this version of r3 does not contain yet");
     }
     if (app.got_subcommand("replay")) {
-      not_built("replay", "replay needs the host or CUDA backend, which this version of r3 does "
-                          "not contain yet; 'r3 inspect' shows what a capture holds");
+      not_built("replay",
+                "replay needs the host or CUDA backend, which this version of r3 does "
+                "not contain yet; 'r3 inspect' shows what a capture holds");
     }
     if (app.got_subcommand("report")) {
-      not_built("report", "run databases are written by the tuning job, which this version of "
-                          "r3 does not contain yet");
+      not_built("report",
+                "run databases are written by the tuning job, which this version of "
+                "r3 does not contain yet");
     }
   } catch (const r3::NotAvailableError& e) {
     r3::log::error(e.what());

@@ -52,7 +52,8 @@ int check_configuration(const Options& options, int world_size) {
   }
   throw r3::NotAvailableError(
       "the tuning job is not built yet in this version of r3 (the configuration is valid: "
-      "'r3-mpi " + options.tune_file + " --dry-run' prints it)");
+      "'r3-mpi " +
+      options.tune_file + " --dry-run' prints it)");
 }
 
 int status_of_current_exception() {
@@ -79,8 +80,9 @@ int main(int argc, char** argv) {
   r3::World world(argc, argv);
 
   Options options;
-  CLI::App app{"r3-mpi: tune the kernels named in tune.yaml. Rank 0 searches; ranks 1..N-1 "
-               "replay candidates, one per GPU. Run as e.g. 'srun -n 65 r3-mpi tune.yaml'."};
+  CLI::App app{
+      "r3-mpi: tune the kernels named in tune.yaml. Rank 0 searches; ranks 1..N-1 "
+      "replay candidates, one per GPU. Run as e.g. 'srun -n 65 r3-mpi tune.yaml'."};
   app.name("r3-mpi");
   app.set_version_flag("--version", r3::build_description());
   app.add_option("tune_file", options.tune_file, "The tuning configuration (tune.yaml)")

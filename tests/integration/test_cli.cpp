@@ -69,7 +69,8 @@ TEST_F(Cli, InspectListsRegionsAndVerifiesContents) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "        in  0x")) << result.out;
   EXPECT_TRUE(contains(result.out, "1.00 MiB  f32")) << result.out;
-  EXPECT_TRUE(contains(result.out, "verified  every stored content matches its hash")) << result.out;
+  EXPECT_TRUE(contains(result.out, "verified  every stored content matches its hash"))
+      << result.out;
 }
 
 TEST_F(Cli, InspectRefusesATruncatedCopy) {
@@ -79,7 +80,8 @@ TEST_F(Cli, InspectRefusesATruncatedCopy) {
   ProcessResult result = r3({"inspect", copy.string()});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(result.out.empty()) << result.out;
-  EXPECT_TRUE(contains(result.err, "r3: error: " + copy.string() + ": damaged or truncated HDF5 file"))
+  EXPECT_TRUE(
+      contains(result.err, "r3: error: " + copy.string() + ": damaged or truncated HDF5 file"))
       << result.err;
 }
 
@@ -136,8 +138,10 @@ TEST_F(Cli, DryRunPrintsTheResolvedConfigurationAsValidYaml) {
   fs::path tune = write_tune("timing:\n  repeats: 7\n");
   ProcessResult result = r3_mpi({tune.string(), "--dry-run"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_TRUE(contains(result.out, "# r3-mpi --dry-run: " + tune.string() + " is valid")) << result.out;
-  EXPECT_TRUE(contains(result.out, "# backend host, 1 kernel(s), 3 recorded launch(es)")) << result.out;
+  EXPECT_TRUE(contains(result.out, "# r3-mpi --dry-run: " + tune.string() + " is valid"))
+      << result.out;
+  EXPECT_TRUE(contains(result.out, "# backend host, 1 kernel(s), 3 recorded launch(es)"))
+      << result.out;
   EXPECT_TRUE(contains(result.out, "repeats: 7")) << result.out;
   EXPECT_TRUE(contains(result.out, "capture: " + capture_.string())) << result.out;
   r3::config::TuneConfig resolved = r3::config::parse_tune_config(result.out, tune);
@@ -161,8 +165,9 @@ TEST_F(Cli, DryRunRefusesAnUnknownKernelAndAMissingCapture) {
   std::ofstream(dir_ / "tune.yaml") << "capture: demo.h5\nkernels:\n  - name: saxpy\n";
   ProcessResult unknown = r3_mpi({(dir_ / "tune.yaml").string(), "--dry-run"});
   EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_TRUE(contains(unknown.err, "tune.yaml:3:11: kernels[0].name: kernel 'saxpy' is not in "
-                                    "this capture; it holds: stencil2d"))
+  EXPECT_TRUE(contains(unknown.err,
+                       "tune.yaml:3:11: kernels[0].name: kernel 'saxpy' is not in "
+                       "this capture; it holds: stencil2d"))
       << unknown.err;
 
   std::ofstream(dir_ / "tune.yaml") << "capture: elsewhere.h5\nkernels: [stencil2d]\n";

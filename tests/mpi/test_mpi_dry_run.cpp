@@ -16,20 +16,23 @@ using r3::test::TempDir;
 
 int count(const std::string& text, const std::string& needle) {
   int n = 0;
-  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
   return n;
 }
 
 class MpiDryRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    ProcessResult made = r3::test::run_process({R3_TEST_MAKE_DEMO_CAPTURE, (dir_ / "demo.h5").string()});
+    ProcessResult made =
+        r3::test::run_process({R3_TEST_MAKE_DEMO_CAPTURE, (dir_ / "demo.h5").string()});
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
   ProcessResult mpirun(const std::string& yaml, std::vector<std::string> flags) {
     std::ofstream(dir_ / "tune.yaml") << yaml;
-    std::vector<std::string> argv = {R3_TEST_MPIEXEC, "-n", "3", "--oversubscribe", R3_TEST_R3_MPI,
-                                     (dir_ / "tune.yaml").string()};
+    std::vector<std::string> argv = {
+        R3_TEST_MPIEXEC,   "-n",           "3",
+        "--oversubscribe", R3_TEST_R3_MPI, (dir_ / "tune.yaml").string()};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return r3::test::run_process(argv, std::chrono::seconds(120),
                                  {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
@@ -46,8 +49,8 @@ TEST_F(MpiDryRun, OnlyRankZeroPrintsTheConfiguration) {
 }
 
 TEST_F(MpiDryRun, BadConfigurationEndsEveryRankWithOneMessage) {
-  ProcessResult result = mpirun("capture: demo.h5\nkernels: [stencil2d]\nbudget:\n  evaluations: -1\n",
-                                {"--dry-run"});
+  ProcessResult result =
+      mpirun("capture: demo.h5\nkernels: [stencil2d]\nbudget:\n  evaluations: -1\n", {"--dry-run"});
   ASSERT_FALSE(result.timed_out) << "the job hung";
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_EQ(count(result.err, "tune.yaml:4:16: budget.evaluations: must lie in"), 1) << result.err;

@@ -53,8 +53,8 @@ ExpectedCapture random_capture(std::uint64_t seed, const CaptureShape& shape) {
   out.info.host = "testhost";
   out.info.r3_version = "test";
   out.info.rank = static_cast<int>(seed % 4) - 1;
-  out.info.device = DeviceInfo{"cuda", "Test GPU", "sm_90", 9, 0, 132, 80ull << 30, 50ull << 20,
-                               3350.0, "13.0", "13.0"};
+  out.info.device = DeviceInfo{"cuda",      "Test GPU",  "sm_90", 9,      0,     132,
+                               80ull << 30, 50ull << 20, 3350.0,  "13.0", "13.0"};
   std::uint64_t sequence = 0;
   for (int k = 0; k < shape.kernels; ++k) {
     Kernel kernel;
@@ -72,7 +72,8 @@ ExpectedCapture random_capture(std::uint64_t seed, const CaptureShape& shape) {
     for (int l = 0; l < shape.launches_per_kernel; ++l) {
       Launch launch;
       launch.sequence = sequence++;
-      launch.grid = Dim3{static_cast<std::uint32_t>(1 + rng() % 4096), 1 + static_cast<std::uint32_t>(rng() % 8), 1};
+      launch.grid = Dim3{static_cast<std::uint32_t>(1 + rng() % 4096),
+                         1 + static_cast<std::uint32_t>(rng() % 8), 1};
       launch.block = Dim3{static_cast<std::uint32_t>(32 << (rng() % 5)), 1, 1};
       launch.shared_memory_bytes = static_cast<std::uint32_t>(rng() % 49152);
       launch.stream = rng();

@@ -83,7 +83,9 @@ int main(int argc, char** argv) {
     Kernel kernel;
     kernel.name = "stencil2d";
     kernel.images[std::string(kImageSource)] = writer.put_content(std::as_bytes(std::span(source)));
-    kernel.params = {{0, 8, true, "const float*"}, {8, 8, true, "float*"}, {16, 4, false, "int"},
+    kernel.params = {{0, 8, true, "const float*"},
+                     {8, 8, true, "float*"},
+                     {16, 4, false, "int"},
                      {20, 4, false, "float"}};
     std::size_t id = writer.add_kernel(kernel);
 
@@ -102,14 +104,15 @@ int main(int argc, char** argv) {
       launch.args.resize(sizeof args);
       std::memcpy(launch.args.data(), &args, sizeof args);
       auto region = [&](const char* name, const std::vector<float>& v) {
-        return Region{name, RegionKind::allocation, reinterpret_cast<std::uintptr_t>(v.data()),
-                      bytes, ElementType::f32, writer.put_content(bytes_of(v))};
+        return Region{name,  RegionKind::allocation, reinterpret_cast<std::uintptr_t>(v.data()),
+                      bytes, ElementType::f32,       writer.put_content(bytes_of(v))};
       };
       launch.prologue = {region("in", *in), region("out", *out)};
       auto start = std::chrono::steady_clock::now();
       stencil2d(in->data(), out->data(), n, alpha);
       launch.app_time_us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
       launch.epilogue = {region("out", *out)};
       writer.add_launch(id, launch);
       std::swap(in, out);

@@ -220,8 +220,8 @@ TEST(CaptureRefusal, ContentOfTheWrongSize) {
     H5Ldelete(file, name.c_str(), H5P_DEFAULT);
     hsize_t dims[1] = {100};
     hid_t space = H5Screate_simple(1, dims, nullptr);
-    hid_t dataset = H5Dcreate2(file, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                               H5P_DEFAULT);
+    hid_t dataset =
+        H5Dcreate2(file, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dclose(dataset);
     H5Sclose(space);
   });
@@ -262,8 +262,8 @@ TEST(CaptureRefusal, MissingTableColumn) {
     hid_t type = H5Tcreate(H5T_COMPOUND, 8);
     H5Tinsert(type, "offset", 0, H5T_NATIVE_UINT64);
     hid_t space = H5Screate_simple(1, dims, nullptr);
-    hid_t dataset = H5Dcreate2(file, "/kernels/0/params", type, space, H5P_DEFAULT, H5P_DEFAULT,
-                               H5P_DEFAULT);
+    hid_t dataset =
+        H5Dcreate2(file, "/kernels/0/params", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dclose(dataset);
     H5Sclose(space);
     H5Tclose(type);
@@ -293,7 +293,8 @@ TEST(CaptureRefusal, RandomDamageIsRefusedOrHarmlessNeverACrash) {
     std::size_t offset = rng() % damaged.size();
     damaged[offset] = static_cast<char>(damaged[offset] ^ static_cast<char>(1 + rng() % 255));
     fs::path path = dir / "damaged.h5";
-    std::ofstream(path, std::ios::binary).write(damaged.data(), static_cast<std::streamsize>(damaged.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(damaged.data(), static_cast<std::streamsize>(damaged.size()));
     pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {

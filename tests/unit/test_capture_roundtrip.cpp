@@ -54,7 +54,8 @@ TEST(CaptureRoundTrip, RegionSizesFromZeroTo64MiB) {
   std::mt19937_64 rng(5);
   Launch& launch = expected.kernels[0].launches[0];
   int index = 0;
-  for (std::uint64_t size : {0ull, 1ull, 4095ull, 4096ull, 4097ull, (1ull << 20) + 1, 64ull << 20}) {
+  for (std::uint64_t size :
+       {0ull, 1ull, 4095ull, 4096ull, 4097ull, (1ull << 20) + 1, 64ull << 20}) {
     std::vector<std::byte> bytes = r3::test::random_bytes(rng, size);
     Region region;
     region.name = "r" + std::to_string(index);
@@ -99,7 +100,7 @@ std::uintmax_t capture_size_with_shared_content(const std::filesystem::path& pat
     launch.sequence = static_cast<std::uint64_t>(i);
     for (std::size_t d = 0; d < distinct.size(); ++d) {
       Region region{"buf" + std::to_string(d), RegionKind::allocation, 0x10000ull * (d + 1),
-                    distinct[d].size(), ElementType::f32, hashes[d]};
+                    distinct[d].size(),        ElementType::f32,       hashes[d]};
       launch.prologue.push_back(region);
       launch.epilogue.push_back(region);
     }
@@ -178,7 +179,8 @@ TEST(CaptureWriterChecks, RefusesRegionSizeThatDiffersFromContent) {
   kernel.name = "k";
   std::size_t id = writer.add_kernel(kernel);
   Launch launch;
-  launch.prologue.push_back(Region{"x", RegionKind::allocation, 0x1000, 32, ElementType::f32, content});
+  launch.prologue.push_back(
+      Region{"x", RegionKind::allocation, 0x1000, 32, ElementType::f32, content});
   try {
     writer.add_launch(id, launch);
     FAIL() << "size mismatch accepted";

@@ -28,12 +28,18 @@ TEST(Error, LeavesOutUnknownParts) {
 TEST(Error, SubclassesAreCaughtAsError) {
   auto throws = [](int which) {
     switch (which) {
-      case 0: throw r3::ConfigError("c");
-      case 1: throw r3::FormatError("f");
-      case 2: throw r3::IoError("H5Fopen", "i");
-      case 3: throw r3::UnknownKernelError("u");
-      case 4: throw r3::UsageError("x");
-      default: throw r3::NotAvailableError("n");
+      case 0:
+        throw r3::ConfigError("c");
+      case 1:
+        throw r3::FormatError("f");
+      case 2:
+        throw r3::IoError("H5Fopen", "i");
+      case 3:
+        throw r3::UnknownKernelError("u");
+      case 4:
+        throw r3::UsageError("x");
+      default:
+        throw r3::NotAvailableError("n");
     }
   };
   for (int i = 0; i < 6; ++i) EXPECT_THROW(throws(i), r3::Error) << i;

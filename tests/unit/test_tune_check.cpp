@@ -53,9 +53,11 @@ TEST_F(TuneCheck, AcceptsKernelsByAnyName) {
 
 TEST_F(TuneCheck, UnknownKernelPointsAtItsLineAndListsTheCapture) {
   int line = 0;
-  std::string message = check("capture: c.h5\nkernels:\n  - name: kernel0\n  - name: saxpy\n", &line);
+  std::string message =
+      check("capture: c.h5\nkernels:\n  - name: kernel0\n  - name: saxpy\n", &line);
   EXPECT_EQ(line, 4);
-  EXPECT_NE(message.find("kernels[1].name: kernel 'saxpy' is not in this capture"), std::string::npos)
+  EXPECT_NE(message.find("kernels[1].name: kernel 'saxpy' is not in this capture"),
+            std::string::npos)
       << message;
   EXPECT_NE(message.find("_Z6kernel0PfPKfi"), std::string::npos) << message;
 }
@@ -82,8 +84,9 @@ TEST_F(TuneCheck, BackendThatCannotReplayTheCapture) {
   int line = 0;
   std::string message = check("capture: c.h5\nbackend: cuda\nkernels: [kernel0]\n", &line);
   EXPECT_EQ(line, 2);
-  EXPECT_NE(message.find("backend 'cuda' cannot replay this capture, which was recorded with 'host'"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("backend 'cuda' cannot replay this capture, which was recorded with 'host'"),
+      std::string::npos)
       << message;
 }
 

@@ -50,7 +50,8 @@ TEST(TuneConfigBadFiles, EachErrorNamesFileLineKeyAndProblem) {
       EXPECT_NE(e.message().find(m[4].str()), std::string::npos) << e.what();
       // what() starts with FILE:LINE:COLUMN so editors can jump there.
       if (c.line > 0) {
-        EXPECT_EQ(std::string(e.what()).rfind(c.file + ":" + m[1].str() + ":" + m[2].str() + ": ", 0), 0u)
+        EXPECT_EQ(
+            std::string(e.what()).rfind(c.file + ":" + m[1].str() + ":" + m[2].str() + ": ", 0), 0u)
             << e.what();
       }
     }

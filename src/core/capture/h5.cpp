@@ -126,15 +126,16 @@ std::vector<std::string> child_names(hid_t group, std::string_view what) {
 std::vector<std::string> attribute_names(hid_t object, std::string_view what) {
   std::vector<std::string> names;
   hsize_t index = 0;
-  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, collect_attribute_name,
-                    &names),
+  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, collect_attribute_name, &names),
         "H5Aiterate2", what);
   return names;
 }
 
 namespace {
 
-Handle scalar_space() { return Handle(check(H5Screate(H5S_SCALAR), "H5Screate", "dataspace"), H5Sclose); }
+Handle scalar_space() {
+  return Handle(check(H5Screate(H5S_SCALAR), "H5Screate", "dataspace"), H5Sclose);
+}
 
 Handle variable_string_type() {
   Handle type(check(H5Tcopy(H5T_C_S1), "H5Tcopy", "string type"), H5Tclose);
@@ -261,7 +262,8 @@ std::vector<std::uint32_t> read_uint32_array_attribute(hid_t object, const std::
   Handle type(check(H5Aget_type(attribute), "H5Aget_type", where), H5Tclose);
   if (H5Tget_class(type) != H5T_INTEGER) throw FormatError(where + " is not integer");
   Handle space(check(H5Aget_space(attribute), "H5Aget_space", where), H5Sclose);
-  hssize_t count = check(H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints", where);
+  hssize_t count =
+      check(H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints", where);
   std::vector<std::uint32_t> values(static_cast<std::size_t>(count));
   if (count > 0) check(H5Aread(attribute, H5T_NATIVE_UINT32, values.data()), "H5Aread", where);
   return values;
@@ -282,10 +284,10 @@ void write_bytes(hid_t parent, const std::string& name, std::span<const std::byt
             where);
     }
   }
-  Handle dataset(check(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, create,
-                                  H5P_DEFAULT),
-                       "H5Dcreate2", where),
-                 H5Dclose);
+  Handle dataset(
+      check(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, create, H5P_DEFAULT),
+            "H5Dcreate2", where),
+      H5Dclose);
   if (!bytes.empty()) {
     check(H5Dwrite(dataset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
           "H5Dwrite", where);

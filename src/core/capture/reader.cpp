@@ -239,8 +239,7 @@ struct CaptureReader::Impl {
                         context());
     }
     if (is_hdf5 == 0) {
-      throw FormatError("not an HDF5 file (no HDF5 signature): expected an r3 capture",
-                        context());
+      throw FormatError("not an HDF5 file (no HDF5 signature): expected an r3 capture", context());
     }
     hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     if (id < 0) {
@@ -249,9 +248,9 @@ struct CaptureReader::Impl {
       if (detail.find("lock") != std::string::npos) {
         hint = "; on file systems without locking, set HDF5_USE_FILE_LOCKING=FALSE";
       }
-      throw FormatError("damaged or truncated HDF5 file, cannot open it (HDF5: " + detail + ")" +
-                            hint,
-                        context());
+      throw FormatError(
+          "damaged or truncated HDF5 file, cannot open it (HDF5: " + detail + ")" + hint,
+          context());
     }
     file = h5::Handle(id, H5Fclose);
   }
@@ -259,9 +258,10 @@ struct CaptureReader::Impl {
   void read_header() {
     hid_t root = file;
     if (!h5::attribute_exists(root, "format")) {
-      throw FormatError("not an r3 capture: an HDF5 file without the root attribute 'format' "
-                        "(a foreign HDF5 file?)",
-                        context());
+      throw FormatError(
+          "not an r3 capture: an HDF5 file without the root attribute 'format' "
+          "(a foreign HDF5 file?)",
+          context());
     }
     std::string format = h5::read_string_attribute(root, "format", "/");
     if (format != kFormatName) {
@@ -322,8 +322,7 @@ struct CaptureReader::Impl {
     }
     if (check_size && it->second.size != size) {
       throw FormatError(what + " has size " + std::to_string(size) + " but its content " +
-                            content.hex() + " holds " + std::to_string(it->second.size) +
-                            " bytes",
+                            content.hex() + " holds " + std::to_string(it->second.size) + " bytes",
                         context());
     }
   }
@@ -372,9 +371,8 @@ struct CaptureReader::Impl {
 
   void check_hash(const Hash128& content, const Hash128& actual) const {
     if (actual != content) {
-      throw FormatError("content " + content.hex() + " is damaged: its bytes hash to " +
-                            actual.hex(),
-                        context());
+      throw FormatError(
+          "content " + content.hex() + " is damaged: its bytes hash to " + actual.hex(), context());
     }
   }
 };
@@ -426,7 +424,8 @@ std::optional<std::size_t> CaptureReader::find_kernel(std::string_view name) con
   std::vector<std::size_t> by_base_name;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
-    if (k.name == name || k.demangled_name == name || (!k.kokkos_label.empty() && k.kokkos_label == name)) {
+    if (k.name == name || k.demangled_name == name ||
+        (!k.kokkos_label.empty() && k.kokkos_label == name)) {
       exact.push_back(i);
     } else if (!k.demangled_name.empty() && base_name(k.demangled_name) == name) {
       by_base_name.push_back(i);
@@ -455,9 +454,8 @@ const Kernel& CaptureReader::kernel(std::string_view name) const {
   if (impl_->kernels.size() > shown) known += ", ...";
   ErrorContext context = impl_->context();
   context.kernel = std::string(name);
-  throw UnknownKernelError(impl_->kernels.empty()
-                               ? "not in this capture, which holds no kernels"
-                               : "not in this capture; it holds: " + known,
+  throw UnknownKernelError(impl_->kernels.empty() ? "not in this capture, which holds no kernels"
+                                                  : "not in this capture; it holds: " + known,
                            context);
 }
 

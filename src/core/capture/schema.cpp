@@ -6,19 +6,32 @@ namespace r3::capture {
 
 std::string_view to_string(ElementType type) {
   switch (type) {
-    case ElementType::unknown: return "unknown";
-    case ElementType::u8: return "u8";
-    case ElementType::i8: return "i8";
-    case ElementType::u16: return "u16";
-    case ElementType::i16: return "i16";
-    case ElementType::u32: return "u32";
-    case ElementType::i32: return "i32";
-    case ElementType::u64: return "u64";
-    case ElementType::i64: return "i64";
-    case ElementType::f16: return "f16";
-    case ElementType::bf16: return "bf16";
-    case ElementType::f32: return "f32";
-    case ElementType::f64: return "f64";
+    case ElementType::unknown:
+      return "unknown";
+    case ElementType::u8:
+      return "u8";
+    case ElementType::i8:
+      return "i8";
+    case ElementType::u16:
+      return "u16";
+    case ElementType::i16:
+      return "i16";
+    case ElementType::u32:
+      return "u32";
+    case ElementType::i32:
+      return "i32";
+    case ElementType::u64:
+      return "u64";
+    case ElementType::i64:
+      return "i64";
+    case ElementType::f16:
+      return "f16";
+    case ElementType::bf16:
+      return "bf16";
+    case ElementType::f32:
+      return "f32";
+    case ElementType::f64:
+      return "f64";
   }
   return "unknown";
 }
@@ -32,11 +45,18 @@ std::optional<ElementType> parse_element_type(std::string_view text) {
 
 std::size_t element_size(ElementType type) {
   switch (type) {
-    case ElementType::u16: case ElementType::i16: case ElementType::f16: case ElementType::bf16:
+    case ElementType::u16:
+    case ElementType::i16:
+    case ElementType::f16:
+    case ElementType::bf16:
       return 2;
-    case ElementType::u32: case ElementType::i32: case ElementType::f32:
+    case ElementType::u32:
+    case ElementType::i32:
+    case ElementType::f32:
       return 4;
-    case ElementType::u64: case ElementType::i64: case ElementType::f64:
+    case ElementType::u64:
+    case ElementType::i64:
+    case ElementType::f64:
       return 8;
     default:
       return 1;
@@ -152,10 +172,10 @@ void regions(Hasher& h, const std::vector<Region>& table) {
 Hash128 checksum(const CaptureInfo& info, int version) {
   Hasher h;
   number(h, version);
-  for (const std::string* field : {&info.created, &info.host, &info.command_line, &info.r3_version,
-                                   &info.device.backend, &info.device.name,
-                                   &info.device.architecture, &info.device.driver_version,
-                                   &info.device.toolkit_version}) {
+  for (const std::string* field :
+       {&info.created, &info.host, &info.command_line, &info.r3_version, &info.device.backend,
+        &info.device.name, &info.device.architecture, &info.device.driver_version,
+        &info.device.toolkit_version}) {
     h.update_field(*field);
   }
   number(h, info.rank);

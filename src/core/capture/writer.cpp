@@ -61,10 +61,10 @@ void write_table(hid_t parent, const char* name, hid_t memory_type, const std::v
   h5::Handle space(h5::check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name),
                    H5Sclose);
   h5::Handle create = table_creation(rows.size());
-  h5::Handle dataset(h5::check(H5Dcreate2(parent, name, file_type, space, H5P_DEFAULT, create,
-                                          H5P_DEFAULT),
-                               "H5Dcreate2", name),
-                     H5Dclose);
+  h5::Handle dataset(
+      h5::check(H5Dcreate2(parent, name, file_type, space, H5P_DEFAULT, create, H5P_DEFAULT),
+                "H5Dcreate2", name),
+      H5Dclose);
   if (!rows.empty()) {
     h5::check(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()),
               "H5Dwrite", name);
@@ -175,22 +175,22 @@ CaptureWriter CaptureWriter::create(const std::filesystem::path& path, CaptureIn
   impl->file = h5::Handle(h5::check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access),
                                     "H5Fcreate", "cannot create the capture file"),
                           H5Fclose);
-    if (info.created.empty()) info.created = utc_now_iso8601();
-    if (info.host.empty()) info.host = host_name();
-    if (info.r3_version.empty()) info.r3_version = std::string(version_string());
-    hid_t root = impl->file;
-    h5::write_string_attribute(root, "format", kFormatName);
-    h5::write_int_attribute(root, "version", kFormatVersion);
-    h5::write_int_attribute(root, "complete", 0);
-    h5::write_string_attribute(root, "created", info.created);
-    h5::write_string_attribute(root, "host", info.host);
-    h5::write_string_attribute(root, "command_line", info.command_line);
-    h5::write_string_attribute(root, "r3_version", info.r3_version);
-    h5::write_int_attribute(root, "rank", info.rank);
-    write_device(root, info.device);
-    h5::write_string_attribute(root, schema::kChecksum, schema::checksum(info, kFormatVersion).hex());
-    impl->contents = h5::create_group(root, schema::kContents, "/contents");
-    impl->kernels = h5::create_group(root, schema::kKernels, "/kernels");
+  if (info.created.empty()) info.created = utc_now_iso8601();
+  if (info.host.empty()) info.host = host_name();
+  if (info.r3_version.empty()) info.r3_version = std::string(version_string());
+  hid_t root = impl->file;
+  h5::write_string_attribute(root, "format", kFormatName);
+  h5::write_int_attribute(root, "version", kFormatVersion);
+  h5::write_int_attribute(root, "complete", 0);
+  h5::write_string_attribute(root, "created", info.created);
+  h5::write_string_attribute(root, "host", info.host);
+  h5::write_string_attribute(root, "command_line", info.command_line);
+  h5::write_string_attribute(root, "r3_version", info.r3_version);
+  h5::write_int_attribute(root, "rank", info.rank);
+  write_device(root, info.device);
+  h5::write_string_attribute(root, schema::kChecksum, schema::checksum(info, kFormatVersion).hex());
+  impl->contents = h5::create_group(root, schema::kContents, "/contents");
+  impl->kernels = h5::create_group(root, schema::kKernels, "/kernels");
   h5::check(H5Fflush(root, H5F_SCOPE_GLOBAL), "H5Fflush", "capture");
   return CaptureWriter(std::move(impl));
 }
@@ -217,8 +217,8 @@ std::size_t CaptureWriter::add_kernel(const Kernel& kernel) {
   }
   if (kernel.name.empty()) impl_->fail("a kernel needs a name");
   for (const auto& [kind, content] : kernel.images) {
-    if (kind.empty() || kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
-                            std::string::npos) {
+    if (kind.empty() ||
+        kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
       impl_->fail("kernel '" + kernel.name + "': image kind '" + kind +
                   "' must be lower-case letters, digits and '_'");
     }
@@ -256,8 +256,8 @@ std::size_t CaptureWriter::add_launch(std::size_t kernel_id, const Launch& launc
   impl_->check_regions(launch.epilogue, what + " epilogue");
 
   std::size_t index = impl_->launch_counts[kernel_id];
-  std::string path = "/kernels/" + schema::index_name(kernel_id) + "/launches/" +
-                     schema::index_name(index);
+  std::string path =
+      "/kernels/" + schema::index_name(kernel_id) + "/launches/" + schema::index_name(index);
   h5::Handle group = h5::create_group(impl_->file, path, path);
   h5::write_uint_attribute(group, "sequence", launch.sequence);
   const std::uint32_t grid[3] = {launch.grid.x, launch.grid.y, launch.grid.z};

@@ -28,12 +28,14 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
                                std::string(to_string(recorded)) + "'");
   }
   if (recorded == Backend::cuda && !build_has_cuda()) {
-    config.fail("backend", "the capture needs the CUDA backend, but this build of r3 has none "
-                           "(configured without CUDA: R3_ENABLE_CUDA=OFF or no CUDA Toolkit found)");
+    config.fail("backend",
+                "the capture needs the CUDA backend, but this build of r3 has none "
+                "(configured without CUDA: R3_ENABLE_CUDA=OFF or no CUDA Toolkit found)");
   }
   if (recorded == Backend::host && !build_has_llvm()) {
-    config.fail("backend", "the host backend compiles with Clang/LLVM 16, which this build of r3 "
-                           "lacks (configured without LLVM)");
+    config.fail("backend",
+                "the host backend compiles with Clang/LLVM 16, which this build of r3 "
+                "lacks (configured without LLVM)");
   }
   for (std::size_t i = 0; i < config.kernels.size(); ++i) {
     const KernelSelection& selection = config.kernels[i];

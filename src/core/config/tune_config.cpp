@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -42,17 +42,17 @@ struct Names {
   }
 };
 
-const Names<Backend> kBackends{{{"auto", Backend::automatic}, {"host", Backend::host},
-                                {"cuda", Backend::cuda}}};
-const Names<Compiler> kCompilers{{{"nvrtc", Compiler::nvrtc}, {"clang", Compiler::clang},
-                                  {"recorded", Compiler::recorded}}};
-const Names<Acquisition> kAcquisitions{{{"log_ei", Acquisition::log_ei},
-                                        {"ucb", Acquisition::ucb}}};
+const Names<Backend> kBackends{
+    {{"auto", Backend::automatic}, {"host", Backend::host}, {"cuda", Backend::cuda}}};
+const Names<Compiler> kCompilers{
+    {{"nvrtc", Compiler::nvrtc}, {"clang", Compiler::clang}, {"recorded", Compiler::recorded}}};
+const Names<Acquisition> kAcquisitions{
+    {{"log_ei", Acquisition::log_ei}, {"ucb", Acquisition::ucb}}};
 const Names<BatchStrategy> kBatchStrategies{
     {{"kriging_believer", BatchStrategy::kriging_believer},
      {"local_penalization", BatchStrategy::local_penalization}}};
-const Names<InitialDesign> kInitialDesigns{{{"sobol", InitialDesign::sobol},
-                                            {"latin_hypercube", InitialDesign::latin_hypercube}}};
+const Names<InitialDesign> kInitialDesigns{
+    {{"sobol", InitialDesign::sobol}, {"latin_hypercube", InitialDesign::latin_hypercube}}};
 
 template <class Enum>
 void read_enum(Map& map, std::string_view name, Enum& out, const Names<Enum>& names) {
@@ -64,7 +64,8 @@ void read_enum(Map& map, std::string_view name, Enum& out, const Names<Enum>& na
 fs::path resolve(const fs::path& base, const std::string& text) {
   fs::path path(text);
   if (!text.empty() && text[0] == '~') {
-    if (const char* home = std::getenv("HOME")) path = fs::path(home) / text.substr(text.size() > 1 ? 2 : 1);
+    if (const char* home = std::getenv("HOME"))
+      path = fs::path(home) / text.substr(text.size() > 1 ? 2 : 1);
   }
   return (path.is_absolute() ? path : base / path).lexically_normal();
 }
@@ -83,9 +84,8 @@ void read_share(Map& map, double& share) {
 
 bool is_identifier(std::string_view text) {
   if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
-  return std::all_of(text.begin(), text.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_';
-  });
+  return std::all_of(text.begin(), text.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const std::string& key,
@@ -121,11 +121,11 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
     define_map.finish();
   }
   if (YAML::Node dirs = map.get("include_dirs"); dirs.IsDefined()) {
-    yaml::for_each_item(doc, dirs, map.key("include_dirs"),
-                        [&](const YAML::Node& item, const std::string& item_key) {
-                          kernel.include_dirs.push_back(
-                              resolve(base, yaml::decode_string(doc, item, item_key)));
-                        });
+    yaml::for_each_item(
+        doc, dirs, map.key("include_dirs"),
+        [&](const YAML::Node& item, const std::string& item_key) {
+          kernel.include_dirs.push_back(resolve(base, yaml::decode_string(doc, item, item_key)));
+        });
   }
   map.read("flags", kernel.flags);
   map.finish();
@@ -174,9 +174,10 @@ void parse_launch_level(Map& map, LaunchLevel& level) {
   map.read("block_z", level.block_z, 1, 1u << 20);
   map.read("grid", level.grid);
   if (level.grid.empty()) map.fail("grid", "must be 'derive' or an expression");
-  std::uint64_t smallest = std::uint64_t{*std::min_element(level.block_x.begin(), level.block_x.end())} *
-                           *std::min_element(level.block_y.begin(), level.block_y.end()) *
-                           *std::min_element(level.block_z.begin(), level.block_z.end());
+  std::uint64_t smallest =
+      std::uint64_t{*std::min_element(level.block_x.begin(), level.block_x.end())} *
+      *std::min_element(level.block_y.begin(), level.block_y.end()) *
+      *std::min_element(level.block_z.begin(), level.block_z.end());
   if (smallest > level.max_threads) {
     map.fail("max_threads", "no block shape fits: the smallest has " + std::to_string(smallest) +
                                 " threads, more than max_threads");
@@ -190,7 +191,8 @@ void parse_archive(Map& map, ArchiveConfig& archive) {
   map.read_choices("descriptors", archive.descriptors, kKnownDescriptors);
   map.read("bins", archive.bins, 1, 64);
   map.read("exploration", archive.exploration);
-  if (archive.exploration < 0 || archive.exploration > 1) map.fail("exploration", "must lie in [0, 1]");
+  if (archive.exploration < 0 || archive.exploration > 1)
+    map.fail("exploration", "must lie in [0, 1]");
   map.read("similarity_threshold", archive.similarity_threshold);
   if (archive.similarity_threshold <= 0 || archive.similarity_threshold > 1) {
     map.fail("similarity_threshold", "must lie in (0, 1]");
@@ -288,7 +290,8 @@ void parse_llm(Map& map, LlmConfig& llm, const fs::path& base) {
   map.read("prompt_cost_per_mtok", llm.prompt_cost_per_mtok);
   map.read("completion_cost_per_mtok", llm.completion_cost_per_mtok);
   if (llm.prompt_cost_per_mtok < 0) map.fail("prompt_cost_per_mtok", "must not be negative");
-  if (llm.completion_cost_per_mtok < 0) map.fail("completion_cost_per_mtok", "must not be negative");
+  if (llm.completion_cost_per_mtok < 0)
+    map.fail("completion_cost_per_mtok", "must not be negative");
   read_path(map, "templates", llm.templates, base);
   map.finish();
 }
@@ -336,7 +339,8 @@ void parse_verify(Map& map, VerifyConfig& verify) {
     Map region_map(map.doc(), regions, map.key("regions"));
     for (const auto& entry : regions) {
       std::string name = entry.first.Scalar();
-      verify.regions[name] = decode_tolerance(map.doc(), region_map.get(name), region_map.key(name));
+      verify.regions[name] =
+          decode_tolerance(map.doc(), region_map.get(name), region_map.key(name));
     }
     region_map.finish();
   }
@@ -366,7 +370,8 @@ void parse_document(const YAML::Node& root, TuneConfig& config) {
   const fs::path base = config.file.parent_path();
   Document doc(config.file.string(), &config.locations);
   if (!root.IsDefined() || root.IsNull()) {
-    doc.fail(YAML::Mark::null_mark(), "", "the file is empty; it needs at least 'capture' and 'kernels'");
+    doc.fail(YAML::Mark::null_mark(), "",
+             "the file is empty; it needs at least 'capture' and 'kernels'");
   }
   Map map(doc, root, "");
   if (!map.has("capture")) map.fail("capture", "missing: the capture file to tune against");
@@ -474,7 +479,8 @@ std::optional<double> parse_duration(std::string_view text) {
   bool any = false;
   while (i < text.size()) {
     std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
     if (start == i) return std::nullopt;
     double value = 0;
     auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, value);

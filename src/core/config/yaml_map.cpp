@@ -68,11 +68,16 @@ void Document::remember(const std::string& key, const YAML::Mark& mark) const {
 
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Null: return "nothing (null)";
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Undefined: return "nothing";
+    case YAML::NodeType::Null:
+      return "nothing (null)";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Undefined:
+      return "nothing";
   }
   return "something else";
 }
@@ -111,8 +116,8 @@ std::int64_t decode_int(const Document& doc, const YAML::Node& node, const std::
     doc.fail(node, key, "expected an integer, got '" + text + "'");
   }
   if (value < min || value > max) {
-    doc.fail(node, key, "must lie in [" + std::to_string(min) + ", " + std::to_string(max) +
-                            "], got " + text);
+    doc.fail(node, key,
+             "must lie in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + text);
   }
   return value;
 }
@@ -162,7 +167,8 @@ Map::Map(const Document& doc, const YAML::Node& node, std::string key)
       }
     }
     entries_.emplace_back(name.Scalar(), name.Mark());
-    doc.remember(this->key(name.Scalar()), entry.second.IsNull() ? name.Mark() : entry.second.Mark());
+    doc.remember(this->key(name.Scalar()),
+                 entry.second.IsNull() ? name.Mark() : entry.second.Mark());
   }
 }
 

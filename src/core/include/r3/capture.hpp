@@ -31,13 +31,24 @@ inline constexpr int kFormatVersion = 1;
 
 // Element type of a region, when the recorder knows it; drives verification tolerances.
 enum class ElementType : std::uint8_t {
-  unknown = 0, u8, i8, u16, i16, u32, i32, u64, i64, f16, bf16, f32, f64
+  unknown = 0,
+  u8,
+  i8,
+  u16,
+  i16,
+  u32,
+  i32,
+  u64,
+  i64,
+  f16,
+  bf16,
+  f32,
+  f64
 };
 inline constexpr ElementType kAllElementTypes[] = {
-    ElementType::unknown, ElementType::u8,  ElementType::i8,  ElementType::u16,
-    ElementType::i16,     ElementType::u32, ElementType::i32, ElementType::u64,
-    ElementType::i64,     ElementType::f16, ElementType::bf16, ElementType::f32,
-    ElementType::f64};
+    ElementType::unknown, ElementType::u8,  ElementType::i8,  ElementType::u16, ElementType::i16,
+    ElementType::u32,     ElementType::i32, ElementType::u64, ElementType::i64, ElementType::f16,
+    ElementType::bf16,    ElementType::f32, ElementType::f64};
 std::string_view to_string(ElementType type);
 std::optional<ElementType> parse_element_type(std::string_view text);
 std::size_t element_size(ElementType type);  // 1 for unknown
@@ -98,9 +109,9 @@ inline constexpr std::string_view kImageLlvmBitcode = "llvm_bc";
 inline constexpr std::string_view kImageSource = "source";
 
 struct Kernel {
-  std::string name;            // as the application knows it (mangled for CUDA)
-  std::string demangled_name;  // "" when the same as name or unknown
-  std::string kokkos_label;    // "" unless recorded under a Kokkos connector
+  std::string name;                       // as the application knows it (mangled for CUDA)
+  std::string demangled_name;             // "" when the same as name or unknown
+  std::string kokkos_label;               // "" unless recorded under a Kokkos connector
   std::map<std::string, Hash128> images;  // kind -> content
   std::vector<Param> params;
   std::vector<Launch> launches;
@@ -141,14 +152,13 @@ struct CaptureInfo {
 class CaptureWriter {
  public:
   struct Options {
-    int deflate_level = 1;                 // 0 disables compression
-    std::size_t chunk_bytes = 1u << 20;    // chunk size of content datasets
+    int deflate_level = 1;               // 0 disables compression
+    std::size_t chunk_bytes = 1u << 20;  // chunk size of content datasets
     bool flush_each_launch = true;
   };
 
   // Creates (or truncates) `path`.
-  static CaptureWriter create(const std::filesystem::path& path, CaptureInfo info,
-                              Options options);
+  static CaptureWriter create(const std::filesystem::path& path, CaptureInfo info, Options options);
   static CaptureWriter create(const std::filesystem::path& path, CaptureInfo info);
 
   CaptureWriter(CaptureWriter&&) noexcept;

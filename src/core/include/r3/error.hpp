@@ -38,7 +38,8 @@ class Error : public std::runtime_error {
   ErrorContext context_;
 };
 
-// A bad tune.yaml: syntax, unknown key, wrong type, value out of range, reference to a missing file.
+// A bad tune.yaml: syntax, unknown key, wrong type, value out of range, reference to a missing
+// file.
 class ConfigError : public Error {
  public:
   using Error::Error;

@@ -11,8 +11,8 @@
 namespace r3 {
 
 struct InspectOptions {
-  bool list_regions = false;         // one line per region instead of per-table totals
-  std::size_t launches_shown = 8;    // per kernel; the rest are summarised in one line
+  bool list_regions = false;       // one line per region instead of per-table totals
+  std::size_t launches_shown = 8;  // per kernel; the rest are summarised in one line
 };
 
 void inspect_capture(const capture::CaptureReader& capture, const InspectOptions& options,

@@ -49,9 +49,9 @@ struct KernelSelection {
   std::filesystem::path source;       // its source file, absolute; empty: no source level
   std::string entry;                  // function in `source`; empty: the kernel's base name
   std::vector<std::size_t> launches;  // recorded launches to verify and time; empty: all
-  std::map<std::string, std::string> defines;        // -D NAME=VALUE for every compile
-  std::vector<std::filesystem::path> include_dirs;   // absolute
-  std::vector<std::string> flags;                    // extra compiler flags for every compile
+  std::map<std::string, std::string> defines;       // -D NAME=VALUE for every compile
+  std::vector<std::filesystem::path> include_dirs;  // absolute
+  std::vector<std::string> flags;                   // extra compiler flags for every compile
 };
 
 struct SourceLevel {
@@ -61,10 +61,10 @@ struct SourceLevel {
 };
 
 struct PassSearch {
-  std::vector<std::string> pool = {"instcombine", "simplifycfg",  "sroa",           "early-cse",
-                                   "gvn",         "licm",         "loop-rotate",    "indvars",
+  std::vector<std::string> pool = {"instcombine", "simplifycfg",    "sroa",           "early-cse",
+                                   "gvn",         "licm",           "loop-rotate",    "indvars",
                                    "loop-unroll", "loop-vectorize", "slp-vectorizer", "reassociate",
-                                   "sccp",        "adce",         "jump-threading", "loop-idiom"};
+                                   "sccp",        "adce",           "jump-threading", "loop-idiom"};
   std::uint32_t max_length = 8;
   bool repeat = true;                    // may a pass appear more than once
   std::string baseline = "default<O3>";  // the pipeline candidates are compared with
@@ -101,9 +101,9 @@ struct ArchiveConfig {
   std::uint32_t islands = 4;
   std::uint32_t migration_interval = 5;  // generations
   std::vector<std::string> descriptors = {"registers", "shared_memory", "code_size"};
-  std::uint32_t bins = 4;                // per descriptor
-  double exploration = 0.2;              // share of parents drawn outside the elites
-  double similarity_threshold = 0.95;    // near-duplicate sources above this are dropped
+  std::uint32_t bins = 4;              // per descriptor
+  double exploration = 0.2;            // share of parents drawn outside the elites
+  double similarity_threshold = 0.95;  // near-duplicate sources above this are dropped
 };
 
 struct BoConfig {
@@ -134,7 +134,7 @@ struct BudgetConfig {
 };
 
 struct LlmConfig {
-  std::string endpoint;                     // base URL (".../v1"); empty: built-in mutators only
+  std::string endpoint;  // base URL (".../v1"); empty: built-in mutators only
   std::string model;
   std::string api_key_env = "OPENAI_API_KEY";  // NAME of the variable holding the key
   double temperature = 0.7;
@@ -161,7 +161,7 @@ struct TimingConfig {
   std::uint32_t repeats = 10;
   bool flush_l2 = false;
   double candidate_timeout_s = 30;
-  std::uint32_t confirm_top = 3;       // best candidates re-measured before one is declared best
+  std::uint32_t confirm_top = 3;  // best candidates re-measured before one is declared best
   std::uint32_t confirm_repeats = 50;
 };
 
