@@ -15,7 +15,7 @@ macro(r3_require package debian spack)
 endmacro()
 
 # --- always required -----------------------------------------------------------------------------
-find_package(HDF5 COMPONENTS C QUIET)
+find_package(HDF5 1.10.2 COMPONENTS C QUIET)
 r3_require(HDF5 libhdf5-dev hdf5)
 if(NOT TARGET hdf5::hdf5)
   add_library(hdf5::hdf5 INTERFACE IMPORTED)
@@ -43,21 +43,23 @@ find_package(CLI11 2.1 CONFIG QUIET)
 r3_require(CLI11 libcli11-dev cli11)
 r3_summary_found(CLI11 "${CLI11_VERSION}" "${CLI11_DIR}")
 
+# Needed by evolve/ (LLM client) and bo/ (Bayesian optimisation), whose code comes later: found
+# and reported now, required once those libraries are built.
+macro(r3_find_for_later package summary_version summary_location needed_by)
+  if(${package}_FOUND)
+    r3_summary_found(${package} "${${summary_version}}" "${${summary_location}}")
+  else()
+    r3_summary_missing(${package} "not found; ${needed_by} will need it")
+  endif()
+endmacro()
 find_package(nlohmann_json 3.10 CONFIG QUIET)
-r3_require(nlohmann_json nlohmann-json3-dev nlohmann-json)
-r3_summary_found(nlohmann_json "${nlohmann_json_VERSION}" "${nlohmann_json_DIR}")
-
+r3_find_for_later(nlohmann_json nlohmann_json_VERSION nlohmann_json_DIR "evolve/")
 find_package(Eigen3 3.3 CONFIG QUIET)
-r3_require(Eigen3 libeigen3-dev eigen)
-r3_summary_found(Eigen3 "${Eigen3_VERSION}" "${EIGEN3_INCLUDE_DIR}")
-
+r3_find_for_later(Eigen3 Eigen3_VERSION EIGEN3_INCLUDE_DIR "bo/")
 find_package(NLopt 2.6 CONFIG QUIET)
-r3_require(NLopt libnlopt-dev nlopt)
-r3_summary_found(NLopt "${NLopt_VERSION}" "${NLopt_DIR}")
-
+r3_find_for_later(NLopt NLopt_VERSION NLopt_DIR "bo/")
 find_package(CURL 7.68 QUIET)
-r3_require(CURL libcurl4-openssl-dev curl)
-r3_summary_found(CURL "${CURL_VERSION_STRING}" "${CURL_INCLUDE_DIRS}")
+r3_find_for_later(CURL CURL_VERSION_STRING CURL_INCLUDE_DIRS "evolve/ (LLM client)")
 
 # --- MPI (ON by default) ------------------------------------------------------------------------
 set(R3_HAVE_MPI 0)

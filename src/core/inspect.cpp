@@ -141,6 +141,7 @@ void inspect_capture(const capture::CaptureReader& capture, const InspectOptions
     out << "warning   the writer did not close this file (the application ended early?); "
            "the launches below were flushed and are usable\n";
   }
+  for (const std::string& warning : capture.warnings()) out << "warning   " << warning << "\n";
   if (!info.command_line.empty()) out << "command   " << info.command_line << "\n";
   if (info.rank >= 0) out << "rank      " << info.rank << "\n";
   print_device(info.device, out);

@@ -118,7 +118,7 @@ void add_report(CLI::App& app, ReportOptions& o) {
 
 int run_inspect(const InspectArgs& args) {
   auto capture = r3::capture::CaptureReader::open(args.file);
-  if (args.verify) capture.verify_all_contents();
+  if (args.verify) capture.verify_contents();
   r3::inspect_capture(capture, args.options, std::cout);
   if (args.verify) std::cout << "verified  every stored content matches its hash\n";
   return r3::exit_ok;
@@ -175,18 +175,8 @@ int main(int argc, char** argv) {
                 "run databases are written by the tuning job, which this version of "
                 "r3 does not contain yet");
     }
-  } catch (const r3::NotAvailableError& e) {
-    r3::log::error(e.what());
-    return r3::exit_not_available;
-  } catch (const r3::UsageError& e) {
-    r3::log::error(e.what());
-    return r3::exit_usage;
-  } catch (const r3::Error& e) {
-    r3::log::error(e.what());
-    return r3::exit_error;
-  } catch (const std::exception& e) {
-    r3::log::error("internal error: ", e.what());
-    return r3::exit_error;
+  } catch (...) {
+    return r3::exit_status_of_current_exception();
   }
   return r3::exit_ok;
 }

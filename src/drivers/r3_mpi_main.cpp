@@ -56,24 +56,6 @@ int check_configuration(const Options& options, int world_size) {
       options.tune_file + " --dry-run' prints it)");
 }
 
-int status_of_current_exception() {
-  try {
-    throw;
-  } catch (const r3::NotAvailableError& e) {
-    r3::log::error(e.what());
-    return r3::exit_not_available;
-  } catch (const r3::UsageError& e) {
-    r3::log::error(e.what());
-    return r3::exit_usage;
-  } catch (const r3::Error& e) {
-    r3::log::error(e.what());
-    return r3::exit_error;
-  } catch (const std::exception& e) {
-    r3::log::error("internal error: ", e.what());
-    return r3::exit_error;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,7 +91,7 @@ int main(int argc, char** argv) {
     try {
       status = check_configuration(options, world.size());
     } catch (...) {
-      status = status_of_current_exception();
+      status = r3::exit_status_of_current_exception();
     }
   }
   return world.broadcast(status);

@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Installs the build into a fresh prefix, then configures, builds and runs a consumer project
-# that finds r3 with find_package(r3).
-#   run_install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
+# Installs r3 into a fresh prefix, then configures, builds and runs a consumer project that finds
+# it with find_package(r3).
+#   run_install_test.sh shared BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
+#       installs the existing (shared) build
+#   run_install_test.sh static BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
+#       first builds r3 again, static, with every optional dependency off
 set -euo pipefail
-build=$1 source=$2 work=$3 generator=$4
+mode=$1 build=$2 source=$3 work=$4 generator=$5
 rm -rf "$work"
 mkdir -p "$work"
+if [ "$mode" = static ]; then
+  build=$work/build
+  cmake -S "$source" -B "$build" -G "$generator" -DBUILD_SHARED_LIBS=OFF -DR3_BUILD_TESTS=OFF \
+    -DR3_ENABLE_CUDA=OFF -DR3_ENABLE_LLVM=OFF -DR3_ENABLE_KOKKOS=OFF -DR3_ENABLE_MPI=OFF \
+    >"$work/configure.log"
+  cmake --build "$build" -j 2 >"$work/build.log"
+fi
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
-for f in bin/r3 bin/r3-mpi include/r3/capture.hpp include/r3/config.hpp lib/cmake/r3/r3Config.cmake; do
-  if [ ! -e "$work/prefix/$f" ] && [ ! -e "$work/prefix/${f/lib\//lib64/}" ]; then
-    echo "install is missing $f" >&2; exit 1
-  fi
+for f in bin/r3 bin/r3-mpi include/r3/capture.hpp include/r3/config.hpp; do
+  [ -e "$work/prefix/$f" ] || { echo "install is missing $f" >&2; exit 1; }
 done
+[ -n "$(find "$work/prefix" -name r3Config.cmake)" ] || { echo "install is missing r3Config.cmake" >&2; exit 1; }
 "$work/prefix/bin/r3" --version | head -1
 cmake -S "$source/tests/install/consumer" -B "$work/consumer" -G "$generator" \
   -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/consumer-configure.log"

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +40,7 @@ TEST_P(RandomRoundTrip, ReadsBackBitwiseEqual) {
   EXPECT_EQ(reader.version(), kFormatVersion);
   EXPECT_TRUE(reader.complete());
   expect_equal_to_model(reader, expected);
-  EXPECT_NO_THROW(reader.verify_all_contents());
+  EXPECT_NO_THROW(reader.verify_contents());
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomRoundTrip, ::testing::Values(1, 2, 3, 42, 1234567));
@@ -216,17 +217,21 @@ TEST(CaptureWriterChecks, LaunchesFlushedBeforeADeathAreReadable) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    CaptureWriter writer = CaptureWriter::create(path, expected.info);
-    for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
-    Kernel kernel = expected.kernels[0];
-    kernel.launches.clear();
-    std::size_t id = writer.add_kernel(kernel);
-    for (const Launch& launch : expected.kernels[0].launches) writer.add_launch(id, launch);
-    _exit(0);  // no close, no destructors: as if the application crashed
+    try {
+      CaptureWriter writer = CaptureWriter::create(path, expected.info);
+      for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
+      Kernel kernel = expected.kernels[0];
+      kernel.launches.clear();
+      std::size_t id = writer.add_kernel(kernel);
+      for (const Launch& launch : expected.kernels[0].launches) writer.add_launch(id, launch);
+      _exit(0);  // while the writer is open: no close, no destructors, as in a crash
+    } catch (...) {
+      _exit(1);
+    }
   }
   int status = 0;
   waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writing child failed";
   CaptureReader reader = CaptureReader::open(path);
   EXPECT_FALSE(reader.complete());
   expect_equal_to_model(reader, expected);
@@ -281,6 +286,120 @@ TEST(CaptureKernelLookup, AmbiguousNameAsksForAnIndex) {
     EXPECT_NE(std::string(e.what()).find("#0, #1"), std::string::npos) << e.what();
   }
   EXPECT_EQ(reader.find_kernel("#1"), 1u);
+}
+
+TEST(CaptureWriterChecks, RefusesParametersOutsideTheArgumentBytes) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "p.h5", CaptureInfo{});
+  Kernel kernel;
+  kernel.name = "k";
+  kernel.params = {{0, 8, true, "float*"}, {8, 4, false, "int"}};
+  std::size_t id = writer.add_kernel(kernel);
+  Launch launch;
+  launch.args.resize(10);  // the int at offset 8 needs 12 bytes
+  try {
+    writer.add_launch(id, launch);
+    FAIL() << "accepted";
+  } catch (const r3::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter at offset 8 (4 bytes) lies outside the 10"),
+              std::string::npos)
+        << e.what();
+  }
+  launch.args.resize(12);
+  EXPECT_EQ(writer.add_launch(id, launch), 0u);  // the refused launch left nothing behind
+}
+
+TEST(CaptureWriterChecks, RefusesNulCharactersThatWouldNotReadBack) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "n.h5", CaptureInfo{});
+  Kernel kernel;
+  kernel.name = std::string("k\0hidden", 8);
+  EXPECT_THROW(writer.add_kernel(kernel), r3::Error);
+  CaptureInfo info;
+  info.command_line = std::string("./app\0", 6);
+  EXPECT_THROW(CaptureWriter::create(dir / "m.h5", info), r3::Error);
+}
+
+TEST(CaptureWriterChecks, MoveAssignmentClosesTheFileItReplaces) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "first.h5", CaptureInfo{});
+  writer = CaptureWriter::create(dir / "second.h5", CaptureInfo{});
+  EXPECT_TRUE(CaptureReader::open(dir / "first.h5").complete());
+  writer.close();
+  EXPECT_TRUE(CaptureReader::open(dir / "second.h5").complete());
+  EXPECT_THROW(writer.put_content(std::vector<std::byte>(1)), r3::Error);  // closed
+}
+
+// A launch group the writer had begun when the application died (no checksum yet).
+void add_unfinished_launch(const std::filesystem::path& path, const std::string& launches) {
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  std::size_t next = 0;
+  while (H5Lexists(file, (launches + "/" + std::to_string(next)).c_str(), H5P_DEFAULT) > 0) ++next;
+  hid_t group = H5Gcreate2(file, (launches + "/" + std::to_string(next)).c_str(), H5P_DEFAULT,
+                           H5P_DEFAULT, H5P_DEFAULT);
+  H5Gclose(group);
+  H5Fclose(file);
+}
+
+TEST(CaptureRecovery, UnfinishedLastLaunchOfAnUnclosedCaptureIsLeftOutWithAWarning) {
+  TempDir dir;
+  std::filesystem::path path = dir / "dying.h5";
+  ExpectedCapture expected = r3::test::random_capture(9, r3::test::CaptureShape{1, 2, 2});
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      CaptureWriter writer = CaptureWriter::create(path, expected.info);
+      for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
+      Kernel kernel = expected.kernels[0];
+      kernel.launches.clear();
+      std::size_t id = writer.add_kernel(kernel);
+      for (const Launch& launch : expected.kernels[0].launches) writer.add_launch(id, launch);
+      _exit(0);  // while the writer is open: no close, no destructors, as in a crash
+    } catch (...) {
+      _exit(1);
+    }
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  add_unfinished_launch(path, "/kernels/0/launches");
+
+  CaptureReader reader = CaptureReader::open(path);
+  EXPECT_FALSE(reader.complete());
+  expect_equal_to_model(reader, expected);  // both finished launches, nothing else
+  ASSERT_EQ(reader.warnings().size(), 1u);
+  EXPECT_NE(reader.warnings()[0].find("/kernels/0/launches/2 was being written"), std::string::npos)
+      << reader.warnings()[0];
+}
+
+TEST(CaptureRecovery, AClosedCaptureWithAnUnfinishedLaunchIsDamaged) {
+  TempDir dir;
+  ExpectedCapture expected = r3::test::random_capture(9, r3::test::CaptureShape{1, 2, 2});
+  write_capture(dir / "closed.h5", expected);
+  add_unfinished_launch(dir / "closed.h5", "/kernels/0/launches");
+  EXPECT_THROW(CaptureReader::open(dir / "closed.h5"), r3::FormatError);
+}
+
+TEST(CaptureKernelLookup, TemplateAndNamespacedKernelsByTheirBaseName) {
+  TempDir dir;
+  CaptureWriter writer = CaptureWriter::create(dir / "t.h5", CaptureInfo{});
+  Kernel kernel;
+  kernel.name = "_ZN4heat4stepIfEEvPT_i";
+  kernel.demangled_name = "void heat::step<float>(float*, int)";
+  writer.add_kernel(kernel);
+  Kernel other;
+  other.name = "_Z3axpyPfi";
+  other.demangled_name = "axpy(float*, int)";
+  writer.add_kernel(other);
+  writer.close();
+  CaptureReader reader = CaptureReader::open(dir / "t.h5");
+  EXPECT_EQ(reader.find_kernel("heat::step"), 0u);
+  EXPECT_EQ(reader.find_kernel("step"), 0u);
+  EXPECT_EQ(reader.find_kernel("axpy"), 1u);
+  EXPECT_FALSE(reader.find_kernel("").has_value());
+  EXPECT_FALSE(reader.find_kernel("void").has_value());
 }
 
 }  // namespace

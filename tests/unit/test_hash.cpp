@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <random>
 #include <set>
@@ -8,6 +9,24 @@
 #include "support/random_capture.hpp"
 
 namespace {
+
+// Contents are named by XXH3-128 (docs/capture-format.md): the same digest as the library's own,
+// high word first in hex, so that other tools can check a capture.
+TEST(Hash, IsXxh3With128BitsHighWordFirst) {
+  std::mt19937_64 rng(13);
+  for (std::size_t size : {0ul, 1ul, 16ul, 17ul, 240ul, 241ul, 100000ul}) {
+    std::vector<std::byte> bytes = r3::test::random_bytes(rng, size);
+    XXH128_hash_t reference = XXH3_128bits(bytes.data(), bytes.size());
+    r3::Hash128 ours = r3::hash_bytes(bytes);
+    EXPECT_EQ(ours.high, reference.high64) << size;
+    EXPECT_EQ(ours.low, reference.low64) << size;
+    char hex[33];
+    std::snprintf(hex, sizeof hex, "%016llx%016llx",
+                  static_cast<unsigned long long>(reference.high64),
+                  static_cast<unsigned long long>(reference.low64));
+    EXPECT_EQ(ours.hex(), hex) << size;
+  }
+}
 
 TEST(Hash, HexRoundTripsAndIsLowerCase) {
   r3::Hash128 h = r3::hash_string("stencil");

@@ -35,9 +35,14 @@ Session::Session(std::string file) : lock_(hdf5_mutex()) {
 
 Session::~Session() { current_file() = std::move(previous_file_); }
 
-void silence_errors() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+htri_t is_hdf5_file(const char* path) {
+#if H5_VERSION_GE(1, 12, 0)
+  return H5Fis_accessible(path, H5P_DEFAULT);
+#else
+  return H5Fis_hdf5(path);
+#endif
 }
 
 std::string error_stack_message() {
@@ -137,12 +142,16 @@ Handle scalar_space() {
   return Handle(check(H5Screate(H5S_SCALAR), "H5Screate", "dataspace"), H5Sclose);
 }
 
+}  // namespace
+
 Handle variable_string_type() {
   Handle type(check(H5Tcopy(H5T_C_S1), "H5Tcopy", "string type"), H5Tclose);
   check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size", "string type");
   check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset", "string type");
   return type;
 }
+
+namespace {
 
 void write_attribute(hid_t object, const std::string& name, hid_t type, hid_t space,
                      const void* value) {
@@ -256,15 +265,19 @@ double read_double_attribute(hid_t object, const std::string& name, std::string_
 }
 
 std::vector<std::uint32_t> read_uint32_array_attribute(hid_t object, const std::string& name,
-                                                       std::string_view what) {
+                                                       std::string_view what, std::size_t count) {
   Handle attribute = open_attribute(object, name, what);
   std::string where = std::string(what) + ": attribute '" + name + "'";
   Handle type(check(H5Aget_type(attribute), "H5Aget_type", where), H5Tclose);
   if (H5Tget_class(type) != H5T_INTEGER) throw FormatError(where + " is not integer");
   Handle space(check(H5Aget_space(attribute), "H5Aget_space", where), H5Sclose);
-  hssize_t count =
+  hssize_t points =
       check(H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints", where);
-  std::vector<std::uint32_t> values(static_cast<std::size_t>(count));
+  if (static_cast<std::uint64_t>(points) != count) {
+    throw FormatError(where + " must hold " + std::to_string(count) + " values, holds " +
+                      std::to_string(points));
+  }
+  std::vector<std::uint32_t> values(count);
   if (count > 0) check(H5Aread(attribute, H5T_NATIVE_UINT32, values.data()), "H5Aread", where);
   return values;
 }
@@ -294,12 +307,25 @@ void write_bytes(hid_t parent, const std::string& name, std::span<const std::byt
   }
 }
 
-std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what) {
+namespace {
+
+std::uint64_t extent(hid_t dataset, std::string_view what) {
+  Handle space(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
+  int rank = check(H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims", what);
+  if (rank != 1) throw FormatError(std::string(what) + " is not one-dimensional");
+  hsize_t dims[1] = {0};
+  check(H5Sget_simple_extent_dims(space, dims, nullptr), "H5Sget_simple_extent_dims", what);
+  return dims[0];
+}
+
+}  // namespace
+
+std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what, Stored stored) {
   Handle type(check(H5Dget_type(dataset), "H5Dget_type", what), H5Tclose);
   if (H5Tget_class(type) != H5T_INTEGER || H5Tget_size(type) != 1) {
     throw FormatError(std::string(what) + " is not a byte array");
   }
-  return dataset_rows(dataset, what);
+  return stored == Stored::uncompressed ? dataset_rows(dataset, what) : extent(dataset, what);
 }
 
 void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,
@@ -317,12 +343,17 @@ void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,
 }
 
 std::uint64_t dataset_rows(hid_t dataset, std::string_view what) {
-  Handle space(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
-  int rank = check(H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims", what);
-  if (rank != 1) throw FormatError(std::string(what) + " is not one-dimensional");
-  hsize_t dims[1] = {0};
-  check(H5Sget_simple_extent_dims(space, dims, nullptr), "H5Sget_simple_extent_dims", what);
-  return dims[0];
+  std::uint64_t rows = extent(dataset, what);
+  Handle type(check(H5Dget_type(dataset), "H5Dget_type", what), H5Tclose);
+  std::uint64_t row_bytes = std::max<std::uint64_t>(1, H5Tget_size(type));
+  Handle file(check(H5Iget_file_id(dataset), "H5Iget_file_id", what), H5Fclose);
+  hsize_t file_bytes = 0;
+  check(H5Fget_filesize(file, &file_bytes), "H5Fget_filesize", what);
+  if (rows > file_bytes / row_bytes) {
+    throw FormatError(std::string(what) + " claims " + std::to_string(rows) +
+                      " rows, more than the file can hold");
+  }
+  return rows;
 }
 
 void require_members(hid_t dataset, hid_t memory_type, std::string_view what) {

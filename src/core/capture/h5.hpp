@@ -29,8 +29,13 @@ class Session {
   std::string previous_file_;
 };
 
-// Turns HDF5's automatic error printing off (once per process); we report errors ourselves.
+// Turns HDF5's automatic error printing off for the calling thread (thread-safe HDF5 builds keep
+// one setting per thread); r3 reports errors itself. Every Session calls it.
 void silence_errors();
+
+// Whether `path` is an HDF5 file: >0 yes, 0 no, <0 could not tell.
+htri_t is_hdf5_file(const char* path);
+
 
 // The innermost messages of HDF5's current error stack, joined ("" when empty).
 std::string error_stack_message();
@@ -66,6 +71,9 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
+// The variable-length UTF-8 string type (a fresh copy).
+Handle variable_string_type();
+
 // Opening and creating objects (each throws IoError naming `what` on failure).
 Handle open_group(hid_t parent, const std::string& name, std::string_view what);
 Handle create_group(hid_t parent, const std::string& name, std::string_view what);
@@ -86,8 +94,9 @@ std::string read_string_attribute(hid_t object, const std::string& name, std::st
 std::int64_t read_int_attribute(hid_t object, const std::string& name, std::string_view what);
 std::uint64_t read_uint_attribute(hid_t object, const std::string& name, std::string_view what);
 double read_double_attribute(hid_t object, const std::string& name, std::string_view what);
+// Reads exactly `count` values; anything else is a FormatError.
 std::vector<std::uint32_t> read_uint32_array_attribute(hid_t object, const std::string& name,
-                                                       std::string_view what);
+                                                       std::string_view what, std::size_t count);
 
 // One-dimensional byte datasets.
 struct ByteDatasetOptions {
@@ -97,13 +106,16 @@ struct ByteDatasetOptions {
 void write_bytes(hid_t parent, const std::string& name, std::span<const std::byte> bytes,
                  const ByteDatasetOptions& options);
 // Number of elements of a 1-D dataset of 1-byte integers; throws FormatError for anything else.
-std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what);
+// Uncompressed datasets cannot hold more bytes than the file (a larger extent means damage).
+enum class Stored { compressed, uncompressed };
+std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what, Stored stored);
 // Reads out.size() bytes starting at element `offset`.
 void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,
                 std::string_view what);
 
-// Rows of a 1-D dataset of compound type, with a check that the file type has every member.
+// Rows of an uncompressed 1-D dataset; more rows than the file can hold is a FormatError.
 std::uint64_t dataset_rows(hid_t dataset, std::string_view what);
+// Checks that the compound file type of `dataset` has every member of `memory_type`.
 void require_members(hid_t dataset, hid_t memory_type, std::string_view what);
 // Frees the variable-length members HDF5 allocated when reading `rows` rows of `type` into buf.
 void reclaim_vlen(hid_t type, std::uint64_t rows, void* buf);

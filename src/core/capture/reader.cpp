@@ -143,11 +143,7 @@ std::vector<Param> read_params(hid_t kernel, const std::string& kernel_path) {
 }
 
 Dim3 read_dim3(hid_t group, const char* name, const std::string& where) {
-  std::vector<std::uint32_t> values = h5::read_uint32_array_attribute(group, name, where);
-  if (values.size() != 3) {
-    throw FormatError(where + ": attribute '" + name + "' must hold 3 values, holds " +
-                      std::to_string(values.size()));
-  }
+  std::vector<std::uint32_t> values = h5::read_uint32_array_attribute(group, name, where, 3);
   return Dim3{values[0], values[1], values[2]};
 }
 
@@ -168,7 +164,7 @@ Launch read_launch(hid_t launches, std::size_t index, const std::string& launche
   {
     const std::string args_where = where + "/" + schema::kArgs;
     h5::Handle args = h5::open_dataset(group, schema::kArgs, args_where);
-    launch.args.resize(h5::byte_dataset_size(args, args_where));
+    launch.args.resize(h5::byte_dataset_size(args, args_where, h5::Stored::uncompressed));
     h5::read_bytes(args, 0, launch.args, args_where);
   }
   launch.prologue = read_regions(group, schema::kPrologue, where);
@@ -178,7 +174,24 @@ Launch read_launch(hid_t launches, std::size_t index, const std::string& launche
   return launch;
 }
 
-Kernel read_kernel(hid_t kernels, std::size_t id) {
+// Every parameter of every launch lies inside that launch's argument bytes.
+void check_params_fit(const Kernel& kernel, const std::string& where) {
+  for (std::size_t l = 0; l < kernel.launches.size(); ++l) {
+    std::uint64_t args = kernel.launches[l].args.size();
+    for (const Param& p : kernel.params) {
+      if (p.size > args || p.offset > args - p.size) {
+        throw FormatError(where + " launch " + std::to_string(l) + ": parameter at offset " +
+                          std::to_string(p.offset) + " (" + std::to_string(p.size) +
+                          " bytes) lies outside the " + std::to_string(args) + " argument bytes");
+      }
+    }
+  }
+}
+
+// `complete`: whether the writer finished. If not, a last launch it was writing when it stopped
+// is left out (with a warning) instead of failing the whole capture.
+Kernel read_kernel(hid_t kernels, std::size_t id, bool complete,
+                   std::vector<std::string>& warnings) {
   const std::string where = "/kernels/" + schema::index_name(id);
   h5::Handle group = h5::open_group(kernels, schema::index_name(id), where);
   Kernel kernel;
@@ -198,14 +211,41 @@ Kernel read_kernel(hid_t kernels, std::size_t id) {
   std::size_t count = count_indexed_children(launches, launches_where);
   kernel.launches.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
-    kernel.launches.push_back(read_launch(launches, i, launches_where));
+    try {
+      kernel.launches.push_back(read_launch(launches, i, launches_where));
+    } catch (const Error& e) {
+      if (complete || i + 1 != count) throw;
+      warnings.push_back(launches_where + "/" + std::to_string(i) +
+                         " was being written when the writer stopped; left out (" + e.message() +
+                         ")");
+    }
   }
+  check_params_fit(kernel, where);
   return kernel;
 }
 
+// The name a user types for a demangled function: without return type, template arguments and
+// parameter list ("void ns::step<float>(float*, int)" -> "ns::step").
 std::string base_name(std::string_view demangled) {
-  std::size_t paren = demangled.find('(');
-  return std::string(demangled.substr(0, paren));
+  int depth = 0;
+  std::size_t start = 0;
+  std::string out;
+  for (std::size_t i = 0; i < demangled.size(); ++i) {
+    char c = demangled[i];
+    if (c == '<') {
+      ++depth;
+    } else if (c == '>') {
+      --depth;
+    } else if (depth == 0 && c == '(') {
+      break;
+    } else if (depth == 0 && c == ' ') {
+      start = out.size() + 1;  // what came before was the return type
+      out += c;
+      continue;
+    }
+    if (depth == 0 && c != '>') out += c;
+  }
+  return out.substr(std::min(start, out.size()));
 }
 
 }  // namespace
@@ -219,6 +259,7 @@ struct CaptureReader::Impl {
   CaptureInfo info;
   std::vector<Kernel> kernels;
   std::unordered_map<Hash128, ContentEntry> content_index;
+  std::vector<std::string> warnings;
 
   ErrorContext context() const { return in_file(path.string()); }
 
@@ -233,7 +274,7 @@ struct CaptureReader::Impl {
     if (access(path.c_str(), R_OK) != 0) {
       throw IoError("open", std::strerror(errno), context());
     }
-    htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+    htri_t is_hdf5 = h5::is_hdf5_file(path.c_str());
     if (is_hdf5 < 0) {
       throw FormatError("cannot be read as HDF5 (HDF5: " + h5::error_stack_message() + ")",
                         context());
@@ -297,9 +338,10 @@ struct CaptureReader::Impl {
     for (const std::string& name : h5::child_names(contents, "/contents")) {
       const std::string where = "/contents/" + name;
       Hash128 hash = parse_hash(name, where);
+      if (hash.hex() != name) throw FormatError(where + ": a content name must be its lower-case hash");
       h5::Handle dataset = h5::open_dataset(contents, name, where);
       ContentEntry entry;
-      entry.size = h5::byte_dataset_size(dataset, where);
+      entry.size = h5::byte_dataset_size(dataset, where, h5::Stored::compressed);
       entry.stored_bytes = H5Dget_storage_size(dataset);
       content_index.emplace(hash, entry);
     }
@@ -309,7 +351,16 @@ struct CaptureReader::Impl {
     h5::Handle group = h5::open_group(file, schema::kKernels, "/kernels");
     std::size_t count = count_indexed_children(group, "/kernels");
     kernels.reserve(count);
-    for (std::size_t id = 0; id < count; ++id) kernels.push_back(read_kernel(group, id));
+    for (std::size_t id = 0; id < count; ++id) {
+      try {
+        kernels.push_back(read_kernel(group, id, complete, warnings));
+      } catch (const Error& e) {
+        if (complete || id + 1 != count) throw;
+        warnings.push_back("/kernels/" + std::to_string(id) +
+                           " was being written when the writer stopped; left out (" + e.message() +
+                           ")");
+      }
+    }
   }
 
   void check_reference(const Hash128& content, std::uint64_t size, bool check_size,
@@ -325,6 +376,22 @@ struct CaptureReader::Impl {
                             content.hex() + " holds " + std::to_string(it->second.size) + " bytes",
                         context());
     }
+  }
+
+  // Every content a kernel image or a region refers to, each once, in a stable order.
+  std::vector<Hash128> referenced_contents() const {
+    std::vector<Hash128> out;
+    for (const Kernel& kernel : kernels) {
+      for (const auto& [kind, content] : kernel.images) out.push_back(content);
+      for (const Launch& launch : kernel.launches) {
+        for (const auto* table : {&launch.prologue, &launch.globals, &launch.epilogue}) {
+          for (const Region& region : *table) out.push_back(region.content);
+        }
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
   }
 
   void check_references() const {
@@ -379,13 +446,26 @@ struct CaptureReader::Impl {
 
 CaptureReader::CaptureReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CaptureReader::CaptureReader(CaptureReader&&) noexcept = default;
-CaptureReader& CaptureReader::operator=(CaptureReader&&) noexcept = default;
 
-CaptureReader::~CaptureReader() {
-  if (!impl_) return;
-  h5::Session session(impl_->path.string());
-  impl_.reset();
+void CaptureReader::release(std::unique_ptr<Impl>& impl) noexcept {
+  if (!impl) return;
+  try {
+    h5::Session session(impl->path.string());
+    impl.reset();
+  } catch (...) {
+    // Only the lock or the message string can fail here; the handles close at process exit.
+  }
 }
+
+CaptureReader& CaptureReader::operator=(CaptureReader&& other) noexcept {
+  if (this != &other) {
+    release(impl_);
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+CaptureReader::~CaptureReader() { release(impl_); }
 
 CaptureReader CaptureReader::open(const std::filesystem::path& path) {
   h5::Session session(path.string());
@@ -403,6 +483,9 @@ CaptureReader CaptureReader::open(const std::filesystem::path& path) {
   } catch (const IoError& e) {
     // The file opened as HDF5, so a failing read inside it means damage.
     throw FormatError("damaged capture: " + e.message(), impl->context());
+  } catch (const std::exception& e) {
+    // E.g. an allocation for a size that damage made absurd.
+    throw FormatError(std::string("damaged capture: ") + e.what(), impl->context());
   }
   return CaptureReader(std::move(impl));
 }
@@ -410,12 +493,14 @@ CaptureReader CaptureReader::open(const std::filesystem::path& path) {
 const std::filesystem::path& CaptureReader::path() const { return impl_->path; }
 int CaptureReader::version() const { return impl_->version; }
 bool CaptureReader::complete() const { return impl_->complete; }
+const std::vector<std::string>& CaptureReader::warnings() const { return impl_->warnings; }
 const CaptureInfo& CaptureReader::info() const { return impl_->info; }
 const std::vector<Kernel>& CaptureReader::kernels() const { return impl_->kernels; }
 
 std::optional<std::size_t> CaptureReader::find_kernel(std::string_view name) const {
   const auto& kernels = impl_->kernels;
-  if (!name.empty() && name[0] == '#') {
+  if (name.empty()) return std::nullopt;
+  if (name[0] == '#') {
     auto index = parse_index(name.substr(1));
     if (index && *index < kernels.size()) return index;
     return std::nullopt;
@@ -424,11 +509,14 @@ std::optional<std::size_t> CaptureReader::find_kernel(std::string_view name) con
   std::vector<std::size_t> by_base_name;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
-    if (k.name == name || k.demangled_name == name ||
-        (!k.kokkos_label.empty() && k.kokkos_label == name)) {
+    if (k.name == name || k.demangled_name == name || k.kokkos_label == name) {
       exact.push_back(i);
-    } else if (!k.demangled_name.empty() && base_name(k.demangled_name) == name) {
-      by_base_name.push_back(i);
+    } else if (!k.demangled_name.empty()) {
+      std::string base = base_name(k.demangled_name);
+      std::size_t scope = base.rfind("::");
+      if (base == name || (scope != std::string::npos && base.substr(scope + 2) == name)) {
+        by_base_name.push_back(i);
+      }
     }
   }
   const std::vector<std::size_t>& matches = exact.empty() ? by_base_name : exact;
@@ -436,10 +524,11 @@ std::optional<std::size_t> CaptureReader::find_kernel(std::string_view name) con
   if (matches.size() > 1) {
     std::string ids;
     for (std::size_t i : matches) ids += (ids.empty() ? "#" : ", #") + std::to_string(i);
-    throw UnknownKernelError("'" + std::string(name) + "' names several kernels (" + ids +
-                                 "); select one by index, e.g. '#" +
+    ErrorContext context = impl_->context();
+    context.kernel = std::string(name);
+    throw UnknownKernelError("names several kernels (" + ids + "); select one by index, e.g. '#" +
                                  std::to_string(matches.front()) + "'",
-                             impl_->context());
+                             context);
   }
   return matches.front();
 }
@@ -454,8 +543,9 @@ const Kernel& CaptureReader::kernel(std::string_view name) const {
   if (impl_->kernels.size() > shown) known += ", ...";
   ErrorContext context = impl_->context();
   context.kernel = std::string(name);
-  throw UnknownKernelError(impl_->kernels.empty() ? "not in this capture, which holds no kernels"
-                                                  : "not in this capture; it holds: " + known,
+  throw UnknownKernelError(impl_->kernels.empty()
+                               ? "is not in this capture, which holds no kernels"
+                               : "is not in this capture; it holds: " + known,
                            context);
 }
 
@@ -486,10 +576,11 @@ std::vector<std::byte> CaptureReader::read_content(const Hash128& content) const
   return bytes;
 }
 
-void CaptureReader::verify_all_contents() const {
+void CaptureReader::verify_contents() const {
   h5::Session session(impl_->path.string());
   std::vector<std::byte> slab;
-  for (const auto& [content, entry] : impl_->content_index) {
+  for (const Hash128& content : impl_->referenced_contents()) {
+    const ContentEntry& entry = impl_->entry(content);
     h5::Handle dataset = h5::open_dataset(impl_->contents, content.hex(), "/contents");
     Hasher hasher;
     for (std::uint64_t offset = 0; offset < entry.size; offset += kVerifySlabBytes) {

@@ -75,13 +75,6 @@ std::string_view to_string(RegionKind kind) {
 namespace schema {
 namespace {
 
-h5::Handle variable_string() {
-  h5::Handle type(h5::check(H5Tcopy(H5T_C_S1), "H5Tcopy", "string type"), H5Tclose);
-  h5::check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size", "string type");
-  h5::check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset", "string type");
-  return type;
-}
-
 // HDF5 enums carry their names into the file, so h5dump and h5py show "f32", not 11, and a
 // reader converting by name refuses a value it does not know.
 h5::Handle element_type_enum() {
@@ -115,7 +108,7 @@ void insert(hid_t compound, const char* name, std::size_t offset, hid_t type) {
 h5::Handle region_memory_type() {
   h5::Handle type(h5::check(H5Tcreate(H5T_COMPOUND, sizeof(RegionRow)), "H5Tcreate", "region row"),
                   H5Tclose);
-  h5::Handle name = variable_string();
+  h5::Handle name = h5::variable_string_type();
   h5::Handle kind = region_kind_enum();
   h5::Handle element = element_type_enum();
   h5::Handle content(h5::check(H5Tcopy(H5T_C_S1), "H5Tcopy", "content"), H5Tclose);
@@ -133,7 +126,7 @@ h5::Handle region_memory_type() {
 h5::Handle param_memory_type() {
   h5::Handle type(h5::check(H5Tcreate(H5T_COMPOUND, sizeof(ParamRow)), "H5Tcreate", "param row"),
                   H5Tclose);
-  h5::Handle text = variable_string();
+  h5::Handle text = h5::variable_string_type();
   insert(type, "offset", offsetof(ParamRow, offset), H5T_NATIVE_UINT64);
   insert(type, "size", offsetof(ParamRow, size), H5T_NATIVE_UINT64);
   insert(type, "is_pointer", offsetof(ParamRow, is_pointer), H5T_NATIVE_UINT8);

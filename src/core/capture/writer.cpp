@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <unordered_map>
 
 #include "r3/capture.hpp"
@@ -110,32 +111,65 @@ struct CaptureWriter::Impl {
   h5::Handle kernels;
   std::unordered_map<Hash128, std::uint64_t> stored;  // content -> size
   std::vector<std::size_t> launch_counts;             // per kernel id
+  std::vector<std::vector<Param>> params;             // per kernel id
+  // Set when a failed write could not be undone: the file may hold a partial object, so the
+  // writer takes nothing more and never marks the file complete.
+  bool broken = false;
 
   ErrorContext context() const { return in_file(path.string()); }
 
   [[noreturn]] void fail(const std::string& message) const { throw Error(message, context()); }
 
-  void require_content(const Hash128& content, std::uint64_t size, const std::string& what) const {
+  void require_usable() const {
+    if (broken) fail("the capture writer stopped after a failed write; what was flushed before is kept");
+    if (!file.valid()) fail("the capture is closed");
+  }
+
+  // `size` is checked unless it is nullopt (code images have no recorded size).
+  void require_content(const Hash128& content, std::optional<std::uint64_t> size,
+                       const std::string& what) const {
     auto it = stored.find(content);
     if (it == stored.end()) {
       fail(what + ": content " + content.hex() + " was not put into the capture first");
     }
-    if (it->second != size) {
-      fail(what + ": size " + std::to_string(size) + " differs from its content's size " +
+    if (size && it->second != *size) {
+      fail(what + ": size " + std::to_string(*size) + " differs from its content's size " +
            std::to_string(it->second));
     }
   }
 
   void check_regions(const std::vector<Region>& regions, const std::string& what) const {
     for (std::size_t i = 0; i < regions.size(); ++i) {
-      require_content(regions[i].content, regions[i].size,
-                      what + " region " + std::to_string(i) + " '" + regions[i].name + "'");
+      std::string region = what + " region " + std::to_string(i);
+      require_text(regions[i].name, region + " name");
+      require_content(regions[i].content, regions[i].size, region + " '" + regions[i].name + "'");
+    }
+  }
+
+  // HDF5 ends strings at the first NUL, so such a string would not read back as written.
+  void require_text(const std::string& text, const std::string& what) const {
+    if (text.find('\0') != std::string::npos) fail(what + " contains a NUL character");
+  }
+
+  // Runs `write`; when it throws, removes the object at `link` that it may have left half
+  // written, so the file stays as it was. If even that fails, the writer is marked broken.
+  template <class Write>
+  void transaction(hid_t parent, const std::string& link, Write&& write) {
+    try {
+      write();
+    } catch (...) {
+      if (H5Lexists(parent, link.c_str(), H5P_DEFAULT) > 0 &&
+          H5Ldelete(parent, link.c_str(), H5P_DEFAULT) < 0) {
+        broken = true;
+      }
+      H5Eclear2(H5E_DEFAULT);
+      throw;
     }
   }
 
   void close() {
     if (!file.valid()) return;
-    h5::write_int_attribute(file, "complete", 1);
+    if (!broken) h5::write_int_attribute(file, "complete", 1);
     contents.reset();
     kernels.reset();
     h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush", "capture");
@@ -143,20 +177,33 @@ struct CaptureWriter::Impl {
   }
 };
 
+void CaptureWriter::release(std::unique_ptr<Impl>& impl) noexcept {
+  if (!impl) return;
+  try {
+    h5::Session session(impl->path.string());
+    try {
+      impl->close();
+    } catch (const std::exception& e) {
+      log::error(e.what());
+    }
+    impl.reset();
+  } catch (...) {
+    // Nothing sensible is left to do in a destructor; the handles close at process exit.
+  }
+}
+
 CaptureWriter::CaptureWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CaptureWriter::CaptureWriter(CaptureWriter&&) noexcept = default;
-CaptureWriter& CaptureWriter::operator=(CaptureWriter&&) noexcept = default;
 
-CaptureWriter::~CaptureWriter() {
-  if (!impl_) return;
-  h5::Session session(impl_->path.string());
-  try {
-    impl_->close();
-  } catch (const std::exception& e) {
-    log::error(e.what());
+CaptureWriter& CaptureWriter::operator=(CaptureWriter&& other) noexcept {
+  if (this != &other) {
+    release(impl_);
+    impl_ = std::move(other.impl_);
   }
-  impl_.reset();
+  return *this;
 }
+
+CaptureWriter::~CaptureWriter() { release(impl_); }
 
 CaptureWriter CaptureWriter::create(const std::filesystem::path& path, CaptureInfo info) {
   return create(path, std::move(info), Options{});
@@ -168,6 +215,12 @@ CaptureWriter CaptureWriter::create(const std::filesystem::path& path, CaptureIn
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
+  for (const std::string* text :
+       {&info.created, &info.host, &info.command_line, &info.r3_version, &info.device.backend,
+        &info.device.name, &info.device.architecture, &info.device.driver_version,
+        &info.device.toolkit_version}) {
+    impl->require_text(*text, "capture information");
+  }
   // HDF5 1.8 object formats carry checksums of their metadata; every HDF5 since 1.8 reads them.
   h5::Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
   h5::check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds",
@@ -198,9 +251,12 @@ CaptureWriter CaptureWriter::create(const std::filesystem::path& path, CaptureIn
 Hash128 CaptureWriter::put_content(std::span<const std::byte> bytes) {
   Hash128 content = hash_bytes(bytes);
   h5::Session session(impl_->path.string());
+  impl_->require_usable();
   if (impl_->stored.contains(content)) return content;
   h5::ByteDatasetOptions dataset{impl_->options.chunk_bytes, impl_->options.deflate_level};
-  h5::write_bytes(impl_->contents, content.hex(), bytes, dataset);
+  std::string name = content.hex();
+  impl_->transaction(impl_->contents, name,
+                     [&] { h5::write_bytes(impl_->contents, name, bytes, dataset); });
   impl_->stored.emplace(content, bytes.size());
   return content;
 }
@@ -212,68 +268,87 @@ bool CaptureWriter::has_content(const Hash128& content) const {
 
 std::size_t CaptureWriter::add_kernel(const Kernel& kernel) {
   h5::Session session(impl_->path.string());
+  impl_->require_usable();
   if (!kernel.launches.empty()) {
     impl_->fail("kernel '" + kernel.name + "': add launches with add_launch, not add_kernel");
   }
   if (kernel.name.empty()) impl_->fail("a kernel needs a name");
+  const std::string what = "kernel '" + kernel.name + "'";
+  for (const std::string* text : {&kernel.name, &kernel.demangled_name, &kernel.kokkos_label}) {
+    impl_->require_text(*text, what);
+  }
+  for (const Param& param : kernel.params) impl_->require_text(param.type, what + " parameter type");
   for (const auto& [kind, content] : kernel.images) {
     if (kind.empty() ||
         kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
-      impl_->fail("kernel '" + kernel.name + "': image kind '" + kind +
-                  "' must be lower-case letters, digits and '_'");
+      impl_->fail(what + ": image kind '" + kind + "' must be lower-case letters, digits and '_'");
     }
-    auto it = impl_->stored.find(content);
-    if (it == impl_->stored.end()) {
-      impl_->fail("kernel '" + kernel.name + "': image '" + kind + "' content " + content.hex() +
-                  " was not put into the capture first");
-    }
+    impl_->require_content(content, std::nullopt, what + ": image '" + kind + "'");
   }
   std::size_t id = impl_->launch_counts.size();
-  h5::Handle group = h5::create_group(impl_->kernels, schema::index_name(id), "kernel group");
-  h5::write_string_attribute(group, "name", kernel.name);
-  h5::write_string_attribute(group, "demangled_name", kernel.demangled_name);
-  h5::write_string_attribute(group, "kokkos_label", kernel.kokkos_label);
-  for (const auto& [kind, content] : kernel.images) {
-    h5::write_string_attribute(group, std::string(schema::kImageAttributePrefix) + kind,
-                               content.hex());
-  }
-  write_params(group, kernel.params);
-  h5::write_string_attribute(group, schema::kChecksum, schema::checksum(kernel).hex());
-  h5::create_group(group, schema::kLaunches, "launches group");
+  const std::string name = schema::index_name(id);
+  impl_->transaction(impl_->kernels, name, [&] {
+    h5::Handle group = h5::create_group(impl_->kernels, name, "kernel group");
+    h5::write_string_attribute(group, "name", kernel.name);
+    h5::write_string_attribute(group, "demangled_name", kernel.demangled_name);
+    h5::write_string_attribute(group, "kokkos_label", kernel.kokkos_label);
+    for (const auto& [kind, content] : kernel.images) {
+      h5::write_string_attribute(group, std::string(schema::kImageAttributePrefix) + kind,
+                                 content.hex());
+    }
+    write_params(group, kernel.params);
+    h5::write_string_attribute(group, schema::kChecksum, schema::checksum(kernel).hex());
+    h5::create_group(group, schema::kLaunches, "launches group");
+  });
   impl_->launch_counts.push_back(0);
+  impl_->params.push_back(kernel.params);
   return id;
 }
 
 std::size_t CaptureWriter::add_launch(std::size_t kernel_id, const Launch& launch) {
   h5::Session session(impl_->path.string());
+  impl_->require_usable();
   if (kernel_id >= impl_->launch_counts.size()) {
     impl_->fail("add_launch: no kernel with id " + std::to_string(kernel_id));
   }
-  std::string what = "kernel " + std::to_string(kernel_id) + " launch " +
-                     std::to_string(impl_->launch_counts[kernel_id]);
+  const std::size_t index = impl_->launch_counts[kernel_id];
+  const std::string what = "kernel " + std::to_string(kernel_id) + " launch " + std::to_string(index);
+  for (const Param& param : impl_->params[kernel_id]) {
+    if (param.size > launch.args.size() || param.offset > launch.args.size() - param.size) {
+      impl_->fail(what + ": parameter at offset " + std::to_string(param.offset) + " (" +
+                  std::to_string(param.size) + " bytes) lies outside the " +
+                  std::to_string(launch.args.size()) + " argument bytes");
+    }
+  }
   impl_->check_regions(launch.prologue, what + " prologue");
   impl_->check_regions(launch.globals, what + " globals");
   impl_->check_regions(launch.epilogue, what + " epilogue");
 
-  std::size_t index = impl_->launch_counts[kernel_id];
-  std::string path =
-      "/kernels/" + schema::index_name(kernel_id) + "/launches/" + schema::index_name(index);
-  h5::Handle group = h5::create_group(impl_->file, path, path);
-  h5::write_uint_attribute(group, "sequence", launch.sequence);
-  const std::uint32_t grid[3] = {launch.grid.x, launch.grid.y, launch.grid.z};
-  const std::uint32_t block[3] = {launch.block.x, launch.block.y, launch.block.z};
-  h5::write_uint32_array_attribute(group, "grid", grid);
-  h5::write_uint32_array_attribute(group, "block", block);
-  h5::write_uint_attribute(group, "shared_memory_bytes", launch.shared_memory_bytes);
-  h5::write_uint_attribute(group, "stream", launch.stream);
-  if (launch.app_time_us) h5::write_double_attribute(group, "app_time_us", *launch.app_time_us);
-  h5::write_bytes(group, schema::kArgs, launch.args, h5::ByteDatasetOptions{});
-  write_regions(group, schema::kPrologue, launch.prologue);
-  write_regions(group, schema::kGlobals, launch.globals);
-  write_regions(group, schema::kEpilogue, launch.epilogue);
-  h5::write_string_attribute(group, schema::kChecksum, schema::checksum(launch).hex());
+  const std::string launches =
+      "/kernels/" + schema::index_name(kernel_id) + "/" + schema::kLaunches;
+  h5::Handle parent = h5::open_group(impl_->file, launches, launches);
+  const std::string name = schema::index_name(index);
+  impl_->transaction(parent, name, [&] {
+    h5::Handle group = h5::create_group(parent, name, launches + "/" + name);
+    h5::write_uint_attribute(group, "sequence", launch.sequence);
+    const std::uint32_t grid[3] = {launch.grid.x, launch.grid.y, launch.grid.z};
+    const std::uint32_t block[3] = {launch.block.x, launch.block.y, launch.block.z};
+    h5::write_uint32_array_attribute(group, "grid", grid);
+    h5::write_uint32_array_attribute(group, "block", block);
+    h5::write_uint_attribute(group, "shared_memory_bytes", launch.shared_memory_bytes);
+    h5::write_uint_attribute(group, "stream", launch.stream);
+    if (launch.app_time_us) h5::write_double_attribute(group, "app_time_us", *launch.app_time_us);
+    h5::write_bytes(group, schema::kArgs, launch.args, h5::ByteDatasetOptions{});
+    write_regions(group, schema::kPrologue, launch.prologue);
+    write_regions(group, schema::kGlobals, launch.globals);
+    write_regions(group, schema::kEpilogue, launch.epilogue);
+    // Written last: a launch without its checksum was not finished.
+    h5::write_string_attribute(group, schema::kChecksum, schema::checksum(launch).hex());
+  });
   ++impl_->launch_counts[kernel_id];
-  if (impl_->options.flush_each_launch) flush();
+  if (impl_->options.flush_each_launch) {
+    h5::check(H5Fflush(impl_->file, H5F_SCOPE_GLOBAL), "H5Fflush", "capture");
+  }
   return index;
 }
 

@@ -27,41 +27,23 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
                                "' cannot replay this capture, which was recorded with '" +
                                std::string(to_string(recorded)) + "'");
   }
-  if (recorded == Backend::cuda && !build_has_cuda()) {
-    config.fail("backend",
-                "the capture needs the CUDA backend, but this build of r3 has none "
-                "(configured without CUDA: R3_ENABLE_CUDA=OFF or no CUDA Toolkit found)");
-  }
-  if (recorded == Backend::host && !build_has_llvm()) {
-    config.fail("backend",
-                "the host backend compiles with Clang/LLVM 16, which this build of r3 "
-                "lacks (configured without LLVM)");
-  }
   for (std::size_t i = 0; i < config.kernels.size(); ++i) {
     const KernelSelection& selection = config.kernels[i];
     const std::string key = "kernels[" + std::to_string(i) + "]";
-    std::optional<std::size_t> index;
+    const capture::Kernel* kernel = nullptr;
     try {
-      index = capture.find_kernel(selection.name);
+      kernel = &capture.kernel(selection.name);
     } catch (const UnknownKernelError& e) {
-      config.fail(key + ".name", e.message());
+      config.fail(key + ".name", "kernel '" + selection.name + "' " + e.message());
     }
-    if (!index) {
-      try {
-        capture.kernel(selection.name);
-      } catch (const UnknownKernelError& e) {
-        config.fail(key + ".name", "kernel '" + selection.name + "' is " + e.message());
-      }
-    }
-    const capture::Kernel& kernel = capture.kernels()[*index];
-    if (kernel.launches.empty()) {
+    if (kernel->launches.empty()) {
       config.fail(key + ".name", "kernel '" + selection.name + "' has no recorded launches");
     }
     for (std::size_t launch : selection.launches) {
-      if (launch >= kernel.launches.size()) {
+      if (launch >= kernel->launches.size()) {
         config.fail(key + ".launches", "launch " + std::to_string(launch) + " of kernel '" +
                                            selection.name + "' was not recorded (it has " +
-                                           std::to_string(kernel.launches.size()) + ")");
+                                           std::to_string(kernel->launches.size()) + ")");
       }
     }
     std::error_code ec;
@@ -73,6 +55,17 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
         config.fail(key + ".include_dirs", "include directory " + dir.string() + " does not exist");
       }
     }
+  }
+  // Last, so that mistakes in the file are reported whatever this build contains.
+  if (recorded == Backend::cuda && !build_has_cuda()) {
+    config.fail("backend",
+                "the capture needs the CUDA backend, but this build of r3 has none "
+                "(configured without CUDA: R3_ENABLE_CUDA=OFF or no CUDA Toolkit found)");
+  }
+  if (recorded == Backend::host && !build_has_llvm()) {
+    config.fail("backend",
+                "the host backend compiles with Clang/LLVM 16, which this build of r3 "
+                "lacks (configured without LLVM)");
   }
   return recorded;
 }

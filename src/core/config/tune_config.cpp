@@ -33,12 +33,15 @@ struct Names {
     }
     return "?";
   }
-  Enum decode(const Document& doc, const YAML::Node& node, const std::string& key) const {
-    std::string chosen = yaml::decode_choice(doc, node, key, names());
+  // `chosen` is one of names().
+  Enum value(const std::string& chosen) const {
     for (const auto& [name, value] : table) {
       if (name == chosen) return value;
     }
     return table.front().second;
+  }
+  Enum decode(const Document& doc, const YAML::Node& node, const std::string& key) const {
+    return value(yaml::decode_choice(doc, node, key, names()));
   }
 };
 
@@ -63,9 +66,9 @@ void read_enum(Map& map, std::string_view name, Enum& out, const Names<Enum>& na
 
 fs::path resolve(const fs::path& base, const std::string& text) {
   fs::path path(text);
-  if (!text.empty() && text[0] == '~') {
-    if (const char* home = std::getenv("HOME"))
-      path = fs::path(home) / text.substr(text.size() > 1 ? 2 : 1);
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && (text == "~" || text.rfind("~/", 0) == 0)) {
+    path = fs::path(home) / text.substr(std::min<std::size_t>(2, text.size()));
   }
   return (path.is_absolute() ? path : base / path).lexically_normal();
 }
@@ -93,6 +96,7 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
   KernelSelection kernel;
   if (node.IsScalar()) {  // "- stencil2d" is short for "- name: stencil2d"
     kernel.name = node.Scalar();
+    if (kernel.name.empty()) doc.fail(node, key, "a kernel name must not be empty");
     return kernel;
   }
   Map map(doc, node, key);
@@ -103,11 +107,17 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
   map.read("entry", kernel.entry);
   if (YAML::Node launches = map.get("launches"); launches.IsDefined()) {
     if (!(launches.IsScalar() && launches.Scalar() == "all")) {
-      yaml::for_each_item(doc, launches, map.key("launches"),
-                          [&](const YAML::Node& item, const std::string& item_key) {
-                            kernel.launches.push_back(static_cast<std::size_t>(
-                                yaml::decode_int(doc, item, item_key, 0, INT32_MAX)));
-                          });
+      yaml::for_each_item(
+          doc, launches, map.key("launches"),
+          [&](const YAML::Node& item, const std::string& item_key) {
+            auto launch = static_cast<std::size_t>(yaml::decode_int(doc, item, item_key, 0, INT32_MAX));
+            if (std::find(kernel.launches.begin(), kernel.launches.end(), launch) !=
+                kernel.launches.end()) {
+              doc.fail(item, item_key, "launch " + std::to_string(launch) + " is listed twice");
+            }
+            kernel.launches.push_back(launch);
+          });
+      if (kernel.launches.empty()) map.fail("launches", "list at least one launch, or write 'all'");
     }
   }
   if (YAML::Node defines = map.get("defines"); defines.IsDefined()) {
@@ -124,7 +134,9 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
     yaml::for_each_item(
         doc, dirs, map.key("include_dirs"),
         [&](const YAML::Node& item, const std::string& item_key) {
-          kernel.include_dirs.push_back(resolve(base, yaml::decode_string(doc, item, item_key)));
+          std::string dir = yaml::decode_string(doc, item, item_key);
+          if (dir.empty()) doc.fail(item, item_key, "an include directory must not be empty");
+          kernel.include_dirs.push_back(resolve(base, dir));
         });
   }
   map.read("flags", kernel.flags);
@@ -142,13 +154,14 @@ void parse_source_level(Map& map, SourceLevel& level) {
 void parse_compiler_level(Map& map, CompilerLevel& level) {
   map.read("enabled", level.enabled);
   read_share(map, level.share);
-  if (YAML::Node compilers = map.get("compilers"); compilers.IsDefined()) {
+  if (map.has("compilers")) {
+    std::vector<std::string> names;
+    map.read_choices("compilers", names, kCompilers.names());
+    if (names.empty()) map.fail("compilers", "must list at least one compiler");
     level.compilers.clear();
-    yaml::for_each_item(map.doc(), compilers, map.key("compilers"),
-                        [&](const YAML::Node& item, const std::string& item_key) {
-                          level.compilers.push_back(kCompilers.decode(map.doc(), item, item_key));
-                        });
-    if (level.compilers.empty()) map.fail("compilers", "must list at least one compiler");
+    for (const std::string& name : names) level.compilers.push_back(kCompilers.value(name));
+  } else {
+    map.get("compilers");
   }
   map.read_choices("flags", level.flags, kKnownCompilerFlags);
   map.read("opt_levels", level.opt_levels, 0, 3);
@@ -250,6 +263,7 @@ void parse_budget(Map& map, BudgetConfig& budget) {
   map.read("evaluations", budget.evaluations);
   map.read("generations", budget.generations, 1, UINT32_MAX);
   map.read_duration("wall_time", budget.wall_time_s);
+  if (budget.wall_time_s <= 0) map.fail("wall_time", "must be positive");
   map.read("llm_cost", budget.llm_cost);
   if (budget.llm_cost < 0) map.fail("llm_cost", "must not be negative (0 means no limit)");
   map.read_duration("job_end_margin", budget.job_end_margin_s);
@@ -285,6 +299,7 @@ void parse_llm(Map& map, LlmConfig& llm, const fs::path& base) {
   if (llm.temperature < 0 || llm.temperature > 2) map.fail("temperature", "must lie in [0, 2]");
   map.read("max_tokens", llm.max_tokens, 1, 1u << 24);
   map.read_duration("timeout", llm.timeout_s);
+  if (llm.timeout_s <= 0) map.fail("timeout", "must be positive");
   map.read("concurrency", llm.concurrency, 1, 1024);
   map.read("max_retries", llm.max_retries, 0, 100);
   map.read("prompt_cost_per_mtok", llm.prompt_cost_per_mtok);
@@ -363,6 +378,7 @@ void parse_output(Map& map, OutputConfig& output, const fs::path& base) {
   read_path(map, "directory", output.directory, base);
   if (output.directory.empty()) output.directory = base / "r3-results";
   read_path(map, "run_database", output.run_database, output.directory);
+  if (output.run_database.empty()) output.run_database = output.directory / "run.h5";
   map.finish();
 }
 
@@ -389,12 +405,10 @@ void parse_document(const YAML::Node& root, TuneConfig& config) {
   parse_section(map, "llm", config.llm, [&](Map& m, LlmConfig& llm) { parse_llm(m, llm, base); });
   parse_section(map, "verify", config.verify, parse_verify);
   parse_section(map, "timing", config.timing, parse_timing);
-  config.output.directory = base / "r3-results";
-  parse_section(map, "output", config.output,
-                [&](Map& m, OutputConfig& output) { parse_output(m, output, base); });
-  if (config.output.run_database.empty()) {
-    config.output.run_database = config.output.directory / "run.h5";
-  }
+  // Parsed even when absent: the output paths' defaults depend on where tune.yaml is.
+  YAML::Node output = map.get("output");
+  Map output_map(doc, output.IsDefined() ? output : YAML::Node(YAML::NodeType::Map), "output");
+  parse_output(output_map, config.output, base);
   map.finish();
 }
 
@@ -473,14 +487,18 @@ TuneConfig load_tune_config(const fs::path& file) {
 }
 
 std::optional<double> parse_duration(std::string_view text) {
+  // Longer than any batch job; also keeps the value exactly printable by format_duration.
+  constexpr double kLongest = 1e9;
   if (text.empty()) return std::nullopt;
   double total = 0;
   std::size_t i = 0;
   bool any = false;
   while (i < text.size()) {
     std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
       ++i;
+    }
     if (start == i) return std::nullopt;
     double value = 0;
     auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, value);
@@ -508,25 +526,23 @@ std::optional<double> parse_duration(std::string_view text) {
     total += value * scale;
     any = true;
   }
-  if (!std::isfinite(total) || total < 0) return std::nullopt;
+  if (!std::isfinite(total) || total < 0 || total > kLongest) return std::nullopt;
   return total;
 }
 
 std::string format_duration(double seconds) {
-  std::ostringstream out;
-  if (seconds > 0 && seconds < 1) {
-    out << seconds * 1000 << "ms";
-    return out.str();
-  }
   auto whole = static_cast<std::uint64_t>(seconds);
-  if (static_cast<double>(whole) != seconds) {
-    out << seconds << "s";
-    return out.str();
+  if (seconds < 1 || static_cast<double>(whole) != seconds) {
+    // The shortest text that reads back as the same double.
+    char text[64];
+    auto [end, ec] = std::to_chars(text, text + sizeof text, seconds, std::chars_format::fixed);
+    return std::string(text, end) + "s";
   }
+  std::ostringstream out;
   std::uint64_t hours = whole / 3600, minutes = (whole % 3600) / 60, rest = whole % 60;
   if (hours > 0) out << hours << "h";
   if (minutes > 0) out << minutes << "m";
-  if (rest > 0 || whole == 0) out << rest << "s";
+  if (rest > 0) out << rest << "s";
   return out.str();
 }
 

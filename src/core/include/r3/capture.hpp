@@ -1,4 +1,4 @@
-// The capture file (DESIGN.md §4, docs/capture-format.md): per kernel, per recorded launch,
+// The capture file (docs/capture-format.md): per kernel, per recorded launch,
 // everything needed to run that launch again alone. One HDF5 file:
 //
 //   /                      format = "r3-capture", version, created, host, command_line, ...
@@ -148,7 +148,9 @@ struct CaptureInfo {
 
 // Writes a capture. Contents go in first (put_content returns their hash, storing each distinct
 // content once), then kernels, then launches that refer to the contents by hash. The file is
-// flushed after every launch, so an application that dies keeps what was recorded before.
+// flushed after every launch, so an application that dies keeps what was recorded before. A
+// write that fails leaves the file as it was before that call (the error says why); strings may
+// not contain NUL characters. Not thread-safe: one writer per thread.
 class CaptureWriter {
  public:
   struct Options {
@@ -180,6 +182,8 @@ class CaptureWriter {
  private:
   struct Impl;
   explicit CaptureWriter(std::unique_ptr<Impl> impl);
+  // Closes under the HDF5 lock and never throws (destructor, move assignment).
+  static void release(std::unique_ptr<Impl>& impl) noexcept;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -221,14 +225,19 @@ class CaptureReader {
   // Reads a content into `out` (exactly content_size bytes) and checks its hash.
   void read_content(const Hash128& content, std::span<std::byte> out) const;
   std::vector<std::byte> read_content(const Hash128& content) const;
-  // Reads every content and checks its hash; throws on the first bad one.
-  void verify_all_contents() const;
+  // Reads every content the capture refers to and checks its hash; throws on the first bad one.
+  void verify_contents() const;
+
+  // What was usable but not as written: in a capture whose writer did not finish, a last kernel
+  // or launch it was writing when it stopped is left out, with a warning here.
+  const std::vector<std::string>& warnings() const;
 
   CaptureStats stats() const;
 
  private:
   struct Impl;
   explicit CaptureReader(std::unique_ptr<Impl> impl);
+  static void release(std::unique_ptr<Impl>& impl) noexcept;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -206,7 +206,8 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
 // The resolved configuration as YAML: every key with its value, defaults included, absolute paths.
 std::string to_yaml(const TuneConfig& config);
 
-// "90", "90s", "1.5m", "2h", "1h30m", "250ms" -> seconds; nullopt for anything else.
+// "90", "90s", "1.5m", "2h", "1h30m", "250ms" -> seconds; nullopt for anything else, and for
+// more than 1e9 s. format_duration writes what parse_duration reads back exactly.
 std::optional<double> parse_duration(std::string_view text);
 std::string format_duration(double seconds);
 
