@@ -30,6 +30,31 @@ void expect_equal_to_model(const CaptureReader& reader, const ExpectedCapture& e
   }
 }
 
+// Writes `expected` in a child process that then dies with the writer still open (no close, no
+// destructors), as an application that crashes while being recorded.
+void write_and_die(const std::filesystem::path& path, const ExpectedCapture& expected) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      CaptureWriter writer = CaptureWriter::create(path, expected.info);
+      for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
+      for (const Kernel& kernel : expected.kernels) {
+        Kernel without_launches = kernel;
+        without_launches.launches.clear();
+        std::size_t id = writer.add_kernel(without_launches);
+        for (const Launch& launch : kernel.launches) writer.add_launch(id, launch);
+      }
+      _exit(0);
+    } catch (...) {
+      _exit(1);
+    }
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writing child failed";
+}
+
 class RandomRoundTrip : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(RandomRoundTrip, ReadsBackBitwiseEqual) {
@@ -214,24 +239,7 @@ TEST(CaptureWriterChecks, LaunchesFlushedBeforeADeathAreReadable) {
   TempDir dir;
   std::filesystem::path path = dir / "dying.h5";
   ExpectedCapture expected = r3::test::random_capture(8, r3::test::CaptureShape{1, 2, 2});
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    try {
-      CaptureWriter writer = CaptureWriter::create(path, expected.info);
-      for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
-      Kernel kernel = expected.kernels[0];
-      kernel.launches.clear();
-      std::size_t id = writer.add_kernel(kernel);
-      for (const Launch& launch : expected.kernels[0].launches) writer.add_launch(id, launch);
-      _exit(0);  // while the writer is open: no close, no destructors, as in a crash
-    } catch (...) {
-      _exit(1);
-    }
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writing child failed";
+  write_and_die(path, expected);
   CaptureReader reader = CaptureReader::open(path);
   EXPECT_FALSE(reader.complete());
   expect_equal_to_model(reader, expected);
@@ -346,24 +354,7 @@ TEST(CaptureRecovery, UnfinishedLastLaunchOfAnUnclosedCaptureIsLeftOutWithAWarni
   TempDir dir;
   std::filesystem::path path = dir / "dying.h5";
   ExpectedCapture expected = r3::test::random_capture(9, r3::test::CaptureShape{1, 2, 2});
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    try {
-      CaptureWriter writer = CaptureWriter::create(path, expected.info);
-      for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
-      Kernel kernel = expected.kernels[0];
-      kernel.launches.clear();
-      std::size_t id = writer.add_kernel(kernel);
-      for (const Launch& launch : expected.kernels[0].launches) writer.add_launch(id, launch);
-      _exit(0);  // while the writer is open: no close, no destructors, as in a crash
-    } catch (...) {
-      _exit(1);
-    }
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  write_and_die(path, expected);
   add_unfinished_launch(path, "/kernels/0/launches");
 
   CaptureReader reader = CaptureReader::open(path);

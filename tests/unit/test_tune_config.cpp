@@ -214,7 +214,8 @@ TEST(Durations, ParseUnitsAndCombinations) {
   EXPECT_EQ(parse_duration("1h30m"), 5400.0);
   EXPECT_EQ(parse_duration("250ms"), 0.25);
   EXPECT_EQ(parse_duration("1d"), 86400.0);
-  for (const char* bad : {"", "h", "1x", "-5", "1h 30m", "5 s", "1h30", "s5", "99999999999999999999d"}) {
+  for (const char* bad :
+       {"", "h", "1x", "-5", "1h 30m", "5 s", "1h30", "s5", "99999999999999999999d"}) {
     EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
   }
 }

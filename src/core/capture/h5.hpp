@@ -36,7 +36,6 @@ void silence_errors();
 // Whether `path` is an HDF5 file: >0 yes, 0 no, <0 could not tell.
 htri_t is_hdf5_file(const char* path);
 
-
 // The innermost messages of HDF5's current error stack, joined ("" when empty).
 std::string error_stack_message();
 

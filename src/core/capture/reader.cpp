@@ -83,63 +83,64 @@ DeviceInfo read_device(hid_t root) {
   return device;
 }
 
-std::vector<Region> read_regions(hid_t launch, const char* name, const std::string& launch_path) {
-  const std::string where = launch_path + "/" + name;
-  h5::Handle dataset = h5::open_dataset(launch, name, where);
-  h5::Handle type = schema::region_memory_type();
+// Reads the compound table `name` of `parent`, turning each row into a value with
+// convert(row, "<path> row <i>"); the strings HDF5 allocated are freed however that ends.
+template <class Row, class Convert>
+auto read_table(hid_t parent, const char* name, const std::string& parent_path, hid_t type,
+                Convert convert) {
+  const std::string where = parent_path + "/" + name;
+  h5::Handle dataset = h5::open_dataset(parent, name, where);
   h5::require_members(dataset, type, where);
-  std::uint64_t count = h5::dataset_rows(dataset, where);
-  std::vector<schema::RegionRow> rows(count);
-  if (count > 0) {
+  std::vector<Row> rows(h5::dataset_rows(dataset, where));
+  struct Reclaim {
+    hid_t type;
+    std::vector<Row>& rows;
+    ~Reclaim() { h5::reclaim_vlen(type, rows.size(), rows.data()); }
+  } reclaim{type, rows};
+  if (!rows.empty()) {
     h5::check(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), "H5Dread", where);
   }
-  std::vector<Region> regions(count);
-  std::string problem;
-  for (std::uint64_t i = 0; i < count && problem.empty(); ++i) {
-    const schema::RegionRow& row = rows[i];
-    Region& region = regions[i];
-    std::string row_where = where + " row " + std::to_string(i);
-    region.name = row.name != nullptr ? row.name : "";
-    // HDF5 converts enums by name and sets values it cannot map to all ones.
-    if (row.kind > static_cast<std::uint8_t>(RegionKind::global)) {
-      problem = row_where + ": unknown region kind";
-    } else if (row.element_type > static_cast<std::uint8_t>(ElementType::f64)) {
-      problem = row_where + ": unknown element type";
-    } else if (auto hash = Hash128::from_hex(std::string_view(row.content, sizeof row.content))) {
-      region.kind = static_cast<RegionKind>(row.kind);
-      region.element_type = static_cast<ElementType>(row.element_type);
-      region.address = row.address;
-      region.size = row.size;
-      region.content = *hash;
-    } else {
-      problem = row_where + ": content '" + std::string(row.content, sizeof row.content) +
-                "' is not a content hash";
-    }
+  std::vector<decltype(convert(rows.front(), where))> out;
+  out.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out.push_back(convert(rows[i], where + " row " + std::to_string(i)));
   }
-  h5::reclaim_vlen(type, count, rows.data());
-  if (!problem.empty()) throw FormatError(problem);
-  return regions;
+  return out;
+}
+
+Region to_region(const schema::RegionRow& row, const std::string& where) {
+  // HDF5 converts enums by name and sets values it cannot map to all ones.
+  if (row.kind > static_cast<std::uint8_t>(RegionKind::global)) {
+    throw FormatError(where + ": unknown region kind");
+  }
+  if (row.element_type > static_cast<std::uint8_t>(ElementType::f64)) {
+    throw FormatError(where + ": unknown element type");
+  }
+  std::string_view content(row.content, sizeof row.content);
+  auto hash = Hash128::from_hex(content);
+  if (!hash) {
+    throw FormatError(where + ": content '" + std::string(content) + "' is not a content hash");
+  }
+  return Region{row.name != nullptr ? row.name : "",
+                static_cast<RegionKind>(row.kind),
+                row.address,
+                row.size,
+                static_cast<ElementType>(row.element_type),
+                *hash};
+}
+
+std::vector<Region> read_regions(hid_t launch, const char* name, const std::string& launch_path) {
+  h5::Handle type = schema::region_memory_type();
+  return read_table<schema::RegionRow>(launch, name, launch_path, type, to_region);
 }
 
 std::vector<Param> read_params(hid_t kernel, const std::string& kernel_path) {
-  const std::string where = kernel_path + "/" + schema::kParams;
-  h5::Handle dataset = h5::open_dataset(kernel, schema::kParams, where);
   h5::Handle type = schema::param_memory_type();
-  h5::require_members(dataset, type, where);
-  std::uint64_t count = h5::dataset_rows(dataset, where);
-  std::vector<schema::ParamRow> rows(count);
-  if (count > 0) {
-    h5::check(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), "H5Dread", where);
-  }
-  std::vector<Param> params(count);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    params[i].offset = rows[i].offset;
-    params[i].size = rows[i].size;
-    params[i].is_pointer = rows[i].is_pointer != 0;
-    params[i].type = rows[i].type != nullptr ? rows[i].type : "";
-  }
-  h5::reclaim_vlen(type, count, rows.data());
-  return params;
+  return read_table<schema::ParamRow>(kernel, schema::kParams, kernel_path, type,
+                                      [](const schema::ParamRow& row, const std::string&) {
+                                        return Param{row.offset, row.size, row.is_pointer != 0,
+                                                     row.type != nullptr ? row.type : ""};
+                                      });
 }
 
 Dim3 read_dim3(hid_t group, const char* name, const std::string& where) {
@@ -338,7 +339,8 @@ struct CaptureReader::Impl {
     for (const std::string& name : h5::child_names(contents, "/contents")) {
       const std::string where = "/contents/" + name;
       Hash128 hash = parse_hash(name, where);
-      if (hash.hex() != name) throw FormatError(where + ": a content name must be its lower-case hash");
+      if (hash.hex() != name)
+        throw FormatError(where + ": a content name must be its lower-case hash");
       h5::Handle dataset = h5::open_dataset(contents, name, where);
       ContentEntry entry;
       entry.size = h5::byte_dataset_size(dataset, where, h5::Stored::compressed);
@@ -543,9 +545,8 @@ const Kernel& CaptureReader::kernel(std::string_view name) const {
   if (impl_->kernels.size() > shown) known += ", ...";
   ErrorContext context = impl_->context();
   context.kernel = std::string(name);
-  throw UnknownKernelError(impl_->kernels.empty()
-                               ? "is not in this capture, which holds no kernels"
-                               : "is not in this capture; it holds: " + known,
+  throw UnknownKernelError(impl_->kernels.empty() ? "is not in this capture, which holds no kernels"
+                                                  : "is not in this capture; it holds: " + known,
                            context);
 }
 

@@ -121,7 +121,8 @@ struct CaptureWriter::Impl {
   [[noreturn]] void fail(const std::string& message) const { throw Error(message, context()); }
 
   void require_usable() const {
-    if (broken) fail("the capture writer stopped after a failed write; what was flushed before is kept");
+    if (broken)
+      fail("the capture writer stopped after a failed write; what was flushed before is kept");
     if (!file.valid()) fail("the capture is closed");
   }
 
@@ -277,7 +278,8 @@ std::size_t CaptureWriter::add_kernel(const Kernel& kernel) {
   for (const std::string* text : {&kernel.name, &kernel.demangled_name, &kernel.kokkos_label}) {
     impl_->require_text(*text, what);
   }
-  for (const Param& param : kernel.params) impl_->require_text(param.type, what + " parameter type");
+  for (const Param& param : kernel.params)
+    impl_->require_text(param.type, what + " parameter type");
   for (const auto& [kind, content] : kernel.images) {
     if (kind.empty() ||
         kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
@@ -312,7 +314,8 @@ std::size_t CaptureWriter::add_launch(std::size_t kernel_id, const Launch& launc
     impl_->fail("add_launch: no kernel with id " + std::to_string(kernel_id));
   }
   const std::size_t index = impl_->launch_counts[kernel_id];
-  const std::string what = "kernel " + std::to_string(kernel_id) + " launch " + std::to_string(index);
+  const std::string what =
+      "kernel " + std::to_string(kernel_id) + " launch " + std::to_string(index);
   for (const Param& param : impl_->params[kernel_id]) {
     if (param.size > launch.args.size() || param.offset > launch.args.size() - param.size) {
       impl_->fail(what + ": parameter at offset " + std::to_string(param.offset) + " (" +

@@ -110,7 +110,8 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
       yaml::for_each_item(
           doc, launches, map.key("launches"),
           [&](const YAML::Node& item, const std::string& item_key) {
-            auto launch = static_cast<std::size_t>(yaml::decode_int(doc, item, item_key, 0, INT32_MAX));
+            auto launch =
+                static_cast<std::size_t>(yaml::decode_int(doc, item, item_key, 0, INT32_MAX));
             if (std::find(kernel.launches.begin(), kernel.launches.end(), launch) !=
                 kernel.launches.end()) {
               doc.fail(item, item_key, "launch " + std::to_string(launch) + " is listed twice");
@@ -131,13 +132,13 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
     define_map.finish();
   }
   if (YAML::Node dirs = map.get("include_dirs"); dirs.IsDefined()) {
-    yaml::for_each_item(
-        doc, dirs, map.key("include_dirs"),
-        [&](const YAML::Node& item, const std::string& item_key) {
-          std::string dir = yaml::decode_string(doc, item, item_key);
-          if (dir.empty()) doc.fail(item, item_key, "an include directory must not be empty");
-          kernel.include_dirs.push_back(resolve(base, dir));
-        });
+    yaml::for_each_item(doc, dirs, map.key("include_dirs"),
+                        [&](const YAML::Node& item, const std::string& item_key) {
+                          std::string dir = yaml::decode_string(doc, item, item_key);
+                          if (dir.empty())
+                            doc.fail(item, item_key, "an include directory must not be empty");
+                          kernel.include_dirs.push_back(resolve(base, dir));
+                        });
   }
   map.read("flags", kernel.flags);
   map.finish();
