@@ -2,6 +2,7 @@
 // Exit status: 0 success, 1 error, 2 wrong usage, 3 a part this build of r3 does not contain.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -12,29 +13,23 @@
 #include "r3/error.hpp"
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
+#include "r3/record_command.hpp"
+#include "r3/replay/replay_command.hpp"
 #include "r3/version.hpp"
 
 namespace {
 
-struct RecordOptions {
-  std::string kernel_regex = ".*";
-  std::string output = "r3-capture.h5";
-  unsigned launches = 1;
-  std::string ranks;
+struct RecordArgs {
+  r3::record::RecordOptions options;
   std::string capture = "reachable";
   bool kokkos = false;
-  std::vector<std::string> command;
 };
 
-struct ReplayOptions {
+struct ReplayArgs {
+  r3::replay::ReplayOptions options;
   std::string capture;
-  std::string kernel;
   std::string source;
-  std::string flags;
-  std::string passes;
   std::string block;
-  std::vector<std::string> defines;
-  unsigned repeats = 10;
 };
 
 struct InspectArgs {
@@ -48,16 +43,15 @@ struct ReportOptions {
   std::string output;
 };
 
-void add_record(CLI::App& app, RecordOptions& o) {
+void add_record(CLI::App& app, RecordArgs& a) {
+  r3::record::RecordOptions& o = a.options;
   CLI::App* record = app.add_subcommand(
       "record", "Run an application and record the launches of selected kernels into a capture");
-  record
-      ->add_option("-k,--kernel", o.kernel_regex,
-                   "Kernels to record: a regex over mangled, demangled names and Kokkos labels")
+  record->add_option("-k,--kernel", o.kernels,
+                     "Kernels to record: a regex over mangled, demangled names and Kokkos labels")
       ->capture_default_str();
-  record
-      ->add_option("-o,--output", o.output,
-                   "Capture file to write (under MPI: one file per rank, rank number added)")
+  record->add_option("-o,--output", o.output,
+                     "Capture file to write (under MPI: one file per rank, rank number added)")
       ->capture_default_str();
   record->add_option("--launches", o.launches, "Distinct launches to record per kernel")
       ->capture_default_str()
@@ -65,36 +59,42 @@ void add_record(CLI::App& app, RecordOptions& o) {
   record->add_option("--ranks", o.ranks,
                      "MPI ranks to record, e.g. 0,3 (default: all; rank from OMPI_COMM_WORLD_RANK, "
                      "PMI_RANK, SLURM_PROCID or FLUX_TASK_RANK)");
-  record
-      ->add_option("--capture", o.capture,
-                   "Memory to capture: 'reachable' from arguments and globals, or 'all' live "
-                   "allocations")
+  record->add_option("--capture", a.capture,
+                     "Memory to capture: 'reachable' from arguments and globals, or 'all' live "
+                     "allocations (CUDA applications; host applications declare their regions)")
       ->capture_default_str()
       ->check(CLI::IsMember({"reachable", "all"}));
-  record->add_flag("--kokkos", o.kokkos,
+  record->add_flag("--kokkos", a.kokkos,
                    "Load the Kokkos Tools connector so kernels can be selected by Kokkos label");
   record->add_option("command", o.command, "The application and its arguments, after --")
       ->required();
 }
 
-void add_replay(CLI::App& app, ReplayOptions& o) {
+void add_replay(CLI::App& app, ReplayArgs& a) {
+  r3::replay::ReplayOptions& o = a.options;
   CLI::App* replay = app.add_subcommand(
       "replay",
       "Replay recorded launches of a kernel, optionally as a variant, verify and time them");
-  replay->add_option("capture", o.capture, "Capture file")->required();
+  replay->add_option("capture", a.capture, "Capture file")->required();
   replay->add_option("-k,--kernel", o.kernel,
-                     "Kernel: name, demangled name, Kokkos label or #index (default: the first)");
-  replay->add_option("--source", o.source,
+                     "Kernel: name, demangled name, Kokkos label or #index (default: the only one)");
+  replay->add_option("--source", a.source,
                      "Variant source file to compile instead of the recorded code");
-  replay->add_option("--flags", o.flags, "Compiler flags for the variant (NVRTC or Clang)");
+  replay->add_option("--entry", o.entry,
+                     "The kernel function in --source (default: the recorded kernel's name)");
+  replay->add_option("--flags", o.flags, "Compiler flags for the variant, e.g. '-ffast-math'");
   replay->add_option("--passes", o.passes,
-                     "LLVM pass pipeline in textual syntax, e.g. 'default<O3>'");
-  replay->add_option("--block", o.block,
-                     "Block shape X,Y,Z (the grid keeps the total thread count)");
+                     "LLVM pass pipeline in textual syntax, e.g. 'default<O3>' (default: "
+                     "default<O2>)");
+  replay->add_option("--block", a.block,
+                     "Block shape X,Y,Z (GPU backends; the grid keeps the total thread count)");
   replay->add_option("-D", o.defines, "Define NAME=VALUE for the variant (repeatable)");
+  replay->add_option("--launch", o.launches, "Replay only these recorded launches (repeatable)");
   replay->add_option("-n,--repeats", o.repeats, "Timed runs per launch")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  replay->add_option("--warmup", o.warmup, "Untimed runs per launch before timing")
+      ->capture_default_str();
 }
 
 void add_inspect(CLI::App& app, InspectArgs& o) {
@@ -124,6 +124,26 @@ int run_inspect(const InspectArgs& args) {
   return r3::exit_ok;
 }
 
+r3::capture::Dim3 parse_block(const std::string& text) {
+  r3::capture::Dim3 block;
+  unsigned values[3] = {1, 1, 1};
+  int fields = std::sscanf(text.c_str(), "%u,%u,%u", &values[0], &values[1], &values[2]);
+  if (fields < 1 || values[0] == 0 || values[1] == 0 || values[2] == 0) {
+    throw r3::UsageError("--block " + text + ": expected X[,Y[,Z]] with positive numbers");
+  }
+  block.x = values[0];
+  block.y = values[1];
+  block.z = values[2];
+  return block;
+}
+
+int run_replay(ReplayArgs& args) {
+  args.options.capture = args.capture;
+  args.options.source = args.source;
+  if (!args.block.empty()) args.options.block = parse_block(args.block);
+  return r3::replay::replay_capture(args.options, std::cout);
+}
+
 [[noreturn]] void not_built(const std::string& command, const std::string& what) {
   throw r3::NotAvailableError("'r3 " + command + "' is not built yet: " + what);
 }
@@ -141,8 +161,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "error, warning, info, debug or trace (or R3_LOG_LEVEL)")
       ->check(CLI::IsMember({"error", "warning", "info", "debug", "trace"}));
 
-  RecordOptions record;
-  ReplayOptions replay;
+  RecordArgs record;
+  ReplayArgs replay;
   InspectArgs inspect;
   ReportOptions report;
   add_record(app, record);
@@ -161,15 +181,12 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("inspect")) return run_inspect(inspect);
     if (app.got_subcommand("record")) {
-      not_built("record",
-                "recording needs the host capture API and the CUDA recorder, which "
-                "this version of r3 does not contain yet");
+      if (record.kokkos) {
+        throw r3::NotAvailableError("'r3 record --kokkos': the Kokkos Tools connector is not built yet");
+      }
+      return r3::record::record_application(record.options, std::cerr);
     }
-    if (app.got_subcommand("replay")) {
-      not_built("replay",
-                "replay needs the host or CUDA backend, which this version of r3 does "
-                "not contain yet; 'r3 inspect' shows what a capture holds");
-    }
+    if (app.got_subcommand("replay")) return run_replay(replay);
     if (app.got_subcommand("report")) {
       not_built("report",
                 "run databases are written by the tuning job, which this version of "

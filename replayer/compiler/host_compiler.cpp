@@ -1,0 +1,213 @@
+#include "r3/compiler/host_compiler.hpp"
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectTransformLayer.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "frontend.hpp"
+
+namespace r3::compiler {
+
+class HostKernel {
+ public:
+  HostKernel(std::unique_ptr<llvm::orc::LLJIT> jit, HostEntry entry)
+      : jit_(std::move(jit)), entry_(entry) {}
+  HostEntry entry() const { return entry_; }
+
+ private:
+  std::unique_ptr<llvm::orc::LLJIT> jit_;  // owns the code `entry_` points into
+  HostEntry entry_;
+};
+
+namespace {
+
+constexpr const char* kEntrySymbol = "__r3_entry";
+constexpr const char* kThunkFile = "<r3 entry thunk>";
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void initialise_native_target() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+// Appended to the user's source: an extern "C" function with one fixed signature that calls
+// the kernel with parameters copied from the recorded argument bytes. The parameter types come
+// from the kernel's own declaration, so nothing about its signature needs to be known here.
+std::string entry_thunk(std::string_view entry) {
+  std::string text = "\n#line 1 \"";
+  text += kThunkFile;
+  text += R"("
+namespace r3_replay_detail {
+template <unsigned long... I> struct index_list {};
+template <unsigned long N, unsigned long... I>
+struct make_index_list : make_index_list<N - 1, N - 1, I...> {};
+template <unsigned long... I> struct make_index_list<0, I...> { using type = index_list<I...>; };
+template <class R, class... A, unsigned long... I>
+inline void invoke(R (*kernel)(A...), const unsigned char* args, const unsigned long* offsets,
+                   index_list<I...>) {
+  kernel(*reinterpret_cast<const A*>(args + offsets[I])...);
+}
+template <class R, class... A>
+inline void invoke(R (*kernel)(A...), const unsigned char* args, const unsigned long* offsets) {
+  invoke(kernel, args, offsets, typename make_index_list<sizeof...(A)>::type{});
+}
+}  // namespace r3_replay_detail
+extern "C" void __r3_entry(const unsigned char* args, const unsigned long* offsets) {
+  r3_replay_detail::invoke(&)";
+  text += entry;
+  text += ", args, offsets);\n}\n";
+  return text;
+}
+
+std::string to_text(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+// Runs `passes` over `module`; returns LLVM's message for a pipeline it cannot parse.
+std::string run_passes(llvm::Module& module, llvm::TargetMachine* machine,
+                       std::string_view passes) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  llvm::ModulePassManager pipeline;
+  if (llvm::Error error = builder.parsePassPipeline(pipeline, llvm::StringRef(passes))) {
+    return "invalid pass pipeline '" + std::string(passes) + "': " + to_text(std::move(error));
+  }
+  pipeline.run(module, modules);
+  return "";
+}
+
+}  // namespace
+
+HostEntry entry_of(const HostKernel& kernel) { return kernel.entry(); }
+
+std::string_view llvm_version() { return LLVM_VERSION_STRING; }
+
+std::string check_pass_pipeline(std::string_view passes) {
+  initialise_native_target();
+  llvm::LLVMContext context;
+  llvm::Module empty("r3-pipeline-check", context);
+  return run_passes(empty, nullptr, passes.empty() ? "default<O2>" : passes);
+}
+
+HostCompileResult compile_host_kernel(const Source& source, std::string_view entry,
+                                      std::string_view passes) {
+  initialise_native_target();
+  HostCompileResult result;
+  const std::string triple = llvm::sys::getProcessTriple();
+
+  Source with_entry = source;
+  with_entry.text += entry_thunk(entry);
+  auto context = std::make_unique<llvm::LLVMContext>();
+  auto start = Clock::now();
+  std::unique_ptr<llvm::Module> module = emit_ir(with_entry, triple, *context, result.diagnostics);
+  result.frontend_seconds = seconds_since(start);
+  if (!module) {
+    result.failed_at = Stage::frontend;
+    if (result.diagnostics.find(kThunkFile) != std::string::npos) {
+      result.diagnostics += "r3: the entry function '" + std::string(entry) +
+                            "' could not be called from " + source.name +
+                            ": is it declared there, with that exact name, and not overloaded?\n";
+    }
+    return result;
+  }
+
+  auto machine_builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machine_builder) {
+    result.failed_at = Stage::codegen;
+    result.diagnostics += "r3: this CPU is not supported by LLVM: " +
+                          to_text(machine_builder.takeError()) + "\n";
+    return result;
+  }
+  auto machine = machine_builder->createTargetMachine();
+  if (!machine) {
+    result.failed_at = Stage::codegen;
+    result.diagnostics += "r3: " + to_text(machine.takeError()) + "\n";
+    return result;
+  }
+  module->setDataLayout((*machine)->createDataLayout());
+  module->setTargetTriple(triple);
+
+  start = Clock::now();
+  std::string pass_error = run_passes(*module, machine->get(), passes.empty() ? "default<O2>" : passes);
+  result.passes_seconds = seconds_since(start);
+  if (!pass_error.empty()) {
+    result.failed_at = Stage::passes;
+    result.diagnostics += pass_error + "\n";
+    return result;
+  }
+  std::string verifier_messages;
+  llvm::raw_string_ostream verifier_out(verifier_messages);
+  if (llvm::verifyModule(*module, &verifier_out)) {
+    result.failed_at = Stage::passes;
+    result.diagnostics += "r3: the pass pipeline produced invalid IR: " + verifier_out.str();
+    return result;
+  }
+
+  start = Clock::now();
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*machine_builder)).create();
+  if (!jit) {
+    result.failed_at = Stage::codegen;
+    result.diagnostics += "r3: " + to_text(jit.takeError()) + "\n";
+    return result;
+  }
+  auto code_bytes = std::make_shared<std::uint64_t>(0);
+  (*jit)->getObjTransformLayer().setTransform(
+      [code_bytes](std::unique_ptr<llvm::MemoryBuffer> object)
+          -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
+        *code_bytes += object->getBufferSize();
+        return object;
+      });
+  // Kernels may call the C library and libm (memcpy, expf, ...) of this process.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process) {
+    result.failed_at = Stage::codegen;
+    result.diagnostics += "r3: " + to_text(process.takeError()) + "\n";
+    return result;
+  }
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  if (llvm::Error error = (*jit)->addIRModule(
+          llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+    result.failed_at = Stage::codegen;
+    result.diagnostics += "r3: " + to_text(std::move(error)) + "\n";
+    return result;
+  }
+  auto address = (*jit)->lookup(kEntrySymbol);
+  result.codegen_seconds = seconds_since(start);
+  if (!address) {
+    result.failed_at = Stage::codegen;
+    result.diagnostics += "r3: linking the kernel failed: " + to_text(address.takeError()) + "\n";
+    return result;
+  }
+  result.code_bytes = *code_bytes;
+  result.kernel = std::make_shared<const HostKernel>(std::move(*jit), address->toPtr<HostEntry>());
+  return result;
+}
+
+}  // namespace r3::compiler

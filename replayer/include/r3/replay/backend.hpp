@@ -1,0 +1,132 @@
+// Replay (docs/architecture.md): run recorded kernel launches again, alone, as variants —
+// compiled anew, placed at the recorded addresses or relocated, verified against what the
+// original launch left, and timed. One interface for every backend (host, cuda).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "r3/capture.hpp"
+#include "r3/hash.hpp"
+#include "r3/tune_config.hpp"
+
+namespace r3::replay {
+
+// How a candidate ended; anything but `ok` means it is not a valid result.
+enum class Outcome { ok, compile_error, launch_error, wrong_result, timeout, crash };
+std::string_view to_string(Outcome outcome);
+
+enum class AddressMode {
+  same_address,  // every region lies at the address it had when recorded
+  relocated,     // some could not; pointers to them (in arguments and memory) were rewritten
+};
+std::string_view to_string(AddressMode mode);
+
+// What to run instead of the recorded code.
+struct Variant {
+  std::string source_name;  // for diagnostics ("stencil.cpp")
+  std::string source_text;  // empty: the code recorded in the capture
+  std::string entry;        // kernel function in the source; empty: the recorded kernel's name
+  std::map<std::string, std::string> defines;
+  std::vector<std::filesystem::path> include_dirs;
+  std::vector<std::string> flags;  // compiler flags
+  std::string passes;              // LLVM pass pipeline; empty: the compiler's default
+  config::Compiler compiler = config::Compiler::clang;
+  std::optional<capture::Dim3> block;  // a new block shape (GPU backends)
+
+  // Names the compiled code: equal keys compile to the same code.
+  Hash128 key() const;
+};
+
+struct Resources {
+  int registers = -1;     // per thread, where the backend knows it
+  int spilled_bytes = -1;
+  int shared_bytes = -1;
+  std::uint64_t code_bytes = 0;
+};
+
+struct Compiled {
+  bool ok = false;
+  std::string diagnostics;  // compiler messages with line numbers, or why it failed
+  Resources resources;
+  double seconds = 0;       // compile time (0 when it came from the cache)
+  bool from_cache = false;
+  Hash128 key;
+  std::shared_ptr<const void> code;  // the backend's handle to the loaded code
+};
+
+// Verification of one region after a launch.
+struct RegionCheck {
+  std::string name;
+  std::uint64_t address = 0;  // as recorded
+  std::uint64_t size = 0;
+  capture::ElementType type = capture::ElementType::unknown;
+  bool expected_to_change = false;  // the original launch changed it (it is in the epilogue)
+  bool passed = true;
+  std::uint64_t elements = 0;
+  std::uint64_t mismatches = 0;      // elements outside tolerance
+  double max_error = 0;              // largest |value - expected| over all elements
+  std::int64_t first_bad_index = -1;
+  std::string tolerance;             // "bitwise" or "rtol=1e-05 atol=1e-08"
+};
+
+struct TimeStats {
+  std::vector<double> samples;  // seconds, one per timed run
+  double median = 0, min = 0, max = 0;
+};
+
+struct LaunchResult {
+  std::size_t launch = 0;  // index among the kernel's recorded launches
+  bool verified = false;
+  std::vector<RegionCheck> regions;
+  TimeStats time;
+  double restore_seconds = 0;  // per run, outside the timed region
+  double verify_seconds = 0;   // one verification
+};
+
+struct RunResult {
+  Outcome outcome = Outcome::ok;
+  std::string message;  // why, when not ok
+  std::vector<LaunchResult> launches;
+  double seconds = 0;   // the candidate's time: sum over launches of the median
+};
+
+struct RunOptions {
+  std::uint32_t warmup = 2;
+  std::uint32_t repeats = 10;
+  bool verify_after_timing = true;
+  config::VerifyConfig verify;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // Places the memory of the given recorded launches of a kernel (all when empty) and keeps
+  // pristine copies of what they read. Throws r3::Error when the capture cannot be replayed.
+  virtual void prepare(const capture::CaptureReader& capture, std::size_t kernel,
+                       std::vector<std::size_t> launches) = 0;
+  virtual AddressMode address_mode() const = 0;
+  // A description of the placement, e.g. "same address (2 mappings, 2.0 MiB)".
+  virtual std::string placement() const = 0;
+
+  // Compiles a variant, or takes it from the cache. A variant that does not compile is a
+  // result (ok = false, with diagnostics), not an exception.
+  virtual Compiled compile(const Variant& variant) = 0;
+
+  // Runs a compiled variant on every prepared launch: restore, run, verify, time.
+  virtual RunResult run(const Compiled& compiled, const RunOptions& options) = 0;
+};
+
+// The backend that replays captures recorded with `backend` ("host", "cuda"). Throws
+// NotAvailableError when this build of r3 lacks it.
+std::unique_ptr<Backend> make_backend(std::string_view backend);
+
+}  // namespace r3::replay

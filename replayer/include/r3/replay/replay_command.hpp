@@ -1,0 +1,32 @@
+// `r3 replay`: replays the recorded launches of one kernel, as recorded or as a variant, and
+// prints placement, verification per region and times.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "r3/capture.hpp"
+
+namespace r3::replay {
+
+struct ReplayOptions {
+  std::filesystem::path capture;
+  std::string kernel;                  // empty: the capture's only kernel
+  std::filesystem::path source;        // empty: the recorded code
+  std::string entry;
+  std::string flags;                   // compiler flags, separated by spaces
+  std::string passes;
+  std::vector<std::string> defines;    // NAME=VALUE
+  std::optional<capture::Dim3> block;
+  std::vector<std::size_t> launches;   // empty: all
+  unsigned warmup = 2;
+  unsigned repeats = 10;
+};
+
+// Returns 0 when every launch verified, 1 otherwise (compile error, wrong result, ...).
+int replay_capture(const ReplayOptions& options, std::ostream& out);
+
+}  // namespace r3::replay

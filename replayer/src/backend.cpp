@@ -1,0 +1,59 @@
+#include "r3/replay/backend.hpp"
+
+#include "r3/config.hpp"
+#include "r3/error.hpp"
+
+#if R3_HAVE_LLVM
+#include "host_backend.hpp"
+#endif
+
+namespace r3::replay {
+
+std::string_view to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::ok: return "ok";
+    case Outcome::compile_error: return "compile error";
+    case Outcome::launch_error: return "launch error";
+    case Outcome::wrong_result: return "wrong result";
+    case Outcome::timeout: return "timeout";
+    case Outcome::crash: return "crash";
+  }
+  return "?";
+}
+
+std::string_view to_string(AddressMode mode) {
+  return mode == AddressMode::same_address ? "same address" : "relocated";
+}
+
+Hash128 Variant::key() const {
+  Hasher hasher;
+  hasher.update_field(source_text).update_field(entry).update_field(passes);
+  hasher.update_field(config::to_string(compiler));
+  for (const auto& [name, value] : defines) hasher.update_field(name).update_field(value);
+  hasher.update_field("|");
+  for (const auto& dir : include_dirs) hasher.update_field(dir.string());
+  hasher.update_field("|");
+  for (const auto& flag : flags) hasher.update_field(flag);
+  if (block) {
+    hasher.update(&block->x, sizeof block->x).update(&block->y, sizeof block->y);
+    hasher.update(&block->z, sizeof block->z);
+  }
+  return hasher.digest();
+}
+
+std::unique_ptr<Backend> make_backend(std::string_view backend) {
+  if (backend == "host") {
+#if R3_HAVE_LLVM
+    return make_host_backend();
+#else
+    throw NotAvailableError(
+        "the host backend needs Clang/LLVM 16, which this build of r3 was configured without");
+#endif
+  }
+  if (backend == "cuda") {
+    throw NotAvailableError("the CUDA replay backend is not built yet in this version of r3");
+  }
+  throw Error("no replay backend for captures recorded with '" + std::string(backend) + "'");
+}
+
+}  // namespace r3::replay

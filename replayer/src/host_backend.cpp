@@ -1,0 +1,276 @@
+// The host backend: C/C++ kernels compiled by Clang/LLVM into this process (ORC JIT) and called
+// on memory placed at the recorded addresses.
+#include "host_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "host_memory.hpp"
+#include "r3/compiler/host_compiler.hpp"
+#include "r3/error.hpp"
+#include "verify.hpp"
+
+namespace r3::replay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Bytes = std::shared_ptr<const std::vector<std::byte>>;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct PreparedRegion {
+  capture::Region recorded;
+  std::byte* live = nullptr;
+  Bytes before;  // prologue content (pointers relocated); null if the launch did not read it
+  Bytes after;   // epilogue content; null when the launch left the region unchanged
+};
+
+struct PreparedLaunch {
+  std::size_t index = 0;
+  std::vector<std::max_align_t> args;  // aligned storage for the argument bytes
+  std::vector<std::uint64_t> offsets;
+  std::vector<PreparedRegion> regions;
+  const unsigned char* arg_bytes() const { return reinterpret_cast<const unsigned char*>(args.data()); }
+};
+
+TimeStats summarise(std::vector<double> samples) {
+  TimeStats stats;
+  stats.samples = samples;
+  if (samples.empty()) return stats;
+  std::sort(samples.begin(), samples.end());
+  stats.min = samples.front();
+  stats.max = samples.back();
+  std::size_t n = samples.size();
+  stats.median = n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+  return stats;
+}
+
+class HostBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "host"; }
+  AddressMode address_mode() const override { return memory_.mode(); }
+  std::string placement() const override { return memory_.describe(); }
+
+  void prepare(const capture::CaptureReader& capture, std::size_t kernel_index,
+               std::vector<std::size_t> launches) override {
+    if (capture.info().device.backend != "host") {
+      throw Error("the host backend replays captures recorded on the host; this one was recorded "
+                  "with backend '" + capture.info().device.backend + "'",
+                  in_file(capture.path().string()));
+    }
+    const capture::Kernel& kernel = capture.kernels().at(kernel_index);
+    if (launches.empty()) {
+      for (std::size_t i = 0; i < kernel.launches.size(); ++i) launches.push_back(i);
+    }
+    std::vector<Span> spans;
+    for (std::size_t index : launches) {
+      if (index >= kernel.launches.size()) {
+        throw Error("kernel '" + kernel.name + "' has no recorded launch " + std::to_string(index));
+      }
+      const capture::Launch& launch = kernel.launches[index];
+      for (const auto* table : {&launch.prologue, &launch.globals, &launch.epilogue}) {
+        for (const capture::Region& region : *table) spans.push_back({region.address, region.size});
+      }
+    }
+    memory_.place(spans);
+    prepared_.clear();
+    std::map<std::pair<Hash128, std::uint64_t>, Bytes> contents;  // (content, address) -> bytes
+    auto content = [&](const capture::Region& region) {
+      auto key = std::make_pair(region.content, region.address);
+      auto it = contents.find(key);
+      if (it != contents.end()) return it->second;
+      auto bytes = std::make_shared<std::vector<std::byte>>(capture.read_content(region.content));
+      memory_.relocate_words(*bytes, region.address);
+      return contents.emplace(key, std::move(bytes)).first->second;
+    };
+    for (std::size_t index : launches) {
+      const capture::Launch& launch = kernel.launches[index];
+      PreparedLaunch prepared;
+      prepared.index = index;
+      prepared.args.resize((launch.args.size() + sizeof(std::max_align_t) - 1) /
+                           sizeof(std::max_align_t));
+      std::memcpy(prepared.args.data(), launch.args.data(), launch.args.size());
+      memory_.relocate_words(
+          std::span(reinterpret_cast<std::byte*>(prepared.args.data()), launch.args.size()), 0);
+      for (const capture::Param& param : kernel.params) prepared.offsets.push_back(param.offset);
+      std::map<std::uint64_t, std::size_t> by_address;
+      for (const auto* table : {&launch.prologue, &launch.globals}) {
+        for (const capture::Region& region : *table) {
+          by_address[region.address] = prepared.regions.size();
+          prepared.regions.push_back({region, memory_.live(region.address), content(region), nullptr});
+        }
+      }
+      for (const capture::Region& region : launch.epilogue) {
+        auto it = by_address.find(region.address);
+        if (it == by_address.end()) {
+          prepared.regions.push_back({region, memory_.live(region.address), nullptr, content(region)});
+        } else {
+          prepared.regions[it->second].after = content(region);
+        }
+      }
+      prepared_.push_back(std::move(prepared));
+    }
+    kernel_name_ = kernel.name;
+    recorded_source_.clear();
+    if (auto it = kernel.images.find(std::string(capture::kImageSource)); it != kernel.images.end()) {
+      std::vector<std::byte> text = capture.read_content(it->second);
+      recorded_source_.assign(reinterpret_cast<const char*>(text.data()), text.size());
+    }
+    std::lock_guard lock(cache_mutex_);
+    cache_.clear();
+  }
+
+  Compiled compile(const Variant& variant) override {
+    const bool recorded = variant.source_text.empty();
+    Hasher hasher;
+    hasher.update_field(variant.key().hex());
+    if (recorded) hasher.update_field(recorded_source_).update_field(kernel_name_);
+    const Hash128 key = hasher.digest();
+    {
+      std::lock_guard lock(cache_mutex_);
+      if (auto it = cache_.find(key); it != cache_.end()) {
+        Compiled cached = it->second;
+        cached.from_cache = true;
+        cached.seconds = 0;
+        return cached;
+      }
+    }
+    Compiled compiled;
+    compiled.key = key;
+    if (recorded && recorded_source_.empty()) {
+      compiled.diagnostics = "the capture holds no source for kernel '" + kernel_name_ +
+                             "': give the variant's source (r3 replay --source FILE)";
+      return compiled;
+    }
+    compiler::Source source;
+    source.name = variant.source_name.empty() ? kernel_name_ + ".cpp" : variant.source_name;
+    source.text = recorded ? recorded_source_ : variant.source_text;
+    source.defines = variant.defines;
+    source.include_dirs = variant.include_dirs;
+    source.flags = variant.flags;
+    std::string entry = variant.entry.empty() ? kernel_name_ : variant.entry;
+    compiler::HostCompileResult result = compiler::compile_host_kernel(source, entry, variant.passes);
+    compiled.ok = result.ok();
+    compiled.diagnostics = result.diagnostics;
+    compiled.seconds = result.frontend_seconds + result.passes_seconds + result.codegen_seconds;
+    compiled.resources.code_bytes = result.code_bytes;
+    compiled.code = result.kernel;
+    std::lock_guard lock(cache_mutex_);
+    cache_.emplace(key, compiled);
+    return compiled;
+  }
+
+  RunResult run(const Compiled& compiled, const RunOptions& options) override {
+    RunResult result;
+    if (!compiled.ok || !compiled.code) {
+      result.outcome = Outcome::compile_error;
+      result.message = compiled.diagnostics;
+      return result;
+    }
+    auto kernel = std::static_pointer_cast<const compiler::HostKernel>(compiled.code);
+    const compiler::HostEntry entry = compiler::entry_of(*kernel);
+    for (const PreparedLaunch& launch : prepared_) {
+      LaunchResult launch_result;
+      launch_result.launch = launch.index;
+      restore(launch, /*all=*/true);
+      entry(launch.arg_bytes(), launch.offsets.data());
+      if (!verify(launch, options, launch_result)) {
+        result.outcome = Outcome::wrong_result;
+        result.message = "launch " + std::to_string(launch.index) + ": " + first_failure(launch_result);
+        result.launches.push_back(std::move(launch_result));
+        return result;
+      }
+      for (std::uint32_t i = 0; i < options.warmup; ++i) {
+        restore(launch, /*all=*/false);
+        entry(launch.arg_bytes(), launch.offsets.data());
+      }
+      std::vector<double> samples;
+      double restore_total = 0;
+      for (std::uint32_t i = 0; i < options.repeats; ++i) {
+        auto start = Clock::now();
+        restore(launch, /*all=*/false);
+        restore_total += seconds_since(start);
+        start = Clock::now();
+        entry(launch.arg_bytes(), launch.offsets.data());
+        samples.push_back(seconds_since(start));
+      }
+      launch_result.time = summarise(std::move(samples));
+      launch_result.restore_seconds = options.repeats > 0 ? restore_total / options.repeats : 0;
+      if (options.verify_after_timing && options.repeats > 0 && !verify(launch, options, launch_result)) {
+        result.outcome = Outcome::wrong_result;
+        result.message = "launch " + std::to_string(launch.index) +
+                         " (verified again after the timed runs): " + first_failure(launch_result);
+        result.launches.push_back(std::move(launch_result));
+        return result;
+      }
+      result.seconds += launch_result.time.median;
+      result.launches.push_back(std::move(launch_result));
+    }
+    return result;
+  }
+
+ private:
+  // Puts back what the launch read: all of it, or (between repeats of a launch that verified)
+  // only what it writes.
+  static void restore(const PreparedLaunch& launch, bool all) {
+    for (const PreparedRegion& region : launch.regions) {
+      if (region.before && (all || region.after)) {
+        std::memcpy(region.live, region.before->data(), region.before->size());
+      }
+    }
+  }
+
+  // Changed regions must match the epilogue within tolerance, all others must be untouched.
+  static bool verify(const PreparedLaunch& launch, const RunOptions& options, LaunchResult& out) {
+    auto start = Clock::now();
+    out.regions.clear();
+    bool passed = true;
+    for (const PreparedRegion& region : launch.regions) {
+      const bool changes = region.after != nullptr;
+      const std::vector<std::byte>& expected = changes ? *region.after : *region.before;
+      config::Tolerance tolerance =
+          changes ? options.verify.for_region(region.recorded.name, region.recorded.element_type)
+                  : config::Tolerance::exact();
+      RegionCheck check = compare_region(std::span(region.live, expected.size()), expected,
+                                         region.recorded.element_type, tolerance);
+      check.name = region.recorded.name;
+      check.address = region.recorded.address;
+      check.expected_to_change = changes;
+      passed = passed && check.passed;
+      out.regions.push_back(std::move(check));
+    }
+    out.verified = passed;
+    out.verify_seconds = seconds_since(start);
+    return passed;
+  }
+
+  static std::string first_failure(const LaunchResult& launch) {
+    for (const RegionCheck& check : launch.regions) {
+      if (check.passed) continue;
+      return "region '" + check.name + "' " +
+             (check.expected_to_change ? "differs from the recorded result"
+                                       : "was modified but must stay untouched") +
+             " (" + std::to_string(check.mismatches) + " of " + std::to_string(check.elements) +
+             " elements, first at index " + std::to_string(check.first_bad_index) + ")";
+    }
+    return "verification failed";
+  }
+
+  HostMemory memory_;
+  std::vector<PreparedLaunch> prepared_;
+  std::string kernel_name_;
+  std::string recorded_source_;
+  std::mutex cache_mutex_;
+  std::map<Hash128, Compiled> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostBackend>(); }
+
+}  // namespace r3::replay

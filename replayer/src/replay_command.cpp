@@ -1,0 +1,126 @@
+#include "r3/replay/replay_command.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "r3/error.hpp"
+#include "r3/inspect.hpp"
+#include "r3/replay/backend.hpp"
+
+namespace r3::replay {
+namespace {
+
+std::string microseconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
+  return text;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read the variant's source", in_file(path.string()));
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+std::size_t select_kernel(const capture::CaptureReader& capture, const std::string& name) {
+  if (!name.empty()) return static_cast<std::size_t>(&capture.kernel(name) - capture.kernels().data());
+  if (capture.kernels().size() == 1) return 0;
+  std::string known;
+  for (const capture::Kernel& k : capture.kernels()) known += (known.empty() ? "" : ", ") + k.name;
+  throw UsageError("the capture holds " + std::to_string(capture.kernels().size()) +
+                   " kernels; choose one with -k (" + known + ")");
+}
+
+Variant make_variant(const ReplayOptions& options) {
+  Variant variant;
+  if (!options.source.empty()) {
+    variant.source_text = read_file(options.source);
+    variant.source_name = options.source.filename().string();
+    variant.include_dirs.push_back(std::filesystem::absolute(options.source).parent_path());
+  }
+  variant.entry = options.entry;
+  variant.passes = options.passes;
+  variant.block = options.block;
+  std::istringstream flags(options.flags);
+  for (std::string flag; flags >> flag;) variant.flags.push_back(flag);
+  for (const std::string& define : options.defines) {
+    std::size_t equals = define.find('=');
+    std::string name = define.substr(0, equals);
+    if (name.empty()) throw UsageError("-D " + define + ": expected NAME=VALUE");
+    variant.defines[name] = equals == std::string::npos ? "1" : define.substr(equals + 1);
+  }
+  return variant;
+}
+
+void print_region(const RegionCheck& check, std::ostream& out) {
+  out << "      " << (check.passed ? "ok   " : "FAIL ") << check.name << "  "
+      << (check.expected_to_change ? "changed, " + check.tolerance : std::string("untouched"));
+  if (check.passed) {
+    if (check.expected_to_change && check.max_error > 0) out << ", max error " << check.max_error;
+  } else {
+    out << ": " << check.mismatches << " of " << check.elements << " elements "
+        << (check.expected_to_change ? "differ" : "modified") << ", max error " << check.max_error
+        << ", first bad index " << check.first_bad_index;
+  }
+  out << "\n";
+}
+
+}  // namespace
+
+int replay_capture(const ReplayOptions& options, std::ostream& out) {
+  auto capture = capture::CaptureReader::open(options.capture);
+  const std::size_t kernel_index = select_kernel(capture, options.kernel);
+  const capture::Kernel& kernel = capture.kernels()[kernel_index];
+  std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
+  backend->prepare(capture, kernel_index, options.launches);
+
+  Variant variant = make_variant(options);
+  out << "kernel    " << kernel.name << " (#" << kernel_index << ") from " << options.capture.string()
+      << ", backend " << backend->name() << "\n";
+  out << "variant   " << (options.source.empty() ? "the recorded code" : options.source.string());
+  if (!variant.passes.empty()) out << ", passes " << variant.passes;
+  for (const auto& [name, value] : variant.defines) out << ", -D" << name << "=" << value;
+  if (!variant.flags.empty()) out << ", flags " << options.flags;
+  out << "\n";
+  out << "memory    " << backend->placement() << "\n";
+
+  Compiled compiled = backend->compile(variant);
+  if (!compiled.ok) {
+    out << "compile   FAILED\n" << compiled.diagnostics;
+    if (!compiled.diagnostics.empty() && compiled.diagnostics.back() != '\n') out << "\n";
+    out << "result    compile error\n";
+    return 1;
+  }
+  char compile_line[96];
+  std::snprintf(compile_line, sizeof compile_line, "%.3f s, code %s", compiled.seconds,
+                format_bytes(compiled.resources.code_bytes).c_str());
+  out << "compile   " << compile_line << "\n";
+  if (!compiled.diagnostics.empty()) out << compiled.diagnostics;
+
+  RunOptions run_options;
+  run_options.warmup = options.warmup;
+  run_options.repeats = options.repeats;
+  RunResult result = backend->run(compiled, run_options);
+  for (const LaunchResult& launch : result.launches) {
+    out << "launch " << launch.launch << "  " << (launch.verified ? "verified" : "NOT VERIFIED");
+    if (launch.verified && !launch.time.samples.empty()) {
+      out << "  median " << microseconds(launch.time.median) << "  min "
+          << microseconds(launch.time.min) << "  max " << microseconds(launch.time.max) << "  ("
+          << launch.time.samples.size() << " runs; restore " << microseconds(launch.restore_seconds)
+          << "/run, verify " << microseconds(launch.verify_seconds) << ")";
+    }
+    out << "\n";
+    for (const RegionCheck& check : launch.regions) print_region(check, out);
+  }
+  if (result.outcome != Outcome::ok) {
+    out << "result    " << to_string(result.outcome) << ": " << result.message << "\n";
+    return 1;
+  }
+  out << "result    ok: " << result.launches.size() << " launch(es) verified, total median "
+      << microseconds(result.seconds) << "\n";
+  return 0;
+}
+
+}  // namespace r3::replay

@@ -1,0 +1,305 @@
+// The host backend end to end on captures made here: recorded addresses chosen free (same-address
+// replay) or deliberately occupied (relocation), variants right, wrong, and broken.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "r3/error.hpp"
+#include "r3/replay/backend.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace r3::capture;
+using namespace r3::replay;
+using r3::test::TempDir;
+
+const std::uint64_t kPage = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+
+const char* kStencil = R"(extern "C" void stencil2d(const float* in, float* out, int n, float alpha) {
+  for (int y = 1; y < n - 1; ++y) {
+    for (int x = 1; x < n - 1; ++x) {
+      int i = y * n + x;
+      out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);
+    }
+  }
+}
+)";
+
+void stencil_reference(const float* in, float* out, int n, float alpha) {
+  for (int y = 1; y < n - 1; ++y) {
+    for (int x = 1; x < n - 1; ++x) {
+      int i = y * n + x;
+      out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);
+    }
+  }
+}
+
+std::uint64_t free_range(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT_NE(p, MAP_FAILED);
+  munmap(p, bytes);
+  return reinterpret_cast<std::uint64_t>(p);
+}
+
+template <class T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span(v));
+}
+
+template <class T>
+void append(std::vector<std::byte>& args, const T& value) {
+  std::size_t offset = (args.size() + alignof(T) - 1) / alignof(T) * alignof(T);
+  args.resize(offset + sizeof(T));
+  std::memcpy(args.data() + offset, &value, sizeof(T));
+}
+
+// A capture of `steps` ping-pong launches of the stencil on an n x n grid, its two buffers
+// recorded at `in_address` and `out_address`.
+fs::path stencil_capture(const TempDir& dir, std::uint64_t in_address, std::uint64_t out_address,
+                         int n = 32, int steps = 2, bool with_source = true) {
+  fs::path path = dir / "stencil.h5";
+  CaptureInfo info;
+  info.device.backend = "host";
+  CaptureWriter writer = CaptureWriter::create(path, info);
+  Kernel kernel;
+  kernel.name = "stencil2d";
+  if (with_source) {
+    kernel.images["source"] = writer.put_content(std::as_bytes(std::span(std::string_view(kStencil))));
+  }
+  kernel.params = {{0, 8, true, "const float*"}, {8, 8, true, "float*"}, {16, 4, false, "int"},
+                   {20, 4, false, "float"}};
+  std::size_t id = writer.add_kernel(kernel);
+  std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size(), 0.0f);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 37) % 101);
+  std::uint64_t addresses[2] = {in_address, out_address};
+  std::vector<float>* buffers[2] = {&a, &b};
+  const std::uint64_t bytes = a.size() * sizeof(float);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<float>& in = *buffers[step % 2];
+    std::vector<float>& out = *buffers[(step + 1) % 2];
+    std::uint64_t in_at = addresses[step % 2], out_at = addresses[(step + 1) % 2];
+    Launch launch;
+    launch.sequence = static_cast<std::uint64_t>(step);
+    append(launch.args, in_at);
+    append(launch.args, out_at);
+    append(launch.args, n);
+    append(launch.args, 0.2f);
+    launch.prologue = {{"in", RegionKind::allocation, in_at, bytes, ElementType::f32, writer.put_content(bytes_of(in))},
+                       {"out", RegionKind::allocation, out_at, bytes, ElementType::f32, writer.put_content(bytes_of(out))}};
+    stencil_reference(in.data(), out.data(), n, 0.2f);
+    launch.epilogue = {{"out", RegionKind::allocation, out_at, bytes, ElementType::f32, writer.put_content(bytes_of(out))}};
+    writer.add_launch(id, launch);
+  }
+  writer.close();
+  return path;
+}
+
+struct Replay {
+  CaptureReader capture;
+  std::unique_ptr<Backend> backend;
+};
+
+Replay prepared(const fs::path& path) {
+  Replay replay{CaptureReader::open(path), make_backend("host")};
+  replay.backend->prepare(replay.capture, 0, {});
+  return replay;
+}
+
+Variant variant_from(std::string source) {
+  Variant v;
+  v.source_name = "stencil.cpp";
+  v.source_text = std::move(source);
+  return v;
+}
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(HostBackend, ReplaysTheRecordedSourceAtTheRecordedAddresses) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  EXPECT_EQ(replay.backend->address_mode(), AddressMode::same_address);
+  Compiled compiled = replay.backend->compile(Variant{});
+  ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
+  RunResult result = replay.backend->run(compiled, RunOptions{});
+  ASSERT_EQ(result.outcome, Outcome::ok) << result.message;
+  ASSERT_EQ(result.launches.size(), 2u);
+  for (const LaunchResult& launch : result.launches) {
+    EXPECT_TRUE(launch.verified);
+    EXPECT_EQ(launch.time.samples.size(), 10u);
+    EXPECT_GT(launch.time.median, 0.0);
+    EXPECT_LE(launch.time.min, launch.time.median);
+    ASSERT_EQ(launch.regions.size(), 2u);
+    EXPECT_FALSE(launch.regions[0].expected_to_change);  // in
+    EXPECT_TRUE(launch.regions[1].expected_to_change);   // out
+  }
+  EXPECT_GT(result.seconds, 0.0);
+  EXPECT_TRUE(replay.backend->compile(Variant{}).from_cache);
+}
+
+TEST(HostBackend, AnOffByOneVariantIsCaught) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  Compiled compiled =
+      replay.backend->compile(variant_from(replace(kStencil, "int i = y * n + x;", "int i = y * n + x + 1;")));
+  ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
+  RunResult result = replay.backend->run(compiled, RunOptions{});
+  EXPECT_EQ(result.outcome, Outcome::wrong_result);
+  EXPECT_NE(result.message.find("launch 0: region 'out' differs from the recorded result"),
+            std::string::npos)
+      << result.message;
+  const RegionCheck& out = result.launches.at(0).regions.at(1);
+  EXPECT_FALSE(out.passed);
+  EXPECT_EQ(out.first_bad_index, 32 + 1);  // the first interior cell of the 32 x 32 grid
+}
+
+TEST(HostBackend, AVariantThatWritesOutsideItsOutputIsCaught) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  std::string writes_input =
+      replace(kStencil, "const float* in,", "float* in,") ;
+  writes_input = replace(writes_input, "    }\n  }\n}", "    }\n  }\n  in[0] = 0.5f;\n}");
+  RunResult result = replay.backend->run(replay.backend->compile(variant_from(writes_input)), RunOptions{});
+  EXPECT_EQ(result.outcome, Outcome::wrong_result);
+  EXPECT_NE(result.message.find("region 'in' was modified but must stay untouched"), std::string::npos)
+      << result.message;
+}
+
+TEST(HostBackend, ToleranceComesFromTheOptions) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  // The same formula, reassociated: results differ in the last bits of some elements.
+  Compiled compiled = replay.backend->compile(variant_from(replace(
+      kStencil, "out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);",
+      "out[i] = (1.0f - 4.0f * alpha) * in[i] + alpha * ((in[i - 1] + in[i + 1]) + (in[i - n] + in[i + n]));")));
+  RunOptions loose;
+  EXPECT_EQ(replay.backend->run(compiled, loose).outcome, Outcome::ok);
+  RunOptions exact;
+  exact.verify.regions["out"] = r3::config::Tolerance::exact();
+  RunResult strict = replay.backend->run(compiled, exact);
+  EXPECT_EQ(strict.outcome, Outcome::wrong_result) << "reassociation changed no bit";
+}
+
+TEST(HostBackend, CompileErrorsAndBadPipelinesAreResultsNotExceptions) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  Compiled broken = replay.backend->compile(variant_from(replace(kStencil, "4.0f * in[i]", "4.0f * in[i")));
+  EXPECT_FALSE(broken.ok);
+  EXPECT_NE(broken.diagnostics.find("stencil.cpp:5:"), std::string::npos) << broken.diagnostics;
+  RunResult result = replay.backend->run(broken, RunOptions{});
+  EXPECT_EQ(result.outcome, Outcome::compile_error);
+
+  Variant bad_pipeline;
+  bad_pipeline.passes = "function(loop-unroll,not-a-pass)";
+  Compiled bad = replay.backend->compile(bad_pipeline);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.diagnostics.find("invalid pass pipeline"), std::string::npos) << bad.diagnostics;
+}
+
+TEST(HostBackend, ACaptureWithoutSourceNeedsAVariantSource) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage, 32, 1, /*with_source=*/false));
+  Compiled compiled = replay.backend->compile(Variant{});
+  EXPECT_FALSE(compiled.ok);
+  EXPECT_NE(compiled.diagnostics.find("holds no source for kernel 'stencil2d'"), std::string::npos);
+  EXPECT_TRUE(replay.backend->compile(variant_from(kStencil)).ok);
+}
+
+TEST(HostBackend, RefusesCapturesOfOtherBackends) {
+  TempDir dir;
+  CaptureInfo info;
+  info.device.backend = "cuda";
+  { CaptureWriter writer = CaptureWriter::create(dir / "gpu.h5", info); }
+  CaptureReader capture = CaptureReader::open(dir / "gpu.h5");
+  EXPECT_THROW(make_backend("host")->prepare(capture, 0, {}), r3::Error);
+  EXPECT_THROW(make_backend("opencl"), r3::Error);
+}
+
+// The particle push of examples/particles: a struct of pointers by value and a table of
+// pointers in memory; relocating it needs both rewritten.
+const char* kParticles = R"(struct Particles {
+  float* x; float* v; const float* const* field; int count;
+};
+extern "C" void push(Particles p, float dt) {
+  for (int i = 0; i < p.count; ++i) {
+    p.v[i] += dt * p.field[0][i] + p.field[1][i];
+    p.x[i] += dt * p.v[i];
+  }
+}
+)";
+
+TEST(HostBackend, RelocatesWhenTheRecordedAddressesAreTaken) {
+  TempDir dir;
+  const int count = 1000;
+  const std::uint64_t base = free_range(16 * kPage);
+  const std::uint64_t x_at = base, v_at = base + kPage, f0_at = base + 2 * kPage,
+                      f1_at = base + 3 * kPage, table_at = base + 4 * kPage;
+  std::vector<float> x(count), v(count), f0(count), f1(count);
+  for (int i = 0; i < count; ++i) {
+    x[i] = static_cast<float>(i);
+    v[i] = 1.0f;
+    f0[i] = 0.5f;
+    f1[i] = 0.25f * static_cast<float>(i % 7);
+  }
+  std::vector<std::uint64_t> table = {f0_at, f1_at};
+  {
+    CaptureInfo info;
+    info.device.backend = "host";
+    CaptureWriter writer = CaptureWriter::create(dir / "p.h5", info);
+    Kernel kernel;
+    kernel.name = "push";
+    kernel.images["source"] = writer.put_content(std::as_bytes(std::span(std::string_view(kParticles))));
+    kernel.params = {{0, 32, false, ""}, {32, 4, false, "float"}};
+    std::size_t id = writer.add_kernel(kernel);
+    Launch launch;
+    append(launch.args, x_at);
+    append(launch.args, v_at);
+    append(launch.args, table_at);
+    append(launch.args, count);
+    launch.args.resize(32);
+    append(launch.args, 0.1f);
+    auto region = [&](const char* name, std::uint64_t at, auto& data, ElementType type) {
+      return Region{name, RegionKind::allocation, at, data.size() * sizeof(data[0]), type,
+                    writer.put_content(bytes_of(data))};
+    };
+    launch.prologue = {region("x", x_at, x, ElementType::f32), region("v", v_at, v, ElementType::f32),
+                       region("f0", f0_at, f0, ElementType::f32), region("f1", f1_at, f1, ElementType::f32),
+                       region("field", table_at, table, ElementType::u64)};
+    for (int i = 0; i < count; ++i) {
+      v[i] += 0.1f * f0[i] + f1[i];
+      x[i] += 0.1f * v[i];
+    }
+    launch.epilogue = {region("x", x_at, x, ElementType::f32), region("v", v_at, v, ElementType::f32)};
+    writer.add_launch(id, launch);
+  }
+  // Something else now lives where the table and the first field were recorded.
+  void* occupant = mmap(reinterpret_cast<void*>(f0_at), 3 * kPage, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), f0_at);
+  Replay replay = prepared(dir / "p.h5");
+  EXPECT_EQ(replay.backend->address_mode(), AddressMode::relocated);
+  EXPECT_NE(replay.backend->placement().find("moved"), std::string::npos) << replay.backend->placement();
+  RunResult result = replay.backend->run(replay.backend->compile(Variant{}), RunOptions{});
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+  ASSERT_EQ(result.launches.size(), 1u);
+  EXPECT_TRUE(result.launches[0].verified);
+  // Untouched: the pointer table, as rewritten, is still what the kernel left.
+  for (const RegionCheck& check : result.launches[0].regions) EXPECT_TRUE(check.passed) << check.name;
+  munmap(occupant, 3 * kPage);
+}
+
+}  // namespace

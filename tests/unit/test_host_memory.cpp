@@ -1,0 +1,88 @@
+// Placing recorded regions: at their recorded addresses, or relocated with pointers rewritten.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "host_memory.hpp"
+
+namespace {
+
+using r3::replay::AddressMode;
+using r3::replay::HostMemory;
+
+const std::uint64_t kPage = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+
+// An address range of `pages` pages that nothing uses right now.
+std::uint64_t free_range(std::size_t pages) {
+  void* p = mmap(nullptr, pages * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT_NE(p, MAP_FAILED);
+  munmap(p, pages * kPage);
+  return reinterpret_cast<std::uint64_t>(p);
+}
+
+TEST(HostMemory, PlacesRegionsAtTheirRecordedAddresses) {
+  const std::uint64_t base = free_range(8);
+  HostMemory memory;
+  memory.place({{base + 100, 1000}, {base + 3 * kPage, 2 * kPage}});
+  EXPECT_EQ(memory.mode(), AddressMode::same_address);
+  EXPECT_EQ(reinterpret_cast<std::uint64_t>(memory.live(base + 100)), base + 100);
+  EXPECT_EQ(memory.translate(base + 200), base + 200);
+  memory.live(base + 100)[0] = std::byte{7};  // writable
+  EXPECT_EQ(memory.describe(), "same address (2 mappings, 12.0 KiB)");
+}
+
+TEST(HostMemory, OverlappingRegionsShareOneMapping) {
+  const std::uint64_t base = free_range(4);
+  HostMemory memory;
+  memory.place({{base, 100}, {base + 50, kPage}, {base + kPage + 10, 10}});
+  EXPECT_EQ(memory.describe(), "same address (1 mapping, 8.00 KiB)");
+}
+
+TEST(HostMemory, RelocatesWhenTheAddressIsTakenAndRewritesPointers) {
+  const std::uint64_t base = free_range(2);
+  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), base);
+  HostMemory memory;
+  memory.place({{base + 64, 256}});
+  EXPECT_EQ(memory.mode(), AddressMode::relocated);
+  std::byte* live = memory.live(base + 64);
+  EXPECT_NE(reinterpret_cast<std::uint64_t>(live), base + 64);
+  EXPECT_EQ(memory.translate(base + 64), reinterpret_cast<std::uint64_t>(live));
+  EXPECT_EQ(memory.translate(12345), 12345u);  // not a pointer into a recorded region
+
+  // 28 bytes recorded at base + 68: the 8-byte boundaries of the recorded address space fall
+  // at bytes 4, 12 and 20. A pointer at bytes[0..8) straddles one and must stay as it is; the
+  // pointer at bytes[20..28) lies on one and must be rewritten; nothing else may change.
+  std::byte bytes[28] = {};
+  const std::uint64_t straddling = base + 64 + 16, aligned = base + 64;
+  std::memcpy(bytes, &straddling, 8);
+  const std::uint32_t small = 42;
+  std::memcpy(bytes + 12, &small, 4);
+  std::memcpy(bytes + 20, &aligned, 8);
+  std::byte before[28];
+  std::memcpy(before, bytes, 28);
+  memory.relocate_words(std::span(bytes), base + 68);
+  EXPECT_EQ(std::memcmp(bytes, before, 20), 0);
+  std::uint64_t rewritten;
+  std::memcpy(&rewritten, bytes + 20, 8);
+  EXPECT_EQ(rewritten, reinterpret_cast<std::uint64_t>(live));
+  munmap(occupant, kPage);
+}
+
+TEST(HostMemory, ArgumentBuffersAreRewrittenOnTheirOwnAlignment) {
+  const std::uint64_t base = free_range(1);
+  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  HostMemory memory;
+  memory.place({{base, 128}});
+  std::uint64_t args[2] = {base + 8, 7};
+  memory.relocate_words(std::as_writable_bytes(std::span(args)), 0);
+  EXPECT_EQ(args[0], reinterpret_cast<std::uint64_t>(memory.live(base + 8)));
+  EXPECT_EQ(args[1], 7u);
+  munmap(occupant, kPage);
+}
+
+}  // namespace
