@@ -25,8 +25,9 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     capture_ = dir_ / "demo.h5";
-    // 512 x 512 floats (1 MiB) per buffer, 3 steps: the sizes the checks below expect.
-    ProcessResult made = run_process({R3_TEST_MAKE_DEMO_CAPTURE, capture_.string(), "512", "3"});
+    // 512 x 512 floats (1 MiB) per buffer, 2 steps: the sizes the checks below expect.
+    ProcessResult made =
+        r3::test::record_demo(R3_TEST_R3, R3_TEST_EXAMPLE_STENCIL, capture_.string(), 512, 2);
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
   ProcessResult r3(std::vector<std::string> args) {
@@ -56,12 +57,14 @@ TEST_F(Cli, InspectPrintsDeviceKernelsLaunchesAndBytes) {
   const std::string& out = result.out;
   EXPECT_TRUE(contains(out, "format    r3-capture version 1")) << out;
   EXPECT_TRUE(contains(out, "device    host: ")) << out;
-  EXPECT_TRUE(contains(out, "contents  1 kernel, 3 launches, 9 regions")) << out;
-  // 9 regions of 1 MiB; 5 distinct grids (the steps reuse each other's output).
-  EXPECT_TRUE(contains(out, "9.00 MiB referenced")) << out;
-  EXPECT_TRUE(contains(out, "5.00 MiB distinct")) << out;
+  EXPECT_TRUE(contains(out, "contents  1 kernel, 2 launches, 6 regions")) << out;
+  // 6 regions of 1 MiB (in and out before each step, out after it); 4 distinct grids: the second
+  // step reads what the first wrote.
+  EXPECT_TRUE(contains(out, "6.00 MiB referenced")) << out;
+  EXPECT_TRUE(contains(out, "4.00 MiB distinct")) << out;
   EXPECT_TRUE(contains(out, "kernel #0  stencil2d")) << out;
-  EXPECT_TRUE(contains(out, "launch 2  #2  grid 1x1x1")) << out;
+  EXPECT_TRUE(contains(out, "images     source (")) << out;
+  EXPECT_TRUE(contains(out, "launch 1  #1  grid 1x1x1")) << out;
   EXPECT_TRUE(contains(out, "prologue 2 regions, 2.00 MiB")) << out;
   EXPECT_FALSE(contains(out, "warning")) << out;
 }

@@ -25,8 +25,8 @@ int count(const std::string& text, const std::string& needle) {
 class MpiDryRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    ProcessResult made =
-        r3::test::run_process({R3_TEST_MAKE_DEMO_CAPTURE, (dir_ / "demo.h5").string()});
+    ProcessResult made = r3::test::record_demo(R3_TEST_R3, R3_TEST_EXAMPLE_STENCIL,
+                                               (dir_ / "demo.h5").string(), 64, 2);
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
   ProcessResult mpirun(const std::string& yaml, std::vector<std::string> flags) {

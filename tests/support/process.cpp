@@ -82,4 +82,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::sec
   return result;
 }
 
+ProcessResult record_demo(const std::string& r3, const std::string& stencil,
+                          const std::string& capture, int n, int steps) {
+  return run_process({r3, "record", "-o", capture, "--launches", "2", "--", stencil,
+                      std::to_string(n), std::to_string(steps)});
+}
+
 }  // namespace r3::test

@@ -19,4 +19,10 @@ ProcessResult run_process(const std::vector<std::string>& argv,
                           std::chrono::seconds timeout = std::chrono::seconds(120),
                           const std::vector<std::string>& extra_environment = {});
 
+// Records `steps` steps of the demo stencil (examples/demo) on an n x n grid into `capture` with
+// `r3 record --launches 2`: the steps alternate two buffers, so that is every distinct launch.
+// Returns r3 record's result.
+ProcessResult record_demo(const std::string& r3, const std::string& stencil,
+                          const std::string& capture, int n, int steps);
+
 }  // namespace r3::test
