@@ -143,7 +143,7 @@ TEST_F(Cli, DryRunPrintsTheResolvedConfigurationAsValidYaml) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "# r3-mpi --dry-run: " + tune.string() + " is valid"))
       << result.out;
-  EXPECT_TRUE(contains(result.out, "# backend host, 1 kernel(s), 3 recorded launch(es)"))
+  EXPECT_TRUE(contains(result.out, "# backend host, 1 kernel(s), 2 recorded launch(es)"))
       << result.out;
   EXPECT_TRUE(contains(result.out, "repeats: 7")) << result.out;
   EXPECT_TRUE(contains(result.out, "capture: " + capture_.string())) << result.out;
