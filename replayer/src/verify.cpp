@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace r3::replay {
 namespace {
@@ -43,31 +44,54 @@ float bfloat_to_float(std::uint16_t b) {
   return out;
 }
 
+// Element types that need converting before they can be compared as numbers.
+struct Half {
+  std::uint16_t bits;
+};
+struct BFloat {
+  std::uint16_t bits;
+};
+struct Byte {  // unknown type: compared bitwise, byte by byte, no error size
+  std::uint8_t bits;
+};
+
 template <class T>
-T load(const std::byte* p) {
-  T value;
-  std::memcpy(&value, p, sizeof value);
-  return value;
+double as_number(T value) {
+  if constexpr (std::is_same_v<T, Half>) return half_to_float(value.bits);
+  else if constexpr (std::is_same_v<T, BFloat>) return bfloat_to_float(value.bits);
+  else if constexpr (std::is_same_v<T, Byte>) return 0;
+  else return static_cast<double>(value);
 }
 
-// The element at `p` as a double, for error sizes and tolerances.
-double value_at(const std::byte* p, ElementType type) {
-  switch (type) {
-    case ElementType::u8: return load<std::uint8_t>(p);
-    case ElementType::i8: return load<std::int8_t>(p);
-    case ElementType::u16: return load<std::uint16_t>(p);
-    case ElementType::i16: return load<std::int16_t>(p);
-    case ElementType::u32: return load<std::uint32_t>(p);
-    case ElementType::i32: return load<std::int32_t>(p);
-    case ElementType::u64: return static_cast<double>(load<std::uint64_t>(p));
-    case ElementType::i64: return static_cast<double>(load<std::int64_t>(p));
-    case ElementType::f16: return half_to_float(load<std::uint16_t>(p));
-    case ElementType::bf16: return bfloat_to_float(load<std::uint16_t>(p));
-    case ElementType::f32: return load<float>(p);
-    case ElementType::f64: return load<double>(p);
-    case ElementType::unknown: return load<std::uint8_t>(p);
+template <class T>
+constexpr bool kFloating = std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
+                           std::is_same_v<T, BFloat>;
+
+// One loop per element type, so that no element pays for a switch on its type.
+template <class T>
+void compare_elements(std::span<const std::byte> actual, std::span<const std::byte> expected,
+                      std::size_t count, const config::Tolerance& tolerance, RegionCheck& check) {
+  const bool tolerant = kFloating<T> && !tolerance.bitwise;
+  for (std::size_t i = 0; i < count; ++i) {
+    T a, e;
+    std::memcpy(&a, actual.data() + i * sizeof(T), sizeof(T));
+    std::memcpy(&e, expected.data() + i * sizeof(T), sizeof(T));
+    if (std::memcmp(&a, &e, sizeof(T)) == 0) continue;
+    const double x = as_number(a), ref = as_number(e);
+    double error = std::fabs(x - ref);
+    bool bad = true;
+    if (std::isnan(x) || std::isnan(ref)) {
+      bad = !(std::isnan(x) && std::isnan(ref));
+      error = bad ? std::numeric_limits<double>::infinity() : 0;
+    } else if (tolerant) {
+      bad = !(error <= tolerance.atol + tolerance.rtol * std::fabs(ref));
+    }
+    check.max_error = std::max(check.max_error, error);
+    if (bad) {
+      if (check.first_bad_index < 0) check.first_bad_index = static_cast<std::int64_t>(i);
+      ++check.mismatches;
+    }
   }
-  return 0;
 }
 
 }  // namespace
@@ -96,29 +120,21 @@ RegionCheck compare_region(std::span<const std::byte> actual, std::span<const st
   }
   if (std::memcmp(actual.data(), expected.data(), expected.size()) == 0) return check;
 
-  const bool numeric = type != ElementType::unknown;
-  const bool tolerant = !tolerance.bitwise && capture::is_floating_point(type);
   const std::size_t whole = expected.size() / element;
-  for (std::size_t i = 0; i < whole; ++i) {
-    const std::byte* a = actual.data() + i * element;
-    const std::byte* e = expected.data() + i * element;
-    if (std::memcmp(a, e, element) == 0) continue;
-    double x = numeric ? value_at(a, type) : 0;
-    double ref = numeric ? value_at(e, type) : 0;
-    double error = 0;
-    bool bad = true;
-    if (std::isnan(x) || std::isnan(ref)) {
-      bad = !(std::isnan(x) && std::isnan(ref));
-      error = bad ? std::numeric_limits<double>::infinity() : 0;
-    } else if (numeric) {
-      error = std::fabs(x - ref);
-      if (tolerant) bad = !(error <= tolerance.atol + tolerance.rtol * std::fabs(ref));
-    }
-    check.max_error = std::max(check.max_error, error);
-    if (bad) {
-      if (check.first_bad_index < 0) check.first_bad_index = static_cast<std::int64_t>(i);
-      ++check.mismatches;
-    }
+  switch (type) {
+    case ElementType::u8: compare_elements<std::uint8_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::i8: compare_elements<std::int8_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::u16: compare_elements<std::uint16_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::i16: compare_elements<std::int16_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::u32: compare_elements<std::uint32_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::i32: compare_elements<std::int32_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::u64: compare_elements<std::uint64_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::i64: compare_elements<std::int64_t>(actual, expected, whole, tolerance, check); break;
+    case ElementType::f16: compare_elements<Half>(actual, expected, whole, tolerance, check); break;
+    case ElementType::bf16: compare_elements<BFloat>(actual, expected, whole, tolerance, check); break;
+    case ElementType::f32: compare_elements<float>(actual, expected, whole, tolerance, check); break;
+    case ElementType::f64: compare_elements<double>(actual, expected, whole, tolerance, check); break;
+    case ElementType::unknown: compare_elements<Byte>(actual, expected, whole, tolerance, check); break;
   }
   // A trailing partial element (a region whose size is not a multiple of its element size).
   if (whole * element < expected.size() &&
