@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   fs::path dir = fs::temp_directory_path() / ("r3-bench-host-replay-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::printf("host replay of the demo stencil (examples/demo), 20 timed runs per launch\n");
-  std::printf("%6s %10s %12s %12s %12s %10s %12s %10s %10s\n", "grid", "buffer", "kernel", "restore/run",
-              "verify", "restore/k", "(r+v)/k", "compile O2", "compile O3");
+  std::printf("%6s %10s %12s %12s %12s %10s %12s %10s %10s\n", "grid", "buffer", "kernel",
+              "restore/run", "verify", "restore/k", "(r+v)/k", "compile O2", "compile O3");
   for (int grid : grids) {
     fs::path capture = dir / ("stencil-" + std::to_string(grid) + ".h5");
     if (record(grid, capture) != 0) {
@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
     fs::remove(capture);
   }
   fs::remove_all(dir);
-  std::printf("restore/k: restore time per timed run over the kernel's median time; (r+v)/k: that\n"
-              "plus one verification of every region, over the kernel's median time.\n");
+  std::printf(
+      "restore/k: restore time per timed run over the kernel's median time; (r+v)/k: that\n"
+      "plus one verification of every region, over the kernel's median time.\n");
   return 0;
 }

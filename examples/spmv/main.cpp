@@ -7,8 +7,8 @@
 
 #include "r3/record.hpp"
 
-extern "C" void spmv_csr(int rows, const int* row_offsets, const int* columns,
-                         const double* values, const double* x, double* y);
+extern "C" void spmv_csr(int rows, const int* row_offsets, const int* columns, const double* values,
+                         const double* x, double* y);
 
 int main(int argc, char** argv) {
   const int g = argc > 1 ? std::atoi(argv[1]) : 256;

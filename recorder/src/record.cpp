@@ -163,12 +163,16 @@ class Recorder {
     launch.app_time_us = app_time_us;
     for (Snapshot& snapshot : pending.snapshots) {
       const Call::DeclaredRegion& declared = snapshot.region;
-      capture::Region region{declared.name, capture::RegionKind::allocation,
-                             reinterpret_cast<std::uintptr_t>(declared.data), declared.bytes,
-                             declared.type, writer.put_content(snapshot.before)};
+      capture::Region region{declared.name,
+                             capture::RegionKind::allocation,
+                             reinterpret_cast<std::uintptr_t>(declared.data),
+                             declared.bytes,
+                             declared.type,
+                             writer.put_content(snapshot.before)};
       launch.prologue.push_back(region);
       std::span<const std::byte> now(static_cast<const std::byte*>(declared.data), declared.bytes);
-      if (declared.bytes > 0 && std::memcmp(now.data(), snapshot.before.data(), declared.bytes) != 0) {
+      if (declared.bytes > 0 &&
+          std::memcmp(now.data(), snapshot.before.data(), declared.bytes) != 0) {
         region.content = writer.put_content(now);
         launch.epilogue.push_back(region);
       }
@@ -259,8 +263,7 @@ class Recorder {
     if (recorded_ > 0) {
       std::size_t kernels = 0;
       for (const auto& [name, state] : kernels_) kernels += state.id ? 1 : 0;
-      log::info("record: wrote ", recorded_, " launch(es) of ", kernels, " kernel(s) to ",
-                output_);
+      log::info("record: wrote ", recorded_, " launch(es) of ", kernels, " kernel(s) to ", output_);
     } else if (called_.empty()) {
       log::warning("record: the application called no kernel through r3::record::call");
     } else {

@@ -85,8 +85,8 @@ int record_application(const RecordOptions& options, std::ostream& report) {
     auto reader = capture::CaptureReader::open(path);
     capture::CaptureStats stats = reader.stats();
     report << "r3 record: " << path.string() << ": " << stats.kernels << " kernel(s), "
-           << stats.launches << " launch(es), " << format_bytes(stats.unique_bytes)
-           << " distinct, " << format_bytes(stats.file_bytes) << " on disk";
+           << stats.launches << " launch(es), " << format_bytes(stats.unique_bytes) << " distinct, "
+           << format_bytes(stats.file_bytes) << " on disk";
     if (!reader.complete()) report << " (not closed: the application did not exit normally)";
     report << "\n";
     for (const capture::Kernel& kernel : reader.kernels()) {

@@ -140,8 +140,8 @@ HostCompileResult compile_host_kernel(const Source& source, std::string_view ent
   auto machine_builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!machine_builder) {
     result.failed_at = Stage::codegen;
-    result.diagnostics += "r3: this CPU is not supported by LLVM: " +
-                          to_text(machine_builder.takeError()) + "\n";
+    result.diagnostics +=
+        "r3: this CPU is not supported by LLVM: " + to_text(machine_builder.takeError()) + "\n";
     return result;
   }
   auto machine = machine_builder->createTargetMachine();
@@ -154,7 +154,8 @@ HostCompileResult compile_host_kernel(const Source& source, std::string_view ent
   module->setTargetTriple(triple);
 
   start = Clock::now();
-  std::string pass_error = run_passes(*module, machine->get(), passes.empty() ? "default<O2>" : passes);
+  std::string pass_error =
+      run_passes(*module, machine->get(), passes.empty() ? "default<O2>" : passes);
   result.passes_seconds = seconds_since(start);
   if (!pass_error.empty()) {
     result.failed_at = Stage::passes;
@@ -170,7 +171,8 @@ HostCompileResult compile_host_kernel(const Source& source, std::string_view ent
   }
 
   start = Clock::now();
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*machine_builder)).create();
+  auto jit =
+      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*machine_builder)).create();
   if (!jit) {
     result.failed_at = Stage::codegen;
     result.diagnostics += "r3: " + to_text(jit.takeError()) + "\n";
@@ -192,8 +194,8 @@ HostCompileResult compile_host_kernel(const Source& source, std::string_view ent
     return result;
   }
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
-  if (llvm::Error error = (*jit)->addIRModule(
-          llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+  if (llvm::Error error =
+          (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
     result.failed_at = Stage::codegen;
     result.diagnostics += "r3: " + to_text(std::move(error)) + "\n";
     return result;

@@ -35,7 +35,9 @@ struct PreparedLaunch {
   std::vector<std::max_align_t> args;  // aligned storage for the argument bytes
   std::vector<std::uint64_t> offsets;
   std::vector<PreparedRegion> regions;
-  const unsigned char* arg_bytes() const { return reinterpret_cast<const unsigned char*>(args.data()); }
+  const unsigned char* arg_bytes() const {
+    return reinterpret_cast<const unsigned char*>(args.data());
+  }
 };
 
 TimeStats summarise(std::vector<double> samples) {
@@ -59,9 +61,11 @@ class HostBackend final : public Backend {
   void prepare(const capture::CaptureReader& capture, std::size_t kernel_index,
                std::vector<std::size_t> launches) override {
     if (capture.info().device.backend != "host") {
-      throw Error("the host backend replays captures recorded on the host; this one was recorded "
-                  "with backend '" + capture.info().device.backend + "'",
-                  in_file(capture.path().string()));
+      throw Error(
+          "the host backend replays captures recorded on the host; this one was recorded "
+          "with backend '" +
+              capture.info().device.backend + "'",
+          in_file(capture.path().string()));
     }
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
     if (launches.empty()) {
@@ -102,13 +106,15 @@ class HostBackend final : public Backend {
       for (const auto* table : {&launch.prologue, &launch.globals}) {
         for (const capture::Region& region : *table) {
           by_address[region.address] = prepared.regions.size();
-          prepared.regions.push_back({region, memory_.live(region.address), content(region), nullptr});
+          prepared.regions.push_back(
+              {region, memory_.live(region.address), content(region), nullptr});
         }
       }
       for (const capture::Region& region : launch.epilogue) {
         auto it = by_address.find(region.address);
         if (it == by_address.end()) {
-          prepared.regions.push_back({region, memory_.live(region.address), nullptr, content(region)});
+          prepared.regions.push_back(
+              {region, memory_.live(region.address), nullptr, content(region)});
         } else {
           prepared.regions[it->second].after = content(region);
         }
@@ -117,7 +123,8 @@ class HostBackend final : public Backend {
     }
     kernel_name_ = kernel.name;
     recorded_source_.clear();
-    if (auto it = kernel.images.find(std::string(capture::kImageSource)); it != kernel.images.end()) {
+    if (auto it = kernel.images.find(std::string(capture::kImageSource));
+        it != kernel.images.end()) {
       std::vector<std::byte> text = capture.read_content(it->second);
       recorded_source_.assign(reinterpret_cast<const char*>(text.data()), text.size());
     }
@@ -154,7 +161,8 @@ class HostBackend final : public Backend {
     source.include_dirs = variant.include_dirs;
     source.flags = variant.flags;
     std::string entry = variant.entry.empty() ? kernel_name_ : variant.entry;
-    compiler::HostCompileResult result = compiler::compile_host_kernel(source, entry, variant.passes);
+    compiler::HostCompileResult result =
+        compiler::compile_host_kernel(source, entry, variant.passes);
     compiled.ok = result.ok();
     compiled.diagnostics = result.diagnostics;
     compiled.seconds = result.frontend_seconds + result.passes_seconds + result.codegen_seconds;
@@ -181,7 +189,8 @@ class HostBackend final : public Backend {
       entry(launch.arg_bytes(), launch.offsets.data());
       if (!verify(launch, options, launch_result)) {
         result.outcome = Outcome::wrong_result;
-        result.message = "launch " + std::to_string(launch.index) + ": " + first_failure(launch_result);
+        result.message =
+            "launch " + std::to_string(launch.index) + ": " + first_failure(launch_result);
         result.launches.push_back(std::move(launch_result));
         return result;
       }
@@ -201,7 +210,8 @@ class HostBackend final : public Backend {
       }
       launch_result.time = summarise(std::move(samples));
       launch_result.restore_seconds = options.repeats > 0 ? restore_total / options.repeats : 0;
-      if (options.verify_after_timing && options.repeats > 0 && !verify(launch, options, launch_result)) {
+      if (options.verify_after_timing && options.repeats > 0 &&
+          !verify(launch, options, launch_result)) {
         result.outcome = Outcome::wrong_result;
         result.message = "launch " + std::to_string(launch.index) +
                          " (verified again after the timed runs): " + first_failure(launch_result);

@@ -46,13 +46,13 @@ void HostMemory::place(const std::vector<Span>& spans) {
     void* got = mmap(wanted, length, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (got == MAP_FAILED) {  // the address is taken (EEXIST) or not usable here
-      got = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+      got = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (got == MAP_FAILED) {
         int error = errno;
         clear();
-        throw IoError("mmap", "cannot map " + format_bytes(length) + " for the recorded regions: " +
-                                  std::strerror(error));
+        throw IoError("mmap", "cannot map " + format_bytes(length) +
+                                  " for the recorded regions: " + std::strerror(error));
       }
     }
     // A kernel older than Linux 4.17 treats the address as a hint: `got` may differ; it is then
@@ -80,8 +80,9 @@ std::string HostMemory::describe() const {
 }
 
 const HostMemory::Mapping* HostMemory::find(std::uint64_t recorded) const {
-  auto it = std::upper_bound(mappings_.begin(), mappings_.end(), recorded,
-                             [](std::uint64_t value, const Mapping& m) { return value < m.recorded; });
+  auto it =
+      std::upper_bound(mappings_.begin(), mappings_.end(), recorded,
+                       [](std::uint64_t value, const Mapping& m) { return value < m.recorded; });
   if (it == mappings_.begin()) return nullptr;
   --it;
   // One past the end still belongs to the mapping: C allows such pointers.

@@ -25,7 +25,8 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 std::size_t select_kernel(const capture::CaptureReader& capture, const std::string& name) {
-  if (!name.empty()) return static_cast<std::size_t>(&capture.kernel(name) - capture.kernels().data());
+  if (!name.empty())
+    return static_cast<std::size_t>(&capture.kernel(name) - capture.kernels().data());
   if (capture.kernels().size() == 1) return 0;
   std::string known;
   for (const capture::Kernel& k : capture.kernels()) known += (known.empty() ? "" : ", ") + k.name;
@@ -77,8 +78,8 @@ int replay_capture(const ReplayOptions& options, std::ostream& out) {
   backend->prepare(capture, kernel_index, options.launches);
 
   Variant variant = make_variant(options);
-  out << "kernel    " << kernel.name << " (#" << kernel_index << ") from " << options.capture.string()
-      << ", backend " << backend->name() << "\n";
+  out << "kernel    " << kernel.name << " (#" << kernel_index << ") from "
+      << options.capture.string() << ", backend " << backend->name() << "\n";
   out << "variant   " << (options.source.empty() ? "the recorded code" : options.source.string());
   if (!variant.passes.empty()) out << ", passes " << variant.passes;
   for (const auto& [name, value] : variant.defines) out << ", -D" << name << "=" << value;

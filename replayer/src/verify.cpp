@@ -57,15 +57,19 @@ struct Byte {  // unknown type: compared bitwise, byte by byte, no error size
 
 template <class T>
 double as_number(T value) {
-  if constexpr (std::is_same_v<T, Half>) return half_to_float(value.bits);
-  else if constexpr (std::is_same_v<T, BFloat>) return bfloat_to_float(value.bits);
-  else if constexpr (std::is_same_v<T, Byte>) return 0;
-  else return static_cast<double>(value);
+  if constexpr (std::is_same_v<T, Half>)
+    return half_to_float(value.bits);
+  else if constexpr (std::is_same_v<T, BFloat>)
+    return bfloat_to_float(value.bits);
+  else if constexpr (std::is_same_v<T, Byte>)
+    return 0;
+  else
+    return static_cast<double>(value);
 }
 
 template <class T>
-constexpr bool kFloating = std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
-                           std::is_same_v<T, BFloat>;
+constexpr bool kFloating =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat>;
 
 // One loop per element type, so that no element pays for a switch on its type.
 template <class T>
@@ -122,19 +126,45 @@ RegionCheck compare_region(std::span<const std::byte> actual, std::span<const st
 
   const std::size_t whole = expected.size() / element;
   switch (type) {
-    case ElementType::u8: compare_elements<std::uint8_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::i8: compare_elements<std::int8_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::u16: compare_elements<std::uint16_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::i16: compare_elements<std::int16_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::u32: compare_elements<std::uint32_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::i32: compare_elements<std::int32_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::u64: compare_elements<std::uint64_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::i64: compare_elements<std::int64_t>(actual, expected, whole, tolerance, check); break;
-    case ElementType::f16: compare_elements<Half>(actual, expected, whole, tolerance, check); break;
-    case ElementType::bf16: compare_elements<BFloat>(actual, expected, whole, tolerance, check); break;
-    case ElementType::f32: compare_elements<float>(actual, expected, whole, tolerance, check); break;
-    case ElementType::f64: compare_elements<double>(actual, expected, whole, tolerance, check); break;
-    case ElementType::unknown: compare_elements<Byte>(actual, expected, whole, tolerance, check); break;
+    case ElementType::u8:
+      compare_elements<std::uint8_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::i8:
+      compare_elements<std::int8_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::u16:
+      compare_elements<std::uint16_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::i16:
+      compare_elements<std::int16_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::u32:
+      compare_elements<std::uint32_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::i32:
+      compare_elements<std::int32_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::u64:
+      compare_elements<std::uint64_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::i64:
+      compare_elements<std::int64_t>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::f16:
+      compare_elements<Half>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::bf16:
+      compare_elements<BFloat>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::f32:
+      compare_elements<float>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::f64:
+      compare_elements<double>(actual, expected, whole, tolerance, check);
+      break;
+    case ElementType::unknown:
+      compare_elements<Byte>(actual, expected, whole, tolerance, check);
+      break;
   }
   // A trailing partial element (a region whose size is not a multiple of its element size).
   if (whole * element < expected.size() &&

@@ -47,11 +47,13 @@ void add_record(CLI::App& app, RecordArgs& a) {
   r3::record::RecordOptions& o = a.options;
   CLI::App* record = app.add_subcommand(
       "record", "Run an application and record the launches of selected kernels into a capture");
-  record->add_option("-k,--kernel", o.kernels,
-                     "Kernels to record: a regex over mangled, demangled names and Kokkos labels")
+  record
+      ->add_option("-k,--kernel", o.kernels,
+                   "Kernels to record: a regex over mangled, demangled names and Kokkos labels")
       ->capture_default_str();
-  record->add_option("-o,--output", o.output,
-                     "Capture file to write (under MPI: one file per rank, rank number added)")
+  record
+      ->add_option("-o,--output", o.output,
+                   "Capture file to write (under MPI: one file per rank, rank number added)")
       ->capture_default_str();
   record->add_option("--launches", o.launches, "Distinct launches to record per kernel")
       ->capture_default_str()
@@ -59,9 +61,10 @@ void add_record(CLI::App& app, RecordArgs& a) {
   record->add_option("--ranks", o.ranks,
                      "MPI ranks to record, e.g. 0,3 (default: all; rank from OMPI_COMM_WORLD_RANK, "
                      "PMI_RANK, SLURM_PROCID or FLUX_TASK_RANK)");
-  record->add_option("--capture", a.capture,
-                     "Memory to capture: 'reachable' from arguments and globals, or 'all' live "
-                     "allocations (CUDA applications; host applications declare their regions)")
+  record
+      ->add_option("--capture", a.capture,
+                   "Memory to capture: 'reachable' from arguments and globals, or 'all' live "
+                   "allocations (CUDA applications; host applications declare their regions)")
       ->capture_default_str()
       ->check(CLI::IsMember({"reachable", "all"}));
   record->add_flag("--kokkos", a.kokkos,
@@ -76,8 +79,9 @@ void add_replay(CLI::App& app, ReplayArgs& a) {
       "replay",
       "Replay recorded launches of a kernel, optionally as a variant, verify and time them");
   replay->add_option("capture", a.capture, "Capture file")->required();
-  replay->add_option("-k,--kernel", o.kernel,
-                     "Kernel: name, demangled name, Kokkos label or #index (default: the only one)");
+  replay->add_option(
+      "-k,--kernel", o.kernel,
+      "Kernel: name, demangled name, Kokkos label or #index (default: the only one)");
   replay->add_option("--source", a.source,
                      "Variant source file to compile instead of the recorded code");
   replay->add_option("--entry", o.entry,
@@ -182,7 +186,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return run_inspect(inspect);
     if (app.got_subcommand("record")) {
       if (record.kokkos) {
-        throw r3::NotAvailableError("'r3 record --kokkos': the Kokkos Tools connector is not built yet");
+        throw r3::NotAvailableError(
+            "'r3 record --kokkos': the Kokkos Tools connector is not built yet");
       }
       return r3::record::record_application(record.options, std::cerr);
     }

@@ -13,13 +13,10 @@
 namespace {
 
 namespace fs = std::filesystem;
+using r3::test::contains;
 using r3::test::ProcessResult;
 using r3::test::run_process;
 using r3::test::TempDir;
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
 
 class Cli : public ::testing::Test {
  protected:

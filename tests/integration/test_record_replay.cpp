@@ -11,13 +11,10 @@
 namespace {
 
 namespace fs = std::filesystem;
+using r3::test::contains;
 using r3::test::ProcessResult;
 using r3::test::run_process;
 using r3::test::TempDir;
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
 
 const fs::path kVariants = fs::path(R3_TEST_DATA_DIR) / "variants";
 
@@ -34,8 +31,8 @@ class RecordReplay : public ::testing::Test {
   fs::path record(const std::string& example, std::vector<std::string> app_args,
                   const std::string& launches = "2") {
     fs::path capture = dir_ / (fs::path(example).filename().string() + ".h5");
-    std::vector<std::string> args = {"record", "-o", capture.string(), "--launches", launches, "--",
-                                     example};
+    std::vector<std::string> args = {"record", "-o", capture.string(), "--launches",
+                                     launches, "--", example};
     args.insert(args.end(), app_args.begin(), app_args.end());
     ProcessResult result = r3(args);
     EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
@@ -71,8 +68,8 @@ TEST_F(RecordReplay, EveryExampleRecordsAndReplaysVerified) {
     EXPECT_TRUE(contains(replay.out, "memory    same address") ||
                 contains(replay.out, "memory    relocated"))
         << replay.out;
-    EXPECT_TRUE(contains(replay.out, "result    ok: " + std::to_string(example.launches) +
-                                         " launch(es) verified"))
+    EXPECT_TRUE(contains(
+        replay.out, "result    ok: " + std::to_string(example.launches) + " launch(es) verified"))
         << replay.out;
     EXPECT_FALSE(contains(replay.out, "FAIL")) << replay.out;
   }
@@ -84,7 +81,8 @@ TEST_F(RecordReplay, RecordReportsWhatItCaptured) {
                              "--", R3_TEST_EXAMPLE_STENCIL, "64", "5"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   // Steps alternate the two buffers: only two distinct launches exist.
-  EXPECT_TRUE(contains(result.err, "r3 record: " + capture.string() + ": 1 kernel(s), 2 launch(es)"))
+  EXPECT_TRUE(
+      contains(result.err, "r3 record: " + capture.string() + ": 1 kernel(s), 2 launch(es)"))
       << result.err;
   EXPECT_TRUE(contains(result.out, "stencil: 5 steps on 64 x 64")) << result.out;  // app output
 }
@@ -92,15 +90,16 @@ TEST_F(RecordReplay, RecordReportsWhatItCaptured) {
 TEST_F(RecordReplay, VariantsAreVerifiedAndBrokenOnesExplained) {
   fs::path capture = record(R3_TEST_EXAMPLE_STENCIL, {"96", "2"});
   auto replay_variant = [&](const std::string& file, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"replay", capture.string(), "--source",
-                                     (kVariants / file).string(), "-n", "2"};
+    std::vector<std::string> args = {
+        "replay", capture.string(), "--source", (kVariants / file).string(), "-n", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     return r3(args);
   };
 
   ProcessResult off_by_one = replay_variant("stencil_off_by_one.cpp");
   EXPECT_EQ(off_by_one.exit_code, 1);
-  EXPECT_TRUE(contains(off_by_one.out, "FAIL out  changed, rtol=1e-05 atol=1e-08")) << off_by_one.out;
+  EXPECT_TRUE(contains(off_by_one.out, "FAIL out  changed, rtol=1e-05 atol=1e-08"))
+      << off_by_one.out;
   EXPECT_TRUE(contains(off_by_one.out, "result    wrong result: launch 0: region 'out' differs"))
       << off_by_one.out;
 
@@ -119,7 +118,8 @@ TEST_F(RecordReplay, VariantsAreVerifiedAndBrokenOnesExplained) {
   ProcessResult undefined = replay_variant("stencil_tunable.cpp");
   EXPECT_EQ(undefined.exit_code, 1);
   EXPECT_TRUE(contains(undefined.out, "compile with -D UNROLL=<factor>")) << undefined.out;
-  ProcessResult tuned = replay_variant("stencil_tunable.cpp", {"-D", "UNROLL=4", "--passes", "default<O3>"});
+  ProcessResult tuned =
+      replay_variant("stencil_tunable.cpp", {"-D", "UNROLL=4", "--passes", "default<O3>"});
   EXPECT_EQ(tuned.exit_code, 0) << tuned.out;
   EXPECT_TRUE(contains(tuned.out, "variant   " + (kVariants / "stencil_tunable.cpp").string() +
                                       ", passes default<O3>, -DUNROLL=4"))
@@ -127,7 +127,8 @@ TEST_F(RecordReplay, VariantsAreVerifiedAndBrokenOnesExplained) {
 
   ProcessResult pipeline = r3({"replay", capture.string(), "--passes", "function(no-such-pass)"});
   EXPECT_EQ(pipeline.exit_code, 1);
-  EXPECT_TRUE(contains(pipeline.out, "invalid pass pipeline 'function(no-such-pass)'")) << pipeline.out;
+  EXPECT_TRUE(contains(pipeline.out, "invalid pass pipeline 'function(no-such-pass)'"))
+      << pipeline.out;
 }
 
 TEST_F(RecordReplay, ReplayErrorsNameTheProblem) {
@@ -146,14 +147,16 @@ TEST_F(RecordReplay, RecordSaysWhenNothingMatched) {
   ProcessResult result = r3({"record", "-k", "^saxpy$", "-o", (dir_ / "none.h5").string(), "--",
                              R3_TEST_EXAMPLE_STENCIL, "16", "1"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_TRUE(contains(result.err, "no kernel matched '^saxpy$'; the application called: stencil2d"))
+  EXPECT_TRUE(
+      contains(result.err, "no kernel matched '^saxpy$'; the application called: stencil2d"))
       << result.err;
   EXPECT_TRUE(contains(result.err, "nothing was recorded")) << result.err;
   EXPECT_FALSE(fs::exists(dir_ / "none.h5"));
 }
 
 TEST_F(RecordReplay, RecordPassesOnTheApplicationsFailure) {
-  ProcessResult failing = r3({"record", "-o", (dir_ / "x.h5").string(), "--", R3_TEST_EXAMPLE_STENCIL, "1"});
+  ProcessResult failing =
+      r3({"record", "-o", (dir_ / "x.h5").string(), "--", R3_TEST_EXAMPLE_STENCIL, "1"});
   EXPECT_EQ(failing.exit_code, 2);  // the application's usage error
   EXPECT_TRUE(contains(failing.err, "the application exited with status 2")) << failing.err;
   ProcessResult missing = r3({"record", "-o", (dir_ / "x.h5").string(), "--", "/nonexistent/app"});
@@ -163,8 +166,9 @@ TEST_F(RecordReplay, RecordPassesOnTheApplicationsFailure) {
 
 TEST_F(RecordReplay, UnderMpiEachSelectedRankWritesItsOwnFile) {
   fs::path capture = dir_ / "ranks.h5";
-  ProcessResult rank3 = r3({"record", "-o", capture.string(), "--", R3_TEST_EXAMPLE_STENCIL, "16", "1"},
-                           {"SLURM_PROCID=3"});
+  ProcessResult rank3 =
+      r3({"record", "-o", capture.string(), "--", R3_TEST_EXAMPLE_STENCIL, "16", "1"},
+         {"SLURM_PROCID=3"});
   EXPECT_EQ(rank3.exit_code, 0) << rank3.err;
   EXPECT_TRUE(fs::exists(dir_ / "ranks.rank3.h5"));
   EXPECT_EQ(r3::capture::CaptureReader::open(dir_ / "ranks.rank3.h5").info().rank, 3);

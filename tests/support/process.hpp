@@ -15,6 +15,10 @@ struct ProcessResult {
   std::string err;
 };
 
+inline bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv,
                           std::chrono::seconds timeout = std::chrono::seconds(120),
                           const std::vector<std::string>& extra_environment = {});

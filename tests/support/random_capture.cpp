@@ -93,9 +93,7 @@ ExpectedCapture random_capture(std::uint64_t seed, const CaptureShape& shape) {
   return out;
 }
 
-void write_capture(const std::filesystem::path& path, const ExpectedCapture& expected,
-                   CaptureWriter::Options options) {
-  CaptureWriter writer = CaptureWriter::create(path, expected.info, options);
+void fill_capture(CaptureWriter& writer, const ExpectedCapture& expected) {
   for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
   for (const Kernel& kernel : expected.kernels) {
     Kernel without_launches = kernel;
@@ -103,6 +101,12 @@ void write_capture(const std::filesystem::path& path, const ExpectedCapture& exp
     std::size_t id = writer.add_kernel(without_launches);
     for (const Launch& launch : kernel.launches) writer.add_launch(id, launch);
   }
+}
+
+void write_capture(const std::filesystem::path& path, const ExpectedCapture& expected,
+                   CaptureWriter::Options options) {
+  CaptureWriter writer = CaptureWriter::create(path, expected.info, options);
+  fill_capture(writer, expected);
   writer.close();
 }
 

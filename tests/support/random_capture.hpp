@@ -29,7 +29,9 @@ struct CaptureShape {
 
 std::vector<std::byte> random_bytes(std::mt19937_64& rng, std::uint64_t size);
 ExpectedCapture random_capture(std::uint64_t seed, const CaptureShape& shape);
-// Writes the model through CaptureWriter (every content first, then kernels and launches).
+// Puts the model into `writer`: every content first, then the kernels and their launches.
+void fill_capture(capture::CaptureWriter& writer, const ExpectedCapture& expected);
+// Writes the model into a new capture file and closes it.
 void write_capture(const std::filesystem::path& path, const ExpectedCapture& expected,
                    capture::CaptureWriter::Options options = {});
 

@@ -38,13 +38,7 @@ void write_and_die(const std::filesystem::path& path, const ExpectedCapture& exp
   if (child == 0) {
     try {
       CaptureWriter writer = CaptureWriter::create(path, expected.info);
-      for (const auto& [hash, bytes] : expected.contents) writer.put_content(bytes);
-      for (const Kernel& kernel : expected.kernels) {
-        Kernel without_launches = kernel;
-        without_launches.launches.clear();
-        std::size_t id = writer.add_kernel(without_launches);
-        for (const Launch& launch : kernel.launches) writer.add_launch(id, launch);
-      }
+      r3::test::fill_capture(writer, expected);
       _exit(0);
     } catch (...) {
       _exit(1);

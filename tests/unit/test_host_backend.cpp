@@ -20,7 +20,8 @@ using r3::test::TempDir;
 
 const std::uint64_t kPage = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 
-const char* kStencil = R"(extern "C" void stencil2d(const float* in, float* out, int n, float alpha) {
+const char* kStencil =
+    R"(extern "C" void stencil2d(const float* in, float* out, int n, float alpha) {
   for (int y = 1; y < n - 1; ++y) {
     for (int x = 1; x < n - 1; ++x) {
       int i = y * n + x;
@@ -69,9 +70,12 @@ fs::path stencil_capture(const TempDir& dir, std::uint64_t in_address, std::uint
   Kernel kernel;
   kernel.name = "stencil2d";
   if (with_source) {
-    kernel.images["source"] = writer.put_content(std::as_bytes(std::span(std::string_view(kStencil))));
+    kernel.images["source"] =
+        writer.put_content(std::as_bytes(std::span(std::string_view(kStencil))));
   }
-  kernel.params = {{0, 8, true, "const float*"}, {8, 8, true, "float*"}, {16, 4, false, "int"},
+  kernel.params = {{0, 8, true, "const float*"},
+                   {8, 8, true, "float*"},
+                   {16, 4, false, "int"},
                    {20, 4, false, "float"}};
   std::size_t id = writer.add_kernel(kernel);
   std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size(), 0.0f);
@@ -89,10 +93,13 @@ fs::path stencil_capture(const TempDir& dir, std::uint64_t in_address, std::uint
     append(launch.args, out_at);
     append(launch.args, n);
     append(launch.args, 0.2f);
-    launch.prologue = {{"in", RegionKind::allocation, in_at, bytes, ElementType::f32, writer.put_content(bytes_of(in))},
-                       {"out", RegionKind::allocation, out_at, bytes, ElementType::f32, writer.put_content(bytes_of(out))}};
+    launch.prologue = {{"in", RegionKind::allocation, in_at, bytes, ElementType::f32,
+                        writer.put_content(bytes_of(in))},
+                       {"out", RegionKind::allocation, out_at, bytes, ElementType::f32,
+                        writer.put_content(bytes_of(out))}};
     stencil_reference(in.data(), out.data(), n, 0.2f);
-    launch.epilogue = {{"out", RegionKind::allocation, out_at, bytes, ElementType::f32, writer.put_content(bytes_of(out))}};
+    launch.epilogue = {{"out", RegionKind::allocation, out_at, bytes, ElementType::f32,
+                        writer.put_content(bytes_of(out))}};
     writer.add_launch(id, launch);
   }
   writer.close();
@@ -150,8 +157,8 @@ TEST(HostBackend, AnOffByOneVariantIsCaught) {
   TempDir dir;
   const std::uint64_t base = free_range(64 * kPage);
   Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
-  Compiled compiled =
-      replay.backend->compile(variant_from(replace(kStencil, "int i = y * n + x;", "int i = y * n + x + 1;")));
+  Compiled compiled = replay.backend->compile(
+      variant_from(replace(kStencil, "int i = y * n + x;", "int i = y * n + x + 1;")));
   ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
   RunResult result = replay.backend->run(compiled, RunOptions{});
   EXPECT_EQ(result.outcome, Outcome::wrong_result);
@@ -167,12 +174,13 @@ TEST(HostBackend, AVariantThatWritesOutsideItsOutputIsCaught) {
   TempDir dir;
   const std::uint64_t base = free_range(64 * kPage);
   Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
-  std::string writes_input =
-      replace(kStencil, "const float* in,", "float* in,") ;
+  std::string writes_input = replace(kStencil, "const float* in,", "float* in,");
   writes_input = replace(writes_input, "    }\n  }\n}", "    }\n  }\n  in[0] = 0.5f;\n}");
-  RunResult result = replay.backend->run(replay.backend->compile(variant_from(writes_input)), RunOptions{});
+  RunResult result =
+      replay.backend->run(replay.backend->compile(variant_from(writes_input)), RunOptions{});
   EXPECT_EQ(result.outcome, Outcome::wrong_result);
-  EXPECT_NE(result.message.find("region 'in' was modified but must stay untouched"), std::string::npos)
+  EXPECT_NE(result.message.find("region 'in' was modified but must stay untouched"),
+            std::string::npos)
       << result.message;
 }
 
@@ -182,8 +190,10 @@ TEST(HostBackend, ToleranceComesFromTheOptions) {
   Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
   // The same formula, reassociated: results differ in the last bits of some elements.
   Compiled compiled = replay.backend->compile(variant_from(replace(
-      kStencil, "out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);",
-      "out[i] = (1.0f - 4.0f * alpha) * in[i] + alpha * ((in[i - 1] + in[i + 1]) + (in[i - n] + in[i + n]));")));
+      kStencil,
+      "out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);",
+      "out[i] = (1.0f - 4.0f * alpha) * in[i] + alpha * ((in[i - 1] + in[i + 1]) + (in[i - n] + "
+      "in[i + n]));")));
   RunOptions loose;
   EXPECT_EQ(replay.backend->run(compiled, loose).outcome, Outcome::ok);
   RunOptions exact;
@@ -196,7 +206,8 @@ TEST(HostBackend, CompileErrorsAndBadPipelinesAreResultsNotExceptions) {
   TempDir dir;
   const std::uint64_t base = free_range(64 * kPage);
   Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
-  Compiled broken = replay.backend->compile(variant_from(replace(kStencil, "4.0f * in[i]", "4.0f * in[i")));
+  Compiled broken =
+      replay.backend->compile(variant_from(replace(kStencil, "4.0f * in[i]", "4.0f * in[i")));
   EXPECT_FALSE(broken.ok);
   EXPECT_NE(broken.diagnostics.find("stencil.cpp:5:"), std::string::npos) << broken.diagnostics;
   RunResult result = replay.backend->run(broken, RunOptions{});
@@ -212,7 +223,8 @@ TEST(HostBackend, CompileErrorsAndBadPipelinesAreResultsNotExceptions) {
 TEST(HostBackend, ACaptureWithoutSourceNeedsAVariantSource) {
   TempDir dir;
   const std::uint64_t base = free_range(64 * kPage);
-  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage, 32, 1, /*with_source=*/false));
+  Replay replay =
+      prepared(stencil_capture(dir, base, base + 16 * kPage, 32, 1, /*with_source=*/false));
   Compiled compiled = replay.backend->compile(Variant{});
   EXPECT_FALSE(compiled.ok);
   EXPECT_NE(compiled.diagnostics.find("holds no source for kernel 'stencil2d'"), std::string::npos);
@@ -262,7 +274,8 @@ TEST(HostBackend, RelocatesWhenTheRecordedAddressesAreTaken) {
     CaptureWriter writer = CaptureWriter::create(dir / "p.h5", info);
     Kernel kernel;
     kernel.name = "push";
-    kernel.images["source"] = writer.put_content(std::as_bytes(std::span(std::string_view(kParticles))));
+    kernel.images["source"] =
+        writer.put_content(std::as_bytes(std::span(std::string_view(kParticles))));
     kernel.params = {{0, 32, false, ""}, {32, 4, false, "float"}};
     std::size_t id = writer.add_kernel(kernel);
     Launch launch;
@@ -273,17 +286,20 @@ TEST(HostBackend, RelocatesWhenTheRecordedAddressesAreTaken) {
     launch.args.resize(32);
     append(launch.args, 0.1f);
     auto region = [&](const char* name, std::uint64_t at, auto& data, ElementType type) {
-      return Region{name, RegionKind::allocation, at, data.size() * sizeof(data[0]), type,
-                    writer.put_content(bytes_of(data))};
+      return Region{name, RegionKind::allocation,
+                    at,   data.size() * sizeof(data[0]),
+                    type, writer.put_content(bytes_of(data))};
     };
-    launch.prologue = {region("x", x_at, x, ElementType::f32), region("v", v_at, v, ElementType::f32),
-                       region("f0", f0_at, f0, ElementType::f32), region("f1", f1_at, f1, ElementType::f32),
-                       region("field", table_at, table, ElementType::u64)};
+    launch.prologue = {
+        region("x", x_at, x, ElementType::f32), region("v", v_at, v, ElementType::f32),
+        region("f0", f0_at, f0, ElementType::f32), region("f1", f1_at, f1, ElementType::f32),
+        region("field", table_at, table, ElementType::u64)};
     for (int i = 0; i < count; ++i) {
       v[i] += 0.1f * f0[i] + f1[i];
       x[i] += 0.1f * v[i];
     }
-    launch.epilogue = {region("x", x_at, x, ElementType::f32), region("v", v_at, v, ElementType::f32)};
+    launch.epilogue = {region("x", x_at, x, ElementType::f32),
+                       region("v", v_at, v, ElementType::f32)};
     writer.add_launch(id, launch);
   }
   // Something else now lives where the table and the first field were recorded.
@@ -292,13 +308,15 @@ TEST(HostBackend, RelocatesWhenTheRecordedAddressesAreTaken) {
   ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), f0_at);
   Replay replay = prepared(dir / "p.h5");
   EXPECT_EQ(replay.backend->address_mode(), AddressMode::relocated);
-  EXPECT_NE(replay.backend->placement().find("moved"), std::string::npos) << replay.backend->placement();
+  EXPECT_NE(replay.backend->placement().find("moved"), std::string::npos)
+      << replay.backend->placement();
   RunResult result = replay.backend->run(replay.backend->compile(Variant{}), RunOptions{});
   EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
   ASSERT_EQ(result.launches.size(), 1u);
   EXPECT_TRUE(result.launches[0].verified);
   // Untouched: the pointer table, as rewritten, is still what the kernel left.
-  for (const RegionCheck& check : result.launches[0].regions) EXPECT_TRUE(check.passed) << check.name;
+  for (const RegionCheck& check : result.launches[0].regions)
+    EXPECT_TRUE(check.passed) << check.name;
   munmap(occupant, 3 * kPage);
 }
 

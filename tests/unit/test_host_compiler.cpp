@@ -24,7 +24,7 @@ class Args {
   }
   void call(const HostCompileResult& compiled) const {
     ASSERT_TRUE(compiled.ok()) << compiled.diagnostics;
-    entry_of(*compiled.kernel)(bytes_.data(), offsets_.data());
+    entry_of (*compiled.kernel)(bytes_.data(), offsets_.data());
   }
 
  private:
@@ -113,14 +113,19 @@ TEST(HostCompiler, ABadPassPipelineIsAClearError) {
 TEST(HostCompiler, PipelinesChangeTheCodeButNotTheResult) {
   std::vector<float> reference;
   std::uint64_t smallest = UINT64_MAX, largest = 0;
-  for (const char* pipeline : {"default<O0>", "default<O1>", "default<O3>",
-                               "function(sroa,instcombine,loop-unroll)"}) {
+  for (const char* pipeline :
+       {"default<O0>", "default<O1>", "default<O3>", "function(sroa,instcombine,loop-unroll)"}) {
     SCOPED_TRACE(pipeline);
     HostCompileResult compiled = compile_host_kernel(source(kAxpy), "axpy", pipeline);
     ASSERT_TRUE(compiled.ok()) << compiled.diagnostics;
     std::vector<float> x(1000), y(1000, 1.0f);
     for (int i = 0; i < 1000; ++i) x[i] = static_cast<float>(i) * 0.5f;
-    Args().add(1000).add(3.0f).add(static_cast<const float*>(x.data())).add(y.data()).call(compiled);
+    Args()
+        .add(1000)
+        .add(3.0f)
+        .add(static_cast<const float*>(x.data()))
+        .add(y.data())
+        .call(compiled);
     if (reference.empty()) reference = y;
     EXPECT_EQ(y, reference);
     smallest = std::min(smallest, compiled.code_bytes);
@@ -149,7 +154,8 @@ TEST(HostCompiler, CompilesFromSeveralThreadsAtOnce) {
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < results.size(); ++i) {
     threads.emplace_back([&results, i] {
-      results[i] = compile_host_kernel(source(kAxpy), "axpy", i % 2 ? "default<O3>" : "default<O1>");
+      results[i] =
+          compile_host_kernel(source(kAxpy), "axpy", i % 2 ? "default<O3>" : "default<O1>");
     });
   }
   for (auto& t : threads) t.join();

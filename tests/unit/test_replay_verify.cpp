@@ -72,12 +72,15 @@ TEST(Verify, NaNMatchesNaNButNotANumber) {
 TEST(Verify, HalfAndBfloatAreComparedAsNumbers) {
   // f16: 1.0 = 0x3c00, 1.0009765625 = 0x3c01 (one ulp); bf16: 1.0 = 0x3f80, 1.0078125 = 0x3f81.
   std::vector<std::uint16_t> half_expected = {0x3c00}, half_actual = {0x3c01};
-  EXPECT_TRUE(compare(half_actual, half_expected, ElementType::f16, Tolerance::relative(1e-3, 0)).passed);
-  RegionCheck half = compare(half_actual, half_expected, ElementType::f16, Tolerance::relative(1e-4, 0));
+  EXPECT_TRUE(
+      compare(half_actual, half_expected, ElementType::f16, Tolerance::relative(1e-3, 0)).passed);
+  RegionCheck half =
+      compare(half_actual, half_expected, ElementType::f16, Tolerance::relative(1e-4, 0));
   EXPECT_FALSE(half.passed);
   EXPECT_NEAR(half.max_error, 0.0009765625, 1e-12);
   std::vector<std::uint16_t> bf_expected = {0x3f80}, bf_actual = {0x3f81};
-  EXPECT_TRUE(compare(bf_actual, bf_expected, ElementType::bf16, Tolerance::relative(1e-2, 0)).passed);
+  EXPECT_TRUE(
+      compare(bf_actual, bf_expected, ElementType::bf16, Tolerance::relative(1e-2, 0)).passed);
   EXPECT_NEAR(compare(bf_actual, bf_expected, ElementType::bf16, Tolerance::exact()).max_error,
               0.0078125, 1e-12);
 }
@@ -96,9 +99,9 @@ TEST(Verify, UnknownBytesAndPartialElements) {
 }
 
 TEST(Verify, SizeMismatchFails) {
-  EXPECT_FALSE(compare(std::vector<float>{1}, std::vector<float>{1, 2}, ElementType::f32,
-                       Tolerance::exact())
-                   .passed);
+  EXPECT_FALSE(
+      compare(std::vector<float>{1}, std::vector<float>{1, 2}, ElementType::f32, Tolerance::exact())
+          .passed);
 }
 
 }  // namespace

@@ -37,8 +37,10 @@ inline bool recording() noexcept { return detail::recording; }
 template <class T>
 constexpr capture::ElementType element_type_of() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, float>) return capture::ElementType::f32;
-  else if constexpr (std::is_same_v<U, double>) return capture::ElementType::f64;
+  if constexpr (std::is_same_v<U, float>)
+    return capture::ElementType::f32;
+  else if constexpr (std::is_same_v<U, double>)
+    return capture::ElementType::f64;
   else if constexpr (std::is_integral_v<U> && sizeof(U) == 1)
     return std::is_signed_v<U> ? capture::ElementType::i8 : capture::ElementType::u8;
   else if constexpr (std::is_integral_v<U> && sizeof(U) == 2)
@@ -47,7 +49,8 @@ constexpr capture::ElementType element_type_of() {
     return std::is_signed_v<U> ? capture::ElementType::i32 : capture::ElementType::u32;
   else if constexpr (std::is_integral_v<U> && sizeof(U) == 8)
     return std::is_signed_v<U> ? capture::ElementType::i64 : capture::ElementType::u64;
-  else return capture::ElementType::unknown;
+  else
+    return capture::ElementType::unknown;
 }
 
 // A readable C type name for fundamental types and pointers to them ("const float*"), else "".
@@ -58,22 +61,38 @@ std::string type_name() {
     std::string inner = type_name<std::remove_cv_t<Pointee>>();
     if (inner.empty()) return "";
     return (std::is_const_v<Pointee> ? "const " : "") + inner + "*";
-  } else if constexpr (std::is_same_v<T, float>) return "float";
-  else if constexpr (std::is_same_v<T, double>) return "double";
-  else if constexpr (std::is_same_v<T, bool>) return "bool";
-  else if constexpr (std::is_same_v<T, char>) return "char";
-  else if constexpr (std::is_same_v<T, signed char>) return "signed char";
-  else if constexpr (std::is_same_v<T, unsigned char>) return "unsigned char";
-  else if constexpr (std::is_same_v<T, short>) return "short";
-  else if constexpr (std::is_same_v<T, unsigned short>) return "unsigned short";
-  else if constexpr (std::is_same_v<T, int>) return "int";
-  else if constexpr (std::is_same_v<T, unsigned>) return "unsigned";
-  else if constexpr (std::is_same_v<T, long>) return "long";
-  else if constexpr (std::is_same_v<T, unsigned long>) return "unsigned long";
-  else if constexpr (std::is_same_v<T, long long>) return "long long";
-  else if constexpr (std::is_same_v<T, unsigned long long>) return "unsigned long long";
-  else if constexpr (std::is_same_v<T, void>) return "void";
-  else return "";
+  } else if constexpr (std::is_same_v<T, float>)
+    return "float";
+  else if constexpr (std::is_same_v<T, double>)
+    return "double";
+  else if constexpr (std::is_same_v<T, bool>)
+    return "bool";
+  else if constexpr (std::is_same_v<T, char>)
+    return "char";
+  else if constexpr (std::is_same_v<T, signed char>)
+    return "signed char";
+  else if constexpr (std::is_same_v<T, unsigned char>)
+    return "unsigned char";
+  else if constexpr (std::is_same_v<T, short>)
+    return "short";
+  else if constexpr (std::is_same_v<T, unsigned short>)
+    return "unsigned short";
+  else if constexpr (std::is_same_v<T, int>)
+    return "int";
+  else if constexpr (std::is_same_v<T, unsigned>)
+    return "unsigned";
+  else if constexpr (std::is_same_v<T, long>)
+    return "long";
+  else if constexpr (std::is_same_v<T, unsigned long>)
+    return "unsigned long";
+  else if constexpr (std::is_same_v<T, long long>)
+    return "long long";
+  else if constexpr (std::is_same_v<T, unsigned long long>)
+    return "unsigned long long";
+  else if constexpr (std::is_same_v<T, void>)
+    return "void";
+  else
+    return "";
 }
 
 // What one recorded call passes and touches.

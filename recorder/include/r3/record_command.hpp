@@ -10,11 +10,11 @@
 namespace r3::record {
 
 struct RecordOptions {
-  std::string kernels = ".*";                     // regex over kernel names
+  std::string kernels = ".*";                      // regex over kernel names
   std::filesystem::path output = "r3-capture.h5";  // one file per rank under MPI
-  unsigned launches = 1;                          // distinct launches per kernel
-  std::string ranks;                              // "0,3"; empty: every rank
-  std::vector<std::string> command;               // the application and its arguments
+  unsigned launches = 1;                           // distinct launches per kernel
+  std::string ranks;                               // "0,3"; empty: every rank
+  std::vector<std::string> command;                // the application and its arguments
 };
 
 // Returns the application's exit status, or 1 when it succeeded but nothing was recorded.

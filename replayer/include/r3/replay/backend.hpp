@@ -45,7 +45,7 @@ struct Variant {
 };
 
 struct Resources {
-  int registers = -1;     // per thread, where the backend knows it
+  int registers = -1;  // per thread, where the backend knows it
   int spilled_bytes = -1;
   int shared_bytes = -1;
   std::uint64_t code_bytes = 0;
@@ -55,7 +55,7 @@ struct Compiled {
   bool ok = false;
   std::string diagnostics;  // compiler messages with line numbers, or why it failed
   Resources resources;
-  double seconds = 0;       // compile time (0 when it came from the cache)
+  double seconds = 0;  // compile time (0 when it came from the cache)
   bool from_cache = false;
   Hash128 key;
   std::shared_ptr<const void> code;  // the backend's handle to the loaded code
@@ -70,10 +70,10 @@ struct RegionCheck {
   bool expected_to_change = false;  // the original launch changed it (it is in the epilogue)
   bool passed = true;
   std::uint64_t elements = 0;
-  std::uint64_t mismatches = 0;      // elements outside tolerance
-  double max_error = 0;              // largest |value - expected| over all elements
+  std::uint64_t mismatches = 0;  // elements outside tolerance
+  double max_error = 0;          // largest |value - expected| over all elements
   std::int64_t first_bad_index = -1;
-  std::string tolerance;             // "bitwise" or "rtol=1e-05 atol=1e-08"
+  std::string tolerance;  // "bitwise" or "rtol=1e-05 atol=1e-08"
 };
 
 struct TimeStats {
@@ -94,7 +94,7 @@ struct RunResult {
   Outcome outcome = Outcome::ok;
   std::string message;  // why, when not ok
   std::vector<LaunchResult> launches;
-  double seconds = 0;   // the candidate's time: sum over launches of the median
+  double seconds = 0;  // the candidate's time: sum over launches of the median
 };
 
 struct RunOptions {

@@ -14,14 +14,14 @@ namespace r3::replay {
 
 struct ReplayOptions {
   std::filesystem::path capture;
-  std::string kernel;                  // empty: the capture's only kernel
-  std::filesystem::path source;        // empty: the recorded code
+  std::string kernel;            // empty: the capture's only kernel
+  std::filesystem::path source;  // empty: the recorded code
   std::string entry;
-  std::string flags;                   // compiler flags, separated by spaces
+  std::string flags;  // compiler flags, separated by spaces
   std::string passes;
-  std::vector<std::string> defines;    // NAME=VALUE
+  std::vector<std::string> defines;  // NAME=VALUE
   std::optional<capture::Dim3> block;
-  std::vector<std::size_t> launches;   // empty: all
+  std::vector<std::size_t> launches;  // empty: all
   unsigned warmup = 2;
   unsigned repeats = 10;
 };

@@ -16,9 +16,9 @@ namespace r3::compiler {
 struct Source {
   std::string name = "kernel.cpp";  // the file name diagnostics refer to
   std::string text;
-  std::map<std::string, std::string> defines;      // -D NAME=VALUE
+  std::map<std::string, std::string> defines;       // -D NAME=VALUE
   std::vector<std::filesystem::path> include_dirs;  // -I
-  std::vector<std::string> flags;                  // further clang flags (e.g. -ffast-math)
+  std::vector<std::string> flags;                   // further clang flags (e.g. -ffast-math)
 };
 
 enum class Stage { none, frontend, passes, codegen };
