@@ -108,6 +108,12 @@ HostEntry entry_of(const HostKernel& kernel) { return kernel.entry(); }
 
 std::string_view llvm_version() { return LLVM_VERSION_STRING; }
 
+const std::string& host_target() {
+  static const std::string target =
+      llvm::sys::getProcessTriple() + " " + llvm::sys::getHostCPUName().str();
+  return target;
+}
+
 std::string check_pass_pipeline(std::string_view passes) {
   initialise_native_target();
   llvm::LLVMContext context;

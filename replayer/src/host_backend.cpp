@@ -135,7 +135,7 @@ class HostBackend final : public Backend {
   Compiled compile(const Variant& variant) override {
     const bool recorded = variant.source_text.empty();
     Hasher hasher;
-    hasher.update_field(variant.key().hex());
+    hasher.update_field(variant.key().hex()).update_field(compiler::host_target());
     if (recorded) hasher.update_field(recorded_source_).update_field(kernel_name_);
     const Hash128 key = hasher.digest();
     {

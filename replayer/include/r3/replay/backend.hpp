@@ -40,7 +40,8 @@ struct Variant {
   config::Compiler compiler = config::Compiler::clang;
   std::optional<capture::Dim3> block;  // a new block shape (GPU backends)
 
-  // Names the compiled code: equal keys compile to the same code.
+  // Names the variant; a backend adds what it compiles for (CPU, GPU architecture) to make the
+  // key its compiled code is cached under.
   Hash128 key() const;
 };
 

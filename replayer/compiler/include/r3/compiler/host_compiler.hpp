@@ -54,6 +54,9 @@ HostEntry entry_of(const HostKernel& kernel);
 std::string check_pass_pipeline(std::string_view passes);
 
 std::string_view llvm_version();
+// What compile_host_kernel generates code for: "<triple> <cpu>", e.g.
+// "x86_64-pc-linux-gnu skylake-avx512". Part of every compiled variant's cache key.
+const std::string& host_target();
 // Where Clang's own headers (stddef.h, ...) are: $R3_CLANG_RESOURCE_DIR, else the directory
 // of the Clang that r3 was built with.
 std::filesystem::path clang_resource_dir();
