@@ -43,8 +43,8 @@ find_package(CLI11 2.1 CONFIG QUIET)
 r3_require(CLI11 libcli11-dev cli11)
 r3_summary_found(CLI11 "${CLI11_VERSION}" "${CLI11_DIR}")
 
-# Needed by evolve/ (LLM client) and bo/ (Bayesian optimisation), whose code comes later: found
-# and reported now, required once those libraries are built.
+# Needed by evolve/ (LLM client), whose code comes later: found and reported now, required once
+# that library is built.
 macro(r3_find_for_later package summary_version summary_location needed_by)
   if(${package}_FOUND)
     r3_summary_found(${package} "${${summary_version}}" "${${summary_location}}")
@@ -55,9 +55,12 @@ endmacro()
 find_package(nlohmann_json 3.10 CONFIG QUIET)
 r3_find_for_later(nlohmann_json nlohmann_json_VERSION nlohmann_json_DIR "evolve/")
 find_package(Eigen3 3.3 CONFIG QUIET)
-r3_find_for_later(Eigen3 Eigen3_VERSION EIGEN3_INCLUDE_DIR "bo/")
+r3_require(Eigen3 libeigen3-dev eigen)
+r3_summary_found(Eigen3 "${Eigen3_VERSION}" "${EIGEN3_INCLUDE_DIR}")
+
 find_package(NLopt 2.6 CONFIG QUIET)
-r3_find_for_later(NLopt NLopt_VERSION NLopt_DIR "bo/")
+r3_require(NLopt libnlopt-dev nlopt)
+r3_summary_found(NLopt "${NLopt_VERSION}" "${NLopt_DIR}")
 find_package(CURL 7.68 QUIET)
 r3_find_for_later(CURL CURL_VERSION_STRING CURL_INCLUDE_DIRS "evolve/ (LLM client)")
 

@@ -1,0 +1,41 @@
+// Expressions over tuning parameters, for known constraints ("bx*by*bz <= 1024",
+// "N % TILE == 0") and for the conditions of conditional parameters ("compiler == \"clang\"").
+// Numbers, names, string literals, + - * / %, comparisons, && || !, parentheses.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace r3::bo {
+
+// A value during evaluation: a number, or a string (a categorical label).
+using Value = std::variant<double, std::string>;
+
+class Expression {
+ public:
+  // Throws r3::Error naming the position for text that does not parse.
+  static Expression parse(std::string_view text);
+
+  // `lookup(name)` returns the value of a name, or nullopt when it has none (an inactive
+  // parameter): a comparison involving it is then false. Callers check names() beforehand.
+  using Lookup = std::function<std::optional<Value>(const std::string& name)>;
+  bool holds(const Lookup& lookup) const;
+  Value evaluate(const Lookup& lookup) const;
+
+  const std::string& text() const { return text_; }
+  // Every name the expression refers to.
+  std::vector<std::string> names() const;
+
+  struct Node;
+
+ private:
+  std::string text_;
+  std::shared_ptr<const Node> root_;
+};
+
+}  // namespace r3::bo

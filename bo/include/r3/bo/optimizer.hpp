@@ -1,0 +1,87 @@
+// Bayesian optimisation over a Space: a GP surrogate on log(time), log-EI or UCB times a
+// feasibility model learned from failures, batches of proposals for idle workers.
+//
+// The optimiser holds no state but its observations (in order) and the pending proposals: a
+// run resumed by observing the same configurations and outcomes in the same order proposes
+// exactly what the uninterrupted run would have, for the same seed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "r3/bo/space.hpp"
+
+namespace r3::bo {
+
+struct Outcome {
+  bool ok = true;
+  double time = 0;      // when ok: positive, any unit (the search works on its logarithm)
+  std::string failure;  // when not: the class of failure (compile error, timeout, ...)
+
+  static Outcome success(double time) { return Outcome{true, time, ""}; }
+  static Outcome failed(std::string why) { return Outcome{false, 0, std::move(why)}; }
+};
+
+struct Observation {
+  Configuration configuration;
+  Outcome outcome;
+};
+
+enum class Acquisition { log_ei, ucb };
+enum class InitialDesign { sobol, latin_hypercube };
+
+struct Options {
+  std::uint64_t seed = 1;
+  std::size_t initial_samples = 8;
+  InitialDesign initial_design = InitialDesign::sobol;
+  Acquisition acquisition = Acquisition::log_ei;
+  double ucb_beta = 2.0;
+  std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
+  std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
+  std::size_t local_search_steps = 6;
+  std::size_t max_gp_points = 512;      // observations the GP conditions on (best first)
+  std::size_t max_fit_points = 128;     // observations its hyperparameters are fitted to
+  int fit_evaluations = 120;            // marginal-likelihood evaluations per fit
+};
+
+class Optimizer {
+ public:
+  Optimizer(Space space, Options options);
+
+  const Space& space() const { return space_; }
+  const Options& options() const { return options_; }
+
+  // Records the outcome of a configuration (pending or not). Throws r3::Error for a
+  // configuration that is not valid in the space.
+  void observe(const Configuration& configuration, const Outcome& outcome);
+
+  // Up to `count` configurations for idle workers: valid, distinct, neither observed nor
+  // pending; they become pending. Fewer only when the space has no more to offer.
+  std::vector<Configuration> propose(std::size_t count);
+  // Forgets the pending proposals (their evaluations were lost).
+  void clear_pending() { pending_.clear(); }
+
+  const std::vector<Observation>& observations() const { return observations_; }
+  const std::vector<Configuration>& pending() const { return pending_; }
+  // The fastest successful observation.
+  std::optional<Observation> best() const;
+
+  // Where the last propose() spent its time (seconds).
+  struct Timing {
+    double fit = 0;         // hyperparameters
+    double candidates = 0;  // candidate pool, posterior, local search
+    double select = 0;      // the batch
+  };
+  const Timing& last_timing() const { return timing_; }
+
+ private:
+  Space space_;
+  Options options_;
+  std::vector<Observation> observations_;
+  std::vector<Configuration> pending_;
+  Timing timing_;
+};
+
+}  // namespace r3::bo

@@ -1,0 +1,50 @@
+// A tuning problem given as a table of measured configurations, for simulating searches:
+// CSV, one column per parameter and a `time` column (a number, or `fail`). The space is the
+// product of each column's distinct values (numeric columns ordinal, others categorical); a
+// configuration the table does not hold counts as a failure.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "r3/bo/optimizer.hpp"
+
+namespace r3::bo {
+
+class Table {
+ public:
+  // Throws r3::Error naming the file and line for a malformed table.
+  static Table load_csv(const std::filesystem::path& path);
+
+  const Space& space() const { return space_; }
+  const std::filesystem::path& path() const { return path_; }
+  Outcome evaluate(const Configuration& configuration) const;
+  double optimum() const { return optimum_; }  // the lowest time in the table
+  std::size_t rows() const { return rows_; }
+  std::size_t failed_rows() const { return failed_rows_; }
+
+ private:
+  explicit Table(Space space) : space_(std::move(space)) {}
+  std::filesystem::path path_;
+  Space space_;
+  std::unordered_map<Hash128, std::optional<double>> times_;  // nullopt: the row failed
+  double optimum_ = 0;
+  std::size_t rows_ = 0;
+  std::size_t failed_rows_ = 0;
+};
+
+// The time of each evaluation in order (+infinity for failures).
+using Trace = std::vector<double>;
+
+// Bayesian optimisation with batches of `batch`, until `budget` evaluations.
+Trace run_bayesian(const Table& table, const Options& options, std::size_t budget,
+                   std::size_t batch);
+// Distinct configurations drawn uniformly from the space, until `budget` evaluations.
+Trace run_random(const Table& table, std::uint64_t seed, std::size_t budget);
+// The number of evaluations after which the best time is at most `target`; nullopt if never.
+std::optional<std::size_t> evaluations_to_reach(const Trace& trace, double target);
+
+}  // namespace r3::bo

@@ -1,0 +1,267 @@
+#include "gp.hpp"
+
+#include <nlopt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "r3/error.hpp"
+
+namespace r3::bo {
+
+Encoder::Encoder(const Space& space) : space_(&space) {
+  const auto& parameters = space.parameters();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Parameter& p = parameters[i];
+    switch (p.kind) {
+      case Kind::ordinal: {
+        numeric_.push_back(i);
+        const double low = p.numbers.front(), high = p.numbers.back();
+        logarithmic_.push_back(low > 0 && high / low >= 8);
+        break;
+      }
+      case Kind::categorical: categorical_.push_back(i); break;
+      case Kind::sequence: sequences_.push_back(i); break;
+    }
+  }
+}
+
+Encoded Encoder::encode(const Configuration& c) const {
+  Encoded e;
+  const auto& parameters = space_->parameters();
+  for (std::size_t k = 0; k < numeric_.size(); ++k) {
+    const std::size_t i = numeric_[k];
+    const Parameter& p = parameters[i];
+    if (c.values[i].empty()) {
+      e.numeric.push_back(std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    const double value = p.numbers[static_cast<std::size_t>(c.values[i][0])];
+    const double low = p.numbers.front(), high = p.numbers.back();
+    double position = 0;
+    if (high > low) {
+      position = logarithmic_[k] ? std::log(value / low) / std::log(high / low)
+                                 : (value - low) / (high - low);
+    }
+    e.numeric.push_back(position);
+  }
+  for (std::size_t i : categorical_) e.categorical.push_back(c.values[i].empty() ? -1 : c.values[i][0]);
+  for (std::size_t i : sequences_) {
+    e.sequences.push_back(c.values[i]);
+    e.sequence_active.push_back(space_->value(c, i).has_value() ? 1 : 0);
+  }
+  return e;
+}
+
+Hyperparameters Hyperparameters::defaults(const Encoder& encoder) {
+  Hyperparameters h;
+  h.lengthscales.assign(encoder.numeric_count(), 0.5);
+  h.categorical_weights.assign(encoder.categorical_count(), 1.0);
+  h.sequence_weights.assign(encoder.sequence_count(), 1.0);
+  return h;
+}
+
+std::vector<double> Hyperparameters::to_log() const {
+  std::vector<double> out{std::log(signal_variance)};
+  for (double v : lengthscales) out.push_back(std::log(v));
+  for (double v : categorical_weights) out.push_back(std::log(v));
+  for (double v : sequence_weights) out.push_back(std::log(v));
+  out.push_back(std::log(noise_variance));
+  return out;
+}
+
+Hyperparameters Hyperparameters::from_log(const std::vector<double>& values, const Encoder& encoder) {
+  Hyperparameters h;
+  std::size_t k = 0;
+  h.signal_variance = std::exp(values[k++]);
+  for (std::size_t i = 0; i < encoder.numeric_count(); ++i) h.lengthscales.push_back(std::exp(values[k++]));
+  for (std::size_t i = 0; i < encoder.categorical_count(); ++i) {
+    h.categorical_weights.push_back(std::exp(values[k++]));
+  }
+  for (std::size_t i = 0; i < encoder.sequence_count(); ++i) {
+    h.sequence_weights.push_back(std::exp(values[k++]));
+  }
+  h.noise_variance = std::exp(values[k++]);
+  return h;
+}
+
+double sequence_distance(const std::vector<int>& a, const std::vector<int>& b) {
+  const std::size_t longer = std::max(a.size(), b.size());
+  if (longer == 0) return 0;
+  std::size_t same_position = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) same_position += a[i] == b[i];
+  std::map<int, int> counts;
+  for (int item : a) ++counts[item];
+  std::size_t shared = 0;
+  for (int item : b) {
+    if (auto it = counts.find(item); it != counts.end() && it->second > 0) {
+      --it->second;
+      ++shared;
+    }
+  }
+  return 1.0 - static_cast<double>(same_position + shared) / (2.0 * static_cast<double>(longer));
+}
+
+double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h) {
+  double r2 = 0;
+  for (std::size_t d = 0; d < a.numeric.size(); ++d) {
+    const double x = a.numeric[d], y = b.numeric[d];
+    const bool x_on = !std::isnan(x), y_on = !std::isnan(y);
+    double diff = 0;
+    if (x_on && y_on) {
+      diff = x - y;
+    } else if (x_on != y_on) {
+      diff = 1;
+    }
+    const double scaled = diff / h.lengthscales[d];
+    r2 += scaled * scaled;
+  }
+  const double r = std::sqrt(5.0 * r2);
+  double k = (1.0 + r + r * r / 3.0) * std::exp(-r);
+  double exponent = 0;
+  for (std::size_t d = 0; d < a.categorical.size(); ++d) {
+    if (a.categorical[d] != b.categorical[d]) exponent += h.categorical_weights[d];
+  }
+  for (std::size_t d = 0; d < a.sequences.size(); ++d) {
+    double distance;
+    if (a.sequence_active[d] != b.sequence_active[d]) {
+      distance = 1;
+    } else if (!a.sequence_active[d]) {
+      distance = 0;
+    } else {
+      distance = sequence_distance(a.sequences[d], b.sequences[d]);
+    }
+    exponent += h.sequence_weights[d] * distance;
+  }
+  return k * std::exp(-exponent);
+}
+
+namespace {
+
+Eigen::MatrixXd covariance(const std::vector<Encoded>& x, const Hyperparameters& h) {
+  const Eigen::Index n = static_cast<Eigen::Index>(x.size());
+  Eigen::MatrixXd k(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    k(i, i) = h.signal_variance + h.noise_variance;
+    for (Eigen::Index j = 0; j < i; ++j) {
+      k(i, j) = k(j, i) = h.signal_variance * correlation(x[i], x[j], h);
+    }
+  }
+  return k;
+}
+
+// Weak log-normal priors that keep the fit away from degenerate corners with little data.
+double log_prior(const std::vector<double>& log_values, const Encoder& encoder) {
+  auto normal = [](double x, double mean, double sd) {
+    const double z = (x - mean) / sd;
+    return -0.5 * z * z;
+  };
+  std::size_t k = 0;
+  double total = normal(log_values[k++], 0.0, 1.5);
+  for (std::size_t i = 0; i < encoder.numeric_count(); ++i) total += normal(log_values[k++], std::log(0.5), 1.5);
+  for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i) {
+    total += normal(log_values[k++], 0.0, 1.5);
+  }
+  total += normal(log_values[k++], std::log(1e-3), 2.5);
+  return total;
+}
+
+struct FitProblem {
+  const std::vector<Encoded>* x;
+  const Eigen::VectorXd* y;
+  const Encoder* encoder;
+};
+
+double objective(unsigned n, const double* values, double* gradient, void* data) {
+  (void)gradient;  // derivative-free method
+  const auto* problem = static_cast<const FitProblem*>(data);
+  std::vector<double> log_values(values, values + n);
+  try {
+    Hyperparameters h = Hyperparameters::from_log(log_values, *problem->encoder);
+    return GaussianProcess::log_marginal_likelihood(*problem->x, *problem->y, h) +
+           log_prior(log_values, *problem->encoder);
+  } catch (...) {  // never let an exception cross NLopt's C frames
+    return -1e30;
+  }
+}
+
+}  // namespace
+
+double GaussianProcess::log_marginal_likelihood(const std::vector<Encoded>& x,
+                                                const Eigen::VectorXd& y, const Hyperparameters& h) {
+  Eigen::LLT<Eigen::MatrixXd> llt(covariance(x, h));
+  if (llt.info() != Eigen::Success) return -1e30;
+  const Eigen::VectorXd alpha = llt.solve(y);
+  const double log_det = 2.0 * llt.matrixLLT().diagonal().array().log().sum();
+  return -0.5 * y.dot(alpha) - 0.5 * log_det - 0.5 * static_cast<double>(y.size()) * std::log(2 * M_PI);
+}
+
+Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
+                                     const Encoder& encoder, int max_evaluations) {
+  Hyperparameters start = Hyperparameters::defaults(encoder);
+  std::vector<double> values = start.to_log();
+  const unsigned n = static_cast<unsigned>(values.size());
+  std::vector<double> lower, upper;
+  lower.push_back(std::log(1e-2));  // signal variance (y is standardised)
+  upper.push_back(std::log(50.0));
+  for (std::size_t i = 0; i < encoder.numeric_count(); ++i) {
+    lower.push_back(std::log(1e-2));
+    upper.push_back(std::log(20.0));
+  }
+  for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i) {
+    lower.push_back(std::log(1e-3));
+    upper.push_back(std::log(20.0));
+  }
+  lower.push_back(std::log(1e-6));  // noise variance
+  upper.push_back(std::log(1.0));
+
+  nlopt_opt optimiser = nlopt_create(NLOPT_LN_BOBYQA, n);
+  if (optimiser == nullptr) throw Error("NLopt could not create a BOBYQA optimiser");
+  FitProblem problem{&x, &y, &encoder};
+  nlopt_set_lower_bounds(optimiser, lower.data());
+  nlopt_set_upper_bounds(optimiser, upper.data());
+  nlopt_set_max_objective(optimiser, objective, &problem);
+  nlopt_set_maxeval(optimiser, max_evaluations);
+  nlopt_set_xtol_rel(optimiser, 1e-4);
+  double best = 0;
+  nlopt_result result = nlopt_optimize(optimiser, values.data(), &best);
+  nlopt_destroy(optimiser);
+  if (result < 0) return start;  // a failed fit keeps the defaults rather than stopping the search
+  return Hyperparameters::from_log(values, encoder);
+}
+
+GaussianProcess::GaussianProcess(std::vector<Encoded> x, Eigen::VectorXd y, Hyperparameters h)
+    : x_(std::move(x)), y_(std::move(y)), h_(std::move(h)) {
+  Eigen::MatrixXd k = covariance(x_, h_);
+  cholesky_.compute(k);
+  // Duplicated points with little noise can make K singular: add jitter until it factors.
+  double jitter = 1e-8;
+  while (cholesky_.info() != Eigen::Success && jitter < 1.0) {
+    k.diagonal().array() += jitter;
+    cholesky_.compute(k);
+    jitter *= 10;
+  }
+  if (cholesky_.info() != Eigen::Success) throw Error("the GP covariance matrix is not positive definite");
+  alpha_ = cholesky_.solve(y_);
+}
+
+void GaussianProcess::predict(const std::vector<Encoded>& points, Eigen::VectorXd& mean,
+                              Eigen::VectorXd& variance, Eigen::MatrixXd* v) const {
+  const Eigen::Index n = static_cast<Eigen::Index>(x_.size());
+  const Eigen::Index m = static_cast<Eigen::Index>(points.size());
+  Eigen::MatrixXd cross(n, m);  // k(X, points)
+  for (Eigen::Index j = 0; j < m; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) {
+      cross(i, j) = h_.signal_variance * correlation(x_[static_cast<std::size_t>(i)],
+                                                     points[static_cast<std::size_t>(j)], h_);
+    }
+  }
+  mean = cross.transpose() * alpha_;
+  cholesky_.matrixL().solveInPlace(cross);  // cross becomes L^-1 k(X, points)
+  variance = (h_.signal_variance - cross.colwise().squaredNorm().array()).max(1e-12).matrix();
+  if (v != nullptr) *v = std::move(cross);
+}
+
+}  // namespace r3::bo

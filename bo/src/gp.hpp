@@ -1,0 +1,85 @@
+// The surrogate of the search: a Gaussian process on standardised log(time) over mixed
+// configurations. Private to libr3bo (tests include it).
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <vector>
+
+#include "r3/bo/space.hpp"
+
+namespace r3::bo {
+
+// A configuration as the kernel sees it.
+struct Encoded {
+  std::vector<double> numeric;            // per ordinal parameter: position in [0, 1]; NaN inactive
+  std::vector<int> categorical;           // per categorical parameter: index; -1 inactive
+  std::vector<std::vector<int>> sequences;  // per sequence parameter: items
+  std::vector<char> sequence_active;
+};
+
+class Encoder {
+ public:
+  explicit Encoder(const Space& space);
+  Encoded encode(const Configuration& configuration) const;
+  std::size_t numeric_count() const { return numeric_.size(); }
+  std::size_t categorical_count() const { return categorical_.size(); }
+  std::size_t sequence_count() const { return sequences_.size(); }
+
+ private:
+  const Space* space_;
+  std::vector<std::size_t> numeric_, categorical_, sequences_;  // parameter indices
+  std::vector<bool> logarithmic_;  // per numeric: positions on a log scale (e.g. 32..1024)
+};
+
+struct Hyperparameters {
+  double signal_variance = 1.0;
+  std::vector<double> lengthscales;         // per numeric dimension (ARD)
+  std::vector<double> categorical_weights;  // per categorical dimension
+  std::vector<double> sequence_weights;     // per sequence dimension
+  double noise_variance = 1e-3;
+
+  static Hyperparameters defaults(const Encoder& encoder);
+  std::vector<double> to_log() const;
+  static Hyperparameters from_log(const std::vector<double>& values, const Encoder& encoder);
+};
+
+// Correlation in [0, 1]: Matérn-5/2 over the numeric dimensions (a dimension active in one
+// configuration and not the other counts as the largest distance), times exp(-w) for each
+// categorical dimension that differs, times exp(-w * d) per sequence with d their distance.
+double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h);
+
+// Distance of two sequences in [0, 1]: 1 - (items equal at the same position + items they
+// share, counted with multiplicity) / (2 * the longer length).
+double sequence_distance(const std::vector<int>& a, const std::vector<int>& b);
+
+class GaussianProcess {
+ public:
+  // `y` is standardised (zero mean, unit variance); the prior mean is 0.
+  GaussianProcess(std::vector<Encoded> x, Eigen::VectorXd y, Hyperparameters h);
+
+  // Maximises the log marginal likelihood plus weak log-normal priors, from the defaults
+  // (deterministic for given data). At most `max_evaluations` likelihood evaluations.
+  static Hyperparameters fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
+                             const Encoder& encoder, int max_evaluations = 150);
+  static double log_marginal_likelihood(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
+                                        const Hyperparameters& h);
+
+  const Hyperparameters& hyperparameters() const { return h_; }
+  std::size_t size() const { return x_.size(); }
+  const std::vector<Encoded>& points() const { return x_; }
+
+  // Posterior mean and variance at `points`; with `v`, also L^-1 k(X, points) (n x m), which
+  // the batch selection uses for posterior covariances.
+  void predict(const std::vector<Encoded>& points, Eigen::VectorXd& mean, Eigen::VectorXd& variance,
+               Eigen::MatrixXd* v = nullptr) const;
+
+ private:
+  std::vector<Encoded> x_;
+  Eigen::VectorXd y_;
+  Hyperparameters h_;
+  Eigen::LLT<Eigen::MatrixXd> cholesky_;
+  Eigen::VectorXd alpha_;  // K^-1 y
+};
+
+}  // namespace r3::bo

@@ -1,0 +1,351 @@
+#include "r3/bo/optimizer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <unordered_set>
+
+#include "gp.hpp"
+#include "r3/bo/design.hpp"
+#include "r3/error.hpp"
+
+namespace r3::bo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// log EI for minimisation, stable far into the tail (z << 0) where EI underflows.
+double log_expected_improvement(double mean, double sd, double best) {
+  const double z = (best - mean) / sd;
+  double log_h;
+  if (z > -6) {
+    const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    log_h = std::log(std::max(pdf + z * cdf, 1e-300));
+  } else {
+    // h(z) = pdf(z) (1 - t R(t)), t = -z, R the Mills ratio: 1 - t R(t) ~ 1/t^2 - 3/t^4 + 15/t^6.
+    const double t2 = z * z;
+    log_h = -0.5 * t2 - 0.5 * std::log(2 * M_PI) + std::log(1 / t2 - 3 / (t2 * t2) + 15 / (t2 * t2 * t2));
+  }
+  return std::log(sd) + log_h;
+}
+
+// The observations a model is built from: all successes, standardised log times, and a subset
+// of them (the best half of `limit`, the rest spread over the run) when there are too many.
+struct Data {
+  std::vector<std::size_t> successes;  // indices into the observations
+  std::vector<double> log_time;        // standardised, per success
+  double best = 0;                     // lowest standardised log time
+};
+
+std::vector<std::size_t> subset(const Data& data, std::size_t limit) {
+  const std::size_t n = data.successes.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (n <= limit) return order;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return data.log_time[a] < data.log_time[b]; });
+  std::vector<std::size_t> chosen(order.begin(), order.begin() + static_cast<long>(limit / 2));
+  std::vector<std::size_t> rest(order.begin() + static_cast<long>(limit / 2), order.end());
+  std::sort(rest.begin(), rest.end());  // in the order they were observed
+  const std::size_t wanted = limit - chosen.size();
+  for (std::size_t k = 0; k < wanted; ++k) chosen.push_back(rest[k * rest.size() / wanted]);
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+// Candidate configurations with what the model says of them.
+struct Pool {
+  std::vector<Configuration> configurations;
+  std::vector<Encoded> encoded;
+  Eigen::VectorXd mean, variance;
+  Eigen::MatrixXd v;  // L^-1 k(X, candidate), one column per candidate
+  std::vector<double> log_feasible;
+  std::unordered_set<Hash128> hashes;
+  std::size_t size() const { return configurations.size(); }
+};
+
+class Model {
+ public:
+  Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
+        Optimizer::Timing& timing)
+      : encoder_(space), options_(options) {
+    const auto start = Clock::now();
+    Data data;
+    for (std::size_t i = 0; i < observations.size(); ++i) {
+      if (observations[i].outcome.ok) data.successes.push_back(i);
+    }
+    std::vector<double> logs;
+    for (std::size_t i : data.successes) logs.push_back(std::log(observations[i].outcome.time));
+    const double mean = std::accumulate(logs.begin(), logs.end(), 0.0) / static_cast<double>(logs.size());
+    double variance = 0;
+    for (double l : logs) variance += (l - mean) * (l - mean);
+    variance /= static_cast<double>(logs.size());
+    const double sd = variance > 1e-24 ? std::sqrt(variance) : 1.0;
+    for (double l : logs) data.log_time.push_back((l - mean) / sd);
+    data.best = *std::min_element(data.log_time.begin(), data.log_time.end());
+    best_ = data.best;
+
+    auto build = [&](const std::vector<std::size_t>& rows, std::vector<Encoded>& x, Eigen::VectorXd& y) {
+      y.resize(static_cast<Eigen::Index>(rows.size()));
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        x.push_back(encoder_.encode(observations[data.successes[rows[k]]].configuration));
+        y(static_cast<Eigen::Index>(k)) = data.log_time[rows[k]];
+      }
+    };
+    std::vector<Encoded> fit_x;
+    Eigen::VectorXd fit_y;
+    build(subset(data, options.max_fit_points), fit_x, fit_y);
+    Hyperparameters h = GaussianProcess::fit(fit_x, fit_y, encoder_, options.fit_evaluations);
+    timing.fit = seconds_since(start);
+    std::vector<Encoded> gp_x;
+    Eigen::VectorXd gp_y;
+    build(subset(data, options.max_gp_points), gp_x, gp_y);
+    gp_ = std::make_unique<GaussianProcess>(std::move(gp_x), std::move(gp_y), h);
+
+    // The feasibility model sees every observation, failures included.
+    std::size_t failures = observations.size() - data.successes.size();
+    if (failures > 0) {
+      for (const Observation& o : observations) {
+        all_.push_back(encoder_.encode(o.configuration));
+        ok_.push_back(o.outcome.ok ? 1.0 : 0.0);
+      }
+      const double rate = (static_cast<double>(data.successes.size()) + 1) /
+                          (static_cast<double>(observations.size()) + 2);
+      prior_ok_ = 2 * rate;
+      prior_failed_ = 2 * (1 - rate);
+    }
+  }
+
+  // Adds `configurations` to the pool with their posterior and feasibility.
+  void evaluate(Pool& pool, std::vector<Configuration> configurations) const {
+    if (configurations.empty()) return;
+    std::vector<Encoded> encoded;
+    for (const Configuration& c : configurations) encoded.push_back(encoder_.encode(c));
+    Eigen::VectorXd mean, variance;
+    Eigen::MatrixXd v;
+    gp_->predict(encoded, mean, variance, &v);
+    const Eigen::Index old = static_cast<Eigen::Index>(pool.size());
+    const Eigen::Index added = static_cast<Eigen::Index>(configurations.size());
+    pool.mean.conservativeResize(old + added);
+    pool.variance.conservativeResize(old + added);
+    pool.v.conservativeResize(v.rows(), old + added);
+    pool.mean.tail(added) = mean;
+    pool.variance.tail(added) = variance;
+    pool.v.rightCols(added) = v;
+    for (std::size_t k = 0; k < configurations.size(); ++k) {
+      pool.log_feasible.push_back(std::log(feasibility(encoded[k])));
+      pool.hashes.insert(configurations[k].hash());
+      pool.encoded.push_back(std::move(encoded[k]));
+      pool.configurations.push_back(std::move(configurations[k]));
+    }
+  }
+
+  // P(feasible): a Beta posterior whose counts are the observations weighted by their kernel
+  // correlation with the point; without failures, 1.
+  double feasibility(const Encoded& x) const {
+    if (all_.empty()) return 1.0;
+    double ok = prior_ok_, total = prior_ok_ + prior_failed_;
+    const Hyperparameters& h = gp_->hyperparameters();
+    for (std::size_t i = 0; i < all_.size(); ++i) {
+      const double w = correlation(x, all_[i], h);
+      ok += w * ok_[i];
+      total += w;
+    }
+    return std::clamp(ok / total, 1e-6, 1.0);
+  }
+
+  double acquisition(double mean, double variance, double log_feasible) const {
+    const double sd = std::sqrt(variance);
+    const double value = options_.acquisition == Acquisition::log_ei
+                             ? log_expected_improvement(mean, sd, best_)
+                             : std::sqrt(options_.ucb_beta) * sd - mean;
+    return value + log_feasible;
+  }
+
+  const GaussianProcess& gp() const { return *gp_; }
+
+ private:
+  Encoder encoder_;
+  const Options& options_;
+  std::unique_ptr<GaussianProcess> gp_;
+  double best_ = 0;
+  std::vector<Encoded> all_;
+  std::vector<double> ok_;
+  double prior_ok_ = 1, prior_failed_ = 1;
+};
+
+}  // namespace
+
+Optimizer::Optimizer(Space space, Options options)
+    : space_(std::move(space)), options_(std::move(options)) {}
+
+void Optimizer::observe(const Configuration& configuration, const Outcome& outcome) {
+  if (!space_.valid(configuration)) {
+    throw Error("observe: " + space_.describe(configuration) + " is not a valid configuration");
+  }
+  if (outcome.ok && !(outcome.time > 0 && std::isfinite(outcome.time))) {
+    throw Error("observe: a successful outcome needs a positive, finite time");
+  }
+  observations_.push_back({configuration, outcome});
+  const Hash128 hash = configuration.hash();
+  std::erase_if(pending_, [&](const Configuration& c) { return c.hash() == hash; });
+}
+
+std::optional<Observation> Optimizer::best() const {
+  std::optional<Observation> best;
+  for (const Observation& o : observations_) {
+    if (o.outcome.ok && (!best || o.outcome.time < best->outcome.time)) best = o;
+  }
+  return best;
+}
+
+std::vector<Configuration> Optimizer::propose(std::size_t count) {
+  timing_ = {};
+  // Randomness depends on nothing but the seed and what is known: the same history gives the
+  // same proposals, whether or not the run was interrupted in between.
+  std::seed_seq seeds{static_cast<std::uint32_t>(options_.seed), static_cast<std::uint32_t>(options_.seed >> 32),
+                      static_cast<std::uint32_t>(observations_.size()), static_cast<std::uint32_t>(pending_.size())};
+  std::mt19937_64 rng(seeds);
+  std::unordered_set<Hash128> taken;
+  for (const Observation& o : observations_) taken.insert(o.configuration.hash());
+  for (const Configuration& c : pending_) taken.insert(c.hash());
+  std::vector<Configuration> chosen;
+  auto take = [&](const Configuration& c) {
+    if (!taken.insert(c.hash()).second) return false;
+    chosen.push_back(c);
+    return true;
+  };
+  auto fill_randomly = [&] {
+    for (int attempts = 0; chosen.size() < count && attempts < 20000; ++attempts) take(space_.sample(rng));
+  };
+
+  // 1. The initial space-filling design, point by point across calls.
+  const std::size_t used = observations_.size() + pending_.size();
+  if (used < options_.initial_samples) {
+    const std::size_t dimensions = space_.parameters().size();
+    auto design = options_.initial_design == InitialDesign::sobol
+                      ? scrambled_sobol(options_.initial_samples, dimensions, options_.seed)
+                      : latin_hypercube(options_.initial_samples, dimensions, options_.seed);
+    for (std::size_t i = used; i < options_.initial_samples && chosen.size() < count; ++i) {
+      std::mt19937_64 point_rng(options_.seed + 7919 * i);
+      Configuration c = space_.from_unit(design[i], point_rng);
+      if (!space_.valid(c) || !take(c)) {
+        for (int attempts = 0; attempts < 1000 && !take(space_.sample(rng)); ++attempts) {
+        }
+      }
+    }
+  }
+
+  // 2. The model: a GP on the successes, a feasibility model on everything.
+  std::size_t successes = 0;
+  for (const Observation& o : observations_) successes += o.outcome.ok ? 1 : 0;
+  if (chosen.size() < count && successes < 2) fill_randomly();
+  if (chosen.size() < count) {
+    Model model(space_, observations_, options_, timing_);
+    auto start = Clock::now();
+    Pool pool;
+    auto fresh = [&](const Configuration& c) {
+      return !taken.contains(c.hash()) && !pool.hashes.contains(c.hash());
+    };
+    std::vector<Configuration> candidates;
+    std::unordered_set<Hash128> batch;
+    auto add = [&](const Configuration& c) {
+      if (fresh(c) && batch.insert(c.hash()).second) candidates.push_back(c);
+    };
+    for (std::size_t k = 0; k < options_.random_candidates; ++k) add(space_.sample(rng));
+    std::vector<std::size_t> by_time;
+    for (std::size_t i = 0; i < observations_.size(); ++i) {
+      if (observations_[i].outcome.ok) by_time.push_back(i);
+    }
+    std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+      return observations_[a].outcome.time < observations_[b].outcome.time;
+    });
+    for (std::size_t k = 0; k < std::min(by_time.size(), options_.local_search_starts); ++k) {
+      for (const Configuration& n : space_.neighbours(observations_[by_time[k]].configuration, rng)) add(n);
+    }
+    model.evaluate(pool, std::move(candidates));
+    std::vector<double> acquisition(pool.size());
+    auto score = [&](std::size_t from) {
+      acquisition.resize(pool.size());
+      for (std::size_t i = from; i < pool.size(); ++i) {
+        const auto e = static_cast<Eigen::Index>(i);
+        acquisition[i] = model.acquisition(pool.mean(e), pool.variance(e), pool.log_feasible[i]);
+      }
+    };
+    score(0);
+
+    // Local search: from the best candidates, move to the best neighbour while it improves.
+    std::vector<std::size_t> order(pool.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return acquisition[a] > acquisition[b]; });
+    for (std::size_t s = 0; s < std::min(order.size(), options_.local_search_starts); ++s) {
+      std::size_t current = order[s];
+      for (std::size_t step = 0; step < options_.local_search_steps; ++step) {
+        std::vector<Configuration> next;
+        std::unordered_set<Hash128> seen;
+        for (Configuration& n : space_.neighbours(pool.configurations[current], rng)) {
+          if (fresh(n) && seen.insert(n.hash()).second) next.push_back(std::move(n));
+        }
+        if (next.empty()) break;
+        const std::size_t first = pool.size();
+        model.evaluate(pool, std::move(next));
+        score(first);
+        std::size_t best = first;
+        for (std::size_t i = first; i < pool.size(); ++i) {
+          if (acquisition[i] > acquisition[best]) best = i;
+        }
+        if (acquisition[best] <= acquisition[current]) break;
+        current = best;
+      }
+    }
+    timing_.candidates = seconds_since(start);
+
+    // The batch: greedy on the acquisition; after each pick the pick is believed to take its
+    // predicted value (Kriging believer), which leaves the mean as it is and shrinks the
+    // variance around it by a rank-one update.
+    start = Clock::now();
+    const GaussianProcess& gp = model.gp();
+    const Hyperparameters& h = gp.hyperparameters();
+    Eigen::VectorXd variance = pool.variance;
+    std::vector<Eigen::VectorXd> updates;
+    std::vector<bool> picked(pool.size(), false);
+    while (chosen.size() < count) {
+      std::optional<std::size_t> best;
+      for (std::size_t i = 0; i < pool.size(); ++i) {
+        if (picked[i]) continue;
+        const auto e = static_cast<Eigen::Index>(i);
+        acquisition[i] = model.acquisition(pool.mean(e), variance(e), pool.log_feasible[i]);
+        if (!best || acquisition[i] > acquisition[*best]) best = i;
+      }
+      if (!best) break;
+      const std::size_t x = *best;
+      picked[x] = true;
+      take(pool.configurations[x]);
+      if (chosen.size() == count) break;
+      const auto ex = static_cast<Eigen::Index>(x);
+      Eigen::VectorXd covariance(static_cast<Eigen::Index>(pool.size()));
+      for (std::size_t i = 0; i < pool.size(); ++i) {
+        covariance(static_cast<Eigen::Index>(i)) =
+            h.signal_variance * correlation(pool.encoded[i], pool.encoded[x], h);
+      }
+      covariance.noalias() -= pool.v.transpose() * pool.v.col(ex);
+      for (const Eigen::VectorXd& u : updates) covariance -= u * u(ex);
+      Eigen::VectorXd u = covariance / std::sqrt(variance(ex) + h.noise_variance);
+      variance = (variance.array() - u.array().square()).max(1e-12).matrix();
+      updates.push_back(std::move(u));
+    }
+    timing_.select = seconds_since(start);
+    fill_randomly();  // only when the pool ran out
+  }
+  pending_.insert(pending_.end(), chosen.begin(), chosen.end());
+  return chosen;
+}
+
+}  // namespace r3::bo
