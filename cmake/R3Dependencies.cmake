@@ -15,6 +15,8 @@ macro(r3_require package debian spack)
 endmacro()
 
 # --- always required -----------------------------------------------------------------------------
+find_package(Threads REQUIRED)
+
 find_package(HDF5 1.10.2 COMPONENTS C QUIET)
 r3_require(HDF5 libhdf5-dev hdf5)
 if(NOT TARGET hdf5::hdf5)

@@ -157,7 +157,8 @@ struct Compiled {
 
 Compiled compile(const Sweep& sweep, const Point& p, const std::string& arch) {
   nvrtcProgram program;
-  if (nvrtcCreateProgram(&program, sweep.source, "kernel.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+  if (nvrtcCreateProgram(&program, sweep.source, "kernel.cu", 0, nullptr, nullptr) !=
+      NVRTC_SUCCESS) {
     return Compiled{{}, "nvrtcCreateProgram failed"};
   }
   std::vector<std::string> options = {"-arch=" + arch, "-std=c++17"};
@@ -199,13 +200,24 @@ int main(int argc, char** argv) {
   const std::size_t limit = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : SIZE_MAX;
   Sweep sweep;
   if (which == "matmul") {
-    sweep = {"matmul", kMatmul,
-             {{"BM", {16, 32, 64, 128}}, {"BN", {16, 32, 64, 128}}, {"BK", {8, 16, 32}},
-              {"TM", {1, 2, 4, 8}}, {"TN", {1, 2, 4, 8}}, {"UNROLL", {1, 4}}, {"PAD", {0, 1}}}};
+    sweep = {"matmul",
+             kMatmul,
+             {{"BM", {16, 32, 64, 128}},
+              {"BN", {16, 32, 64, 128}},
+              {"BK", {8, 16, 32}},
+              {"TM", {1, 2, 4, 8}},
+              {"TN", {1, 2, 4, 8}},
+              {"UNROLL", {1, 4}},
+              {"PAD", {0, 1}}}};
   } else if (which == "stencil") {
-    sweep = {"stencil", kStencil,
-             {{"BX", {8, 16, 32, 64, 128, 256}}, {"BY", {1, 2, 4, 8, 16, 32}}, {"CY", {1, 2, 4, 8, 16}},
-              {"UNROLL", {1, 2, 4}}, {"SMEM", {0, 1}}, {"LDG", {0, 1}}}};
+    sweep = {"stencil",
+             kStencil,
+             {{"BX", {8, 16, 32, 64, 128, 256}},
+              {"BY", {1, 2, 4, 8, 16, 32}},
+              {"CY", {1, 2, 4, 8, 16}},
+              {"UNROLL", {1, 2, 4}},
+              {"SMEM", {0, 1}},
+              {"LDG", {0, 1}}}};
   } else {
     std::fprintf(stderr, "unknown sweep '%s'\n", which.c_str());
     return 2;
@@ -233,11 +245,13 @@ int main(int argc, char** argv) {
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
     workers.emplace_back([&] {
-      for (std::size_t i; (i = next++) < points.size();) compiled[i] = compile(sweep, points[i], arch);
+      for (std::size_t i; (i = next++) < points.size();)
+        compiled[i] = compile(sweep, points[i], arch);
     });
   }
   for (auto& w : workers) w.join();
-  const double compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   int nvrtc_major = 0, nvrtc_minor = 0;
   nvrtcVersion(&nvrtc_major, &nvrtc_minor);
   std::fprintf(stderr, "NVRTC %d.%d, %s\n", nvrtc_major, nvrtc_minor, arch.c_str());
@@ -268,12 +282,14 @@ int main(int argc, char** argv) {
     int row = 2 + static_cast<int>(rng() % (n - 4)), col = 2 + static_cast<int>(rng() % (n - 4));
     double expected = 0;
     if (which == "matmul") {
-      for (int i = 0; i < n; ++i) expected += double(a[std::size_t(row) * n + i]) * b[std::size_t(i) * n + col];
+      for (int i = 0; i < n; ++i)
+        expected += double(a[std::size_t(row) * n + i]) * b[std::size_t(i) * n + col];
     } else {
       auto at = [&](int y, int x) { return double(a[std::size_t(y) * n + x]); };
-      expected = -0.5 * at(row, col) +
-                 0.1 * (at(row, col - 1) + at(row, col + 1) + at(row - 1, col) + at(row + 1, col)) +
-                 0.025 * (at(row, col - 2) + at(row, col + 2) + at(row - 2, col) + at(row + 2, col));
+      expected =
+          -0.5 * at(row, col) +
+          0.1 * (at(row, col - 1) + at(row, col + 1) + at(row - 1, col) + at(row + 1, col)) +
+          0.025 * (at(row, col - 2) + at(row, col + 2) + at(row - 2, col) + at(row + 2, col));
     }
     checks.emplace_back(std::size_t(row) * n + col, expected);
   }
@@ -313,7 +329,8 @@ int main(int argc, char** argv) {
     CHECK_CU(cuModuleGetFunction(&function, module, "kernel"));
     unsigned grid[3], block[3];
     if (which == "matmul") {
-      block[0] = static_cast<unsigned>((get(p, "BM") / get(p, "TM")) * (get(p, "BN") / get(p, "TN")));
+      block[0] =
+          static_cast<unsigned>((get(p, "BM") / get(p, "TM")) * (get(p, "BN") / get(p, "TN")));
       block[1] = block[2] = 1;
       grid[0] = static_cast<unsigned>(n / get(p, "BN"));
       grid[1] = static_cast<unsigned>(n / get(p, "BM"));
@@ -381,8 +398,9 @@ int main(int argc, char** argv) {
     cuModuleUnload(module);
     ++done;
   }
-  std::fprintf(stderr, "%s: %zu points, %d measured; compile %.1f s on %u threads;", sweep.name.c_str(),
-               points.size(), done, compile_seconds, std::thread::hardware_concurrency());
+  std::fprintf(stderr, "%s: %zu points, %d measured; compile %.1f s on %u threads;",
+               sweep.name.c_str(), points.size(), done, compile_seconds,
+               std::thread::hardware_concurrency());
   for (const auto& [why, count] : failures) std::fprintf(stderr, " %s: %d", why.c_str(), count);
   std::fprintf(stderr, "\n");
   return 0;

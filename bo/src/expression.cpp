@@ -147,7 +147,8 @@ class Parser {
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       std::size_t start = at_;
-      while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_')) {
+      while (at_ < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_')) {
         ++at_;
       }
       node->kind = Node::Kind::name;
@@ -177,8 +178,10 @@ bool truthy(const Value& value) {
 
 Value evaluate_node(const Node& node, const Expression::Lookup& lookup) {
   switch (node.kind) {
-    case Node::Kind::number: return node.number;
-    case Node::Kind::string: return node.text;
+    case Node::Kind::number:
+      return node.number;
+    case Node::Kind::string:
+      return node.text;
     case Node::Kind::name: {
       std::optional<Value> value = lookup(node.text);
       return value ? *value : Value(kMissing);
@@ -188,11 +191,18 @@ Value evaluate_node(const Node& node, const Expression::Lookup& lookup) {
       if (node.text == "!") return truthy(operand) ? 0.0 : 1.0;
       return -as_number(operand);
     }
-    case Node::Kind::binary: break;
+    case Node::Kind::binary:
+      break;
   }
   const std::string& op = node.text;
-  if (op == "&&") return truthy(evaluate_node(*node.left, lookup)) && truthy(evaluate_node(*node.right, lookup)) ? 1.0 : 0.0;
-  if (op == "||") return truthy(evaluate_node(*node.left, lookup)) || truthy(evaluate_node(*node.right, lookup)) ? 1.0 : 0.0;
+  if (op == "&&")
+    return truthy(evaluate_node(*node.left, lookup)) && truthy(evaluate_node(*node.right, lookup))
+               ? 1.0
+               : 0.0;
+  if (op == "||")
+    return truthy(evaluate_node(*node.left, lookup)) || truthy(evaluate_node(*node.right, lookup))
+               ? 1.0
+               : 0.0;
   Value left = evaluate_node(*node.left, lookup);
   Value right = evaluate_node(*node.right, lookup);
   if (op == "==" || op == "!=") {

@@ -22,8 +22,12 @@ Encoder::Encoder(const Space& space) : space_(&space) {
         logarithmic_.push_back(low > 0 && high / low >= 8);
         break;
       }
-      case Kind::categorical: categorical_.push_back(i); break;
-      case Kind::sequence: sequences_.push_back(i); break;
+      case Kind::categorical:
+        categorical_.push_back(i);
+        break;
+      case Kind::sequence:
+        sequences_.push_back(i);
+        break;
     }
   }
 }
@@ -47,7 +51,8 @@ Encoded Encoder::encode(const Configuration& c) const {
     }
     e.numeric.push_back(position);
   }
-  for (std::size_t i : categorical_) e.categorical.push_back(c.values[i].empty() ? -1 : c.values[i][0]);
+  for (std::size_t i : categorical_)
+    e.categorical.push_back(c.values[i].empty() ? -1 : c.values[i][0]);
   for (std::size_t i : sequences_) {
     e.sequences.push_back(c.values[i]);
     e.sequence_active.push_back(space_->value(c, i).has_value() ? 1 : 0);
@@ -72,11 +77,13 @@ std::vector<double> Hyperparameters::to_log() const {
   return out;
 }
 
-Hyperparameters Hyperparameters::from_log(const std::vector<double>& values, const Encoder& encoder) {
+Hyperparameters Hyperparameters::from_log(const std::vector<double>& values,
+                                          const Encoder& encoder) {
   Hyperparameters h;
   std::size_t k = 0;
   h.signal_variance = std::exp(values[k++]);
-  for (std::size_t i = 0; i < encoder.numeric_count(); ++i) h.lengthscales.push_back(std::exp(values[k++]));
+  for (std::size_t i = 0; i < encoder.numeric_count(); ++i)
+    h.lengthscales.push_back(std::exp(values[k++]));
   for (std::size_t i = 0; i < encoder.categorical_count(); ++i) {
     h.categorical_weights.push_back(std::exp(values[k++]));
   }
@@ -160,7 +167,8 @@ double log_prior(const std::vector<double>& log_values, const Encoder& encoder) 
   };
   std::size_t k = 0;
   double total = normal(log_values[k++], 0.0, 1.5);
-  for (std::size_t i = 0; i < encoder.numeric_count(); ++i) total += normal(log_values[k++], std::log(0.5), 1.5);
+  for (std::size_t i = 0; i < encoder.numeric_count(); ++i)
+    total += normal(log_values[k++], std::log(0.5), 1.5);
   for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i) {
     total += normal(log_values[k++], 0.0, 1.5);
   }
@@ -190,12 +198,14 @@ double objective(unsigned n, const double* values, double* gradient, void* data)
 }  // namespace
 
 double GaussianProcess::log_marginal_likelihood(const std::vector<Encoded>& x,
-                                                const Eigen::VectorXd& y, const Hyperparameters& h) {
+                                                const Eigen::VectorXd& y,
+                                                const Hyperparameters& h) {
   Eigen::LLT<Eigen::MatrixXd> llt(covariance(x, h));
   if (llt.info() != Eigen::Success) return -1e30;
   const Eigen::VectorXd alpha = llt.solve(y);
   const double log_det = 2.0 * llt.matrixLLT().diagonal().array().log().sum();
-  return -0.5 * y.dot(alpha) - 0.5 * log_det - 0.5 * static_cast<double>(y.size()) * std::log(2 * M_PI);
+  return -0.5 * y.dot(alpha) - 0.5 * log_det -
+         0.5 * static_cast<double>(y.size()) * std::log(2 * M_PI);
 }
 
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
@@ -243,7 +253,8 @@ GaussianProcess::GaussianProcess(std::vector<Encoded> x, Eigen::VectorXd y, Hype
     cholesky_.compute(k);
     jitter *= 10;
   }
-  if (cholesky_.info() != Eigen::Success) throw Error("the GP covariance matrix is not positive definite");
+  if (cholesky_.info() != Eigen::Success)
+    throw Error("the GP covariance matrix is not positive definite");
   alpha_ = cholesky_.solve(y_);
 }
 

@@ -12,8 +12,8 @@ namespace r3::bo {
 
 // A configuration as the kernel sees it.
 struct Encoded {
-  std::vector<double> numeric;            // per ordinal parameter: position in [0, 1]; NaN inactive
-  std::vector<int> categorical;           // per categorical parameter: index; -1 inactive
+  std::vector<double> numeric;   // per ordinal parameter: position in [0, 1]; NaN inactive
+  std::vector<int> categorical;  // per categorical parameter: index; -1 inactive
   std::vector<std::vector<int>> sequences;  // per sequence parameter: items
   std::vector<char> sequence_active;
 };

@@ -30,7 +30,8 @@ double log_expected_improvement(double mean, double sd, double best) {
   } else {
     // h(z) = pdf(z) (1 - t R(t)), t = -z, R the Mills ratio: 1 - t R(t) ~ 1/t^2 - 3/t^4 + 15/t^6.
     const double t2 = z * z;
-    log_h = -0.5 * t2 - 0.5 * std::log(2 * M_PI) + std::log(1 / t2 - 3 / (t2 * t2) + 15 / (t2 * t2 * t2));
+    log_h = -0.5 * t2 - 0.5 * std::log(2 * M_PI) +
+            std::log(1 / t2 - 3 / (t2 * t2) + 15 / (t2 * t2 * t2));
   }
   return std::log(sd) + log_h;
 }
@@ -48,8 +49,9 @@ std::vector<std::size_t> subset(const Data& data, std::size_t limit) {
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   if (n <= limit) return order;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return data.log_time[a] < data.log_time[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return data.log_time[a] < data.log_time[b];
+  });
   std::vector<std::size_t> chosen(order.begin(), order.begin() + static_cast<long>(limit / 2));
   std::vector<std::size_t> rest(order.begin() + static_cast<long>(limit / 2), order.end());
   std::sort(rest.begin(), rest.end());  // in the order they were observed
@@ -57,6 +59,27 @@ std::vector<std::size_t> subset(const Data& data, std::size_t limit) {
   for (std::size_t k = 0; k < wanted; ++k) chosen.push_back(rest[k * rest.size() / wanted]);
   std::sort(chosen.begin(), chosen.end());
   return chosen;
+}
+
+// The observations the feasibility classifier conditions on: all of them, or (beyond `limit`)
+// every failure up to half the limit, the most recent first, and successes spread over the run.
+std::vector<std::size_t> classifier_rows(const std::vector<Observation>& observations,
+                                         std::size_t limit) {
+  std::vector<std::size_t> all(observations.size());
+  std::iota(all.begin(), all.end(), 0);
+  if (all.size() <= limit) return all;
+  std::vector<std::size_t> failed, succeeded;
+  for (std::size_t i = observations.size(); i-- > 0;) {
+    (observations[i].outcome.ok ? succeeded : failed).push_back(i);
+  }
+  std::vector<std::size_t> rows(
+      failed.begin(), failed.begin() + static_cast<long>(std::min(failed.size(), limit / 2)));
+  const std::size_t wanted = limit - rows.size();
+  for (std::size_t k = 0; k < wanted && k < succeeded.size(); ++k) {
+    rows.push_back(succeeded[k * succeeded.size() / wanted]);
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
 }
 
 // Candidate configurations with what the model says of them.
@@ -82,7 +105,8 @@ class Model {
     }
     std::vector<double> logs;
     for (std::size_t i : data.successes) logs.push_back(std::log(observations[i].outcome.time));
-    const double mean = std::accumulate(logs.begin(), logs.end(), 0.0) / static_cast<double>(logs.size());
+    const double mean =
+        std::accumulate(logs.begin(), logs.end(), 0.0) / static_cast<double>(logs.size());
     double variance = 0;
     for (double l : logs) variance += (l - mean) * (l - mean);
     variance /= static_cast<double>(logs.size());
@@ -91,7 +115,8 @@ class Model {
     data.best = *std::min_element(data.log_time.begin(), data.log_time.end());
     best_ = data.best;
 
-    auto build = [&](const std::vector<std::size_t>& rows, std::vector<Encoded>& x, Eigen::VectorXd& y) {
+    auto build = [&](const std::vector<std::size_t>& rows, std::vector<Encoded>& x,
+                     Eigen::VectorXd& y) {
       y.resize(static_cast<Eigen::Index>(rows.size()));
       for (std::size_t k = 0; k < rows.size(); ++k) {
         x.push_back(encoder_.encode(observations[data.successes[rows[k]]].configuration));
@@ -108,17 +133,36 @@ class Model {
     build(subset(data, options.max_gp_points), gp_x, gp_y);
     gp_ = std::make_unique<GaussianProcess>(std::move(gp_x), std::move(gp_y), h);
 
-    // The feasibility model sees every observation, failures included.
-    std::size_t failures = observations.size() - data.successes.size();
+    // The feasibility model: a least-squares GP classifier on every observation (+1 success,
+    // -1 failure, around the observed rate), with its own fitted kernel, so that it learns which
+    // parameters decide failure (e.g. block sizes past a thread limit) and which do not.
+    const std::size_t failures = observations.size() - data.successes.size();
     if (failures > 0) {
-      for (const Observation& o : observations) {
-        all_.push_back(encoder_.encode(o.configuration));
-        ok_.push_back(o.outcome.ok ? 1.0 : 0.0);
-      }
       const double rate = (static_cast<double>(data.successes.size()) + 1) /
                           (static_cast<double>(observations.size()) + 2);
-      prior_ok_ = 2 * rate;
-      prior_failed_ = 2 * (1 - rate);
+      prior_label_ = 2 * rate - 1;
+      std::vector<std::size_t> rows = classifier_rows(observations, options.max_fit_points * 2);
+      std::vector<Encoded> x;
+      Eigen::VectorXd labels(static_cast<Eigen::Index>(rows.size()));
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        x.push_back(encoder_.encode(observations[rows[k]].configuration));
+        labels(static_cast<Eigen::Index>(k)) =
+            (observations[rows[k]].outcome.ok ? 1.0 : -1.0) - prior_label_;
+      }
+      std::vector<std::size_t> fit_rows;
+      for (std::size_t k = 0; k < rows.size();
+           k += std::max<std::size_t>(1, rows.size() / options.max_fit_points)) {
+        fit_rows.push_back(k);
+      }
+      std::vector<Encoded> fit_labels_x;
+      Eigen::VectorXd fit_labels(static_cast<Eigen::Index>(fit_rows.size()));
+      for (std::size_t k = 0; k < fit_rows.size(); ++k) {
+        fit_labels_x.push_back(x[fit_rows[k]]);
+        fit_labels(static_cast<Eigen::Index>(k)) = labels(static_cast<Eigen::Index>(fit_rows[k]));
+      }
+      Hyperparameters hc =
+          GaussianProcess::fit(fit_labels_x, fit_labels, encoder_, options.fit_evaluations);
+      classifier_ = std::make_unique<GaussianProcess>(std::move(x), std::move(labels), hc);
     }
   }
 
@@ -138,34 +182,41 @@ class Model {
     pool.mean.tail(added) = mean;
     pool.variance.tail(added) = variance;
     pool.v.rightCols(added) = v;
+    const std::vector<double> feasible = feasibility(encoded);
     for (std::size_t k = 0; k < configurations.size(); ++k) {
-      pool.log_feasible.push_back(std::log(feasibility(encoded[k])));
+      pool.log_feasible.push_back(std::log(feasible[k]));
       pool.hashes.insert(configurations[k].hash());
       pool.encoded.push_back(std::move(encoded[k]));
       pool.configurations.push_back(std::move(configurations[k]));
     }
   }
 
-  // P(feasible): a Beta posterior whose counts are the observations weighted by their kernel
-  // correlation with the point; without failures, 1.
-  double feasibility(const Encoded& x) const {
-    if (all_.empty()) return 1.0;
-    double ok = prior_ok_, total = prior_ok_ + prior_failed_;
-    const Hyperparameters& h = gp_->hyperparameters();
-    for (std::size_t i = 0; i < all_.size(); ++i) {
-      const double w = correlation(x, all_[i], h);
-      ok += w * ok_[i];
-      total += w;
+  // P(feasible) of each point: 1 without failures, else Phi(2.5 E[label]) from the classifier.
+  // The probit link maps a label the classifier is sure of (E near -1 or +1) to a probability
+  // near 0 or 1, one it knows nothing about (E near 0) to 1/2.
+  std::vector<double> feasibility(const std::vector<Encoded>& points) const {
+    std::vector<double> p(points.size(), 1.0);
+    if (!classifier_) return p;
+    Eigen::VectorXd mean, variance;
+    classifier_->predict(points, mean, variance);
+    for (std::size_t k = 0; k < points.size(); ++k) {
+      const double label = prior_label_ + mean(static_cast<Eigen::Index>(k));
+      p[k] = std::clamp(0.5 * std::erfc(-2.5 * label / std::sqrt(2.0)), 1e-6, 1.0);
     }
-    return std::clamp(ok / total, 1e-6, 1.0);
+    return p;
   }
 
+  // log(acquisition x P(feasible)); a point that probably fails (P < 1/2) ranks below every
+  // point that probably does not. Multiplying alone is not enough: once the surrogate has found
+  // the optimum, the only places left with expected improvement are those it has no times for,
+  // which are exactly where everything fails.
   double acquisition(double mean, double variance, double log_feasible) const {
     const double sd = std::sqrt(variance);
     const double value = options_.acquisition == Acquisition::log_ei
                              ? log_expected_improvement(mean, sd, best_)
                              : std::sqrt(options_.ucb_beta) * sd - mean;
-    return value + log_feasible;
+    constexpr double kProbablyFails = -1e6;
+    return value + log_feasible + (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
   }
 
   const GaussianProcess& gp() const { return *gp_; }
@@ -175,9 +226,8 @@ class Model {
   const Options& options_;
   std::unique_ptr<GaussianProcess> gp_;
   double best_ = 0;
-  std::vector<Encoded> all_;
-  std::vector<double> ok_;
-  double prior_ok_ = 1, prior_failed_ = 1;
+  std::unique_ptr<GaussianProcess> classifier_;
+  double prior_label_ = 1;
 };
 
 }  // namespace
@@ -209,8 +259,10 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   timing_ = {};
   // Randomness depends on nothing but the seed and what is known: the same history gives the
   // same proposals, whether or not the run was interrupted in between.
-  std::seed_seq seeds{static_cast<std::uint32_t>(options_.seed), static_cast<std::uint32_t>(options_.seed >> 32),
-                      static_cast<std::uint32_t>(observations_.size()), static_cast<std::uint32_t>(pending_.size())};
+  std::seed_seq seeds{static_cast<std::uint32_t>(options_.seed),
+                      static_cast<std::uint32_t>(options_.seed >> 32),
+                      static_cast<std::uint32_t>(observations_.size()),
+                      static_cast<std::uint32_t>(pending_.size())};
   std::mt19937_64 rng(seeds);
   std::unordered_set<Hash128> taken;
   for (const Observation& o : observations_) taken.insert(o.configuration.hash());
@@ -222,7 +274,8 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     return true;
   };
   auto fill_randomly = [&] {
-    for (int attempts = 0; chosen.size() < count && attempts < 20000; ++attempts) take(space_.sample(rng));
+    for (int attempts = 0; chosen.size() < count && attempts < 20000; ++attempts)
+      take(space_.sample(rng));
   };
 
   // 1. The initial space-filling design, point by point across calls.
@@ -267,7 +320,8 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       return observations_[a].outcome.time < observations_[b].outcome.time;
     });
     for (std::size_t k = 0; k < std::min(by_time.size(), options_.local_search_starts); ++k) {
-      for (const Configuration& n : space_.neighbours(observations_[by_time[k]].configuration, rng)) add(n);
+      for (const Configuration& n : space_.neighbours(observations_[by_time[k]].configuration, rng))
+        add(n);
     }
     model.evaluate(pool, std::move(candidates));
     std::vector<double> acquisition(pool.size());

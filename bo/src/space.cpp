@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "r3/error.hpp"
 
@@ -80,7 +81,8 @@ Space::Space(std::vector<Parameter> parameters, std::vector<std::string> constra
       for (const std::string& name : p.condition->names()) {
         if (!known.contains(name)) {
           throw Error("parameter '" + p.name + "': its condition '" + p.condition->text() +
-                      "' refers to '" + name + "', which is not an earlier parameter or a constant");
+                      "' refers to '" + name +
+                      "', which is not an earlier parameter or a constant");
         }
       }
     }
@@ -112,9 +114,12 @@ std::optional<Value> Space::value(const Configuration& c, std::size_t i) const {
     return std::nullopt;
   }
   switch (p.kind) {
-    case Kind::ordinal: return p.numbers[static_cast<std::size_t>(c.values[i][0])];
-    case Kind::categorical: return p.labels[static_cast<std::size_t>(c.values[i][0])];
-    case Kind::sequence: return static_cast<double>(c.values[i].size());
+    case Kind::ordinal:
+      return p.numbers[static_cast<std::size_t>(c.values[i][0])];
+    case Kind::categorical:
+      return p.labels[static_cast<std::size_t>(c.values[i][0])];
+    case Kind::sequence:
+      return static_cast<double>(c.values[i].size());
   }
   return std::nullopt;
 }
@@ -200,8 +205,9 @@ Configuration Space::sample(std::mt19937_64& rng) const {
     }
     if (satisfies_constraints(c)) return c;
   }
-  throw Error("no configuration meets the constraints in 10000 random draws; the constraints "
-              "leave (almost) nothing of the space");
+  throw Error(
+      "no configuration meets the constraints in 10000 random draws; the constraints "
+      "leave (almost) nothing of the space");
 }
 
 Configuration Space::from_unit(const std::vector<double>& u, std::mt19937_64& rng) const {
@@ -215,7 +221,8 @@ Configuration Space::from_unit(const std::vector<double>& u, std::mt19937_64& rn
       c.values[i] = {static_cast<int>(x * static_cast<double>(p.choices()))};
     } else {
       std::vector<int> items = random_value(i, rng);
-      items.resize(std::min(items.size(), static_cast<std::size_t>(x * static_cast<double>(p.max_length + 1))));
+      items.resize(std::min(items.size(),
+                            static_cast<std::size_t>(x * static_cast<double>(p.max_length + 1))));
       c.values[i] = items;
     }
   }
@@ -224,9 +231,11 @@ Configuration Space::from_unit(const std::vector<double>& u, std::mt19937_64& rn
 
 std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt19937_64& rng) const {
   std::vector<Configuration> out;
+  std::unordered_set<Hash128> seen{c.hash()};
   auto add = [&](Configuration n, std::size_t changed) {
     settle(n, changed, rng);
-    if (valid(n)) out.push_back(std::move(n));
+    // Swapping equal items or replacing an item by itself changes nothing: each neighbour once.
+    if (valid(n) && seen.insert(n.hash()).second) out.push_back(std::move(n));
   };
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Parameter& p = parameters_[i];
@@ -266,7 +275,8 @@ std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt1993
       if (v.size() < p.max_length) {
         for (std::size_t k = 0; k <= v.size(); ++k) {
           Configuration inserted = c;
-          inserted.values[i].insert(inserted.values[i].begin() + static_cast<long>(k), any_item(rng));
+          inserted.values[i].insert(inserted.values[i].begin() + static_cast<long>(k),
+                                    any_item(rng));
           add(std::move(inserted), i);
         }
       }
@@ -276,20 +286,26 @@ std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt1993
 }
 
 std::string Space::describe(const Configuration& c) const {
+  // Also used for messages about invalid configurations: never trust an index.
+  auto item = [](const std::vector<std::string>& names, int index) {
+    return index >= 0 && static_cast<std::size_t>(index) < names.size()
+               ? names[static_cast<std::size_t>(index)]
+               : "<index " + std::to_string(index) + ">";
+  };
   std::string out;
   for (std::size_t i = 0; i < parameters_.size() && i < c.values.size(); ++i) {
     const Parameter& p = parameters_[i];
     const std::vector<int>& v = c.values[i];
     if (p.kind != Kind::sequence && v.empty()) continue;
-    if (p.kind == Kind::sequence && !condition_holds(c, i)) continue;
+    if (p.kind == Kind::sequence && v.empty() && !condition_holds(c, i)) continue;
     if (!out.empty()) out += ' ';
     out += p.name + "=";
     if (p.kind == Kind::sequence) {
       out += '[';
-      for (std::size_t k = 0; k < v.size(); ++k) out += (k ? "," : "") + p.pool[static_cast<std::size_t>(v[k])];
+      for (std::size_t k = 0; k < v.size(); ++k) out += (k ? "," : "") + item(p.pool, v[k]);
       out += ']';
     } else {
-      out += p.labels[static_cast<std::size_t>(v[0])];
+      out += item(p.labels, v[0]);
     }
   }
   return out;

@@ -32,7 +32,8 @@ std::vector<std::string> split(const std::string& line) {
 std::optional<double> number(const std::string& text) {
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
+    return std::nullopt;
   return value;
 }
 
@@ -81,7 +82,8 @@ Table Table::load_csv(const std::filesystem::path& path) {
     std::vector<std::string> labels;
     std::vector<double> values;
     for (const auto& [line, fields] : rows) {
-      if (std::find(labels.begin(), labels.end(), fields[c]) == labels.end()) labels.push_back(fields[c]);
+      if (std::find(labels.begin(), labels.end(), fields[c]) == labels.end())
+        labels.push_back(fields[c]);
       auto value = number(fields[c]);
       numeric = numeric && value.has_value();
       if (value) values.push_back(*value);
@@ -101,9 +103,11 @@ Table Table::load_csv(const std::filesystem::path& path) {
       int index = 0;
       if (p.kind == Kind::ordinal) {
         double value = *number(field);
-        index = static_cast<int>(std::lower_bound(p.numbers.begin(), p.numbers.end(), value) - p.numbers.begin());
+        index = static_cast<int>(std::lower_bound(p.numbers.begin(), p.numbers.end(), value) -
+                                 p.numbers.begin());
       } else {
-        index = static_cast<int>(std::find(p.labels.begin(), p.labels.end(), field) - p.labels.begin());
+        index =
+            static_cast<int>(std::find(p.labels.begin(), p.labels.end(), field) - p.labels.begin());
       }
       c.values.push_back({index});
     }
@@ -111,7 +115,8 @@ Table Table::load_csv(const std::filesystem::path& path) {
     std::optional<double> value;
     if (time != "fail") {
       value = number(time);
-      if (!value || *value <= 0) throw fail(line, "time must be a positive number or 'fail', not '" + time + "'");
+      if (!value || *value <= 0)
+        throw fail(line, "time must be a positive number or 'fail', not '" + time + "'");
       table.optimum_ = std::min(table.optimum_, *value);
     } else {
       ++table.failed_rows_;
@@ -135,11 +140,15 @@ Outcome Table::evaluate(const Configuration& configuration) const {
 }
 
 Trace run_bayesian(const Table& table, const Options& options, std::size_t budget,
-                   std::size_t batch) {
+                   std::size_t batch, double stop_at) {
   Optimizer optimizer(table.space(), options);
   Trace trace;
-  while (trace.size() < budget) {
-    std::vector<Configuration> proposals = optimizer.propose(std::min(batch, budget - trace.size()));
+  auto done = [&] {
+    return !trace.empty() && *std::min_element(trace.begin(), trace.end()) <= stop_at;
+  };
+  while (trace.size() < budget && !done()) {
+    std::vector<Configuration> proposals =
+        optimizer.propose(std::min(batch, budget - trace.size()));
     if (proposals.empty()) break;
     for (const Configuration& c : proposals) {
       Outcome outcome = table.evaluate(c);
@@ -150,11 +159,12 @@ Trace run_bayesian(const Table& table, const Options& options, std::size_t budge
   return trace;
 }
 
-Trace run_random(const Table& table, std::uint64_t seed, std::size_t budget) {
+Trace run_random(const Table& table, std::uint64_t seed, std::size_t budget, double stop_at) {
   std::mt19937_64 rng(seed);
   std::unordered_set<Hash128> seen;
   Trace trace;
   for (int misses = 0; trace.size() < budget && misses < 100000;) {
+    if (!trace.empty() && trace.back() <= stop_at) break;
     Configuration c = table.space().sample(rng);
     if (!seen.insert(c.hash()).second) {
       ++misses;
@@ -164,6 +174,22 @@ Trace run_random(const Table& table, std::uint64_t seed, std::size_t budget) {
     trace.push_back(outcome.ok ? outcome.time : std::numeric_limits<double>::infinity());
   }
   return trace;
+}
+
+std::size_t Table::count_at_most(double time) const {
+  std::size_t count = 0;
+  for (const auto& [hash, value] : times_) count += value && *value <= time ? 1 : 0;
+  return count;
+}
+
+double random_search_median(std::size_t points, std::size_t good) {
+  if (good == 0) return std::numeric_limits<double>::infinity();
+  double miss = 1.0;  // probability that the first k draws all miss
+  for (std::size_t k = 0; k < points; ++k) {
+    miss *= static_cast<double>(points - good - k) / static_cast<double>(points - k);
+    if (1.0 - miss >= 0.5) return static_cast<double>(k + 1);
+  }
+  return static_cast<double>(points);
 }
 
 std::optional<std::size_t> evaluations_to_reach(const Trace& trace, double target) {

@@ -41,9 +41,9 @@ struct Options {
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
   std::size_t local_search_steps = 6;
-  std::size_t max_gp_points = 512;      // observations the GP conditions on (best first)
-  std::size_t max_fit_points = 128;     // observations its hyperparameters are fitted to
-  int fit_evaluations = 120;            // marginal-likelihood evaluations per fit
+  std::size_t max_gp_points = 512;   // observations the GP conditions on (best first)
+  std::size_t max_fit_points = 128;  // observations its hyperparameters are fitted to
+  int fit_evaluations = 120;         // marginal-likelihood evaluations per fit
 };
 
 class Optimizer {

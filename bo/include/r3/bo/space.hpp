@@ -21,17 +21,17 @@ enum class Kind { ordinal, categorical, sequence };
 struct Parameter {
   std::string name;
   Kind kind = Kind::ordinal;
-  std::vector<double> numbers;      // ordinal: the allowed values, ascending
-  std::vector<std::string> labels;  // categorical: the allowed values; ordinal: their text
-  std::vector<std::string> pool;    // sequence: the items sequences are made of
-  std::size_t max_length = 0;       // sequence: longest sequence (the shortest is empty)
-  bool repeat = true;               // sequence: may an item appear more than once
+  std::vector<double> numbers;          // ordinal: the allowed values, ascending
+  std::vector<std::string> labels;      // categorical: the allowed values; ordinal: their text
+  std::vector<std::string> pool;        // sequence: the items sequences are made of
+  std::size_t max_length = 0;           // sequence: longest sequence (the shortest is empty)
+  bool repeat = true;                   // sequence: may an item appear more than once
   std::optional<Expression> condition;  // the parameter is active only where this holds
 
   static Parameter ordinal(std::string name, std::vector<double> values);
   static Parameter categorical(std::string name, std::vector<std::string> labels);
-  static Parameter sequence(std::string name, std::vector<std::string> pool,
-                            std::size_t max_length, bool repeat);
+  static Parameter sequence(std::string name, std::vector<std::string> pool, std::size_t max_length,
+                            bool repeat);
   // Makes the parameter conditional, e.g. when("compiler == \"clang\"").
   Parameter& when(std::string_view condition);
   std::size_t choices() const;  // values of an ordinal or categorical parameter

@@ -25,6 +25,8 @@ class Table {
   double optimum() const { return optimum_; }  // the lowest time in the table
   std::size_t rows() const { return rows_; }
   std::size_t failed_rows() const { return failed_rows_; }
+  // How many configurations took at most `time`.
+  std::size_t count_at_most(double time) const;
 
  private:
   explicit Table(Space space) : space_(std::move(space)) {}
@@ -39,11 +41,16 @@ class Table {
 // The time of each evaluation in order (+infinity for failures).
 using Trace = std::vector<double>;
 
-// Bayesian optimisation with batches of `batch`, until `budget` evaluations.
+// Bayesian optimisation with batches of `batch`, until `budget` evaluations, or until a time
+// at most `stop_at` was found (0: never stop early).
 Trace run_bayesian(const Table& table, const Options& options, std::size_t budget,
-                   std::size_t batch);
-// Distinct configurations drawn uniformly from the space, until `budget` evaluations.
-Trace run_random(const Table& table, std::uint64_t seed, std::size_t budget);
+                   std::size_t batch, double stop_at = 0);
+// Distinct configurations drawn uniformly from the space, until `budget` evaluations or a
+// time at most `stop_at`.
+Trace run_random(const Table& table, std::uint64_t seed, std::size_t budget, double stop_at = 0);
+// The median number of draws that random search without replacement needs to hit one of `good`
+// configurations among `points`: the smallest k with 1 - C(points - good, k) / C(points, k) >= 1/2.
+double random_search_median(std::size_t points, std::size_t good);
 // The number of evaluations after which the best time is at most `target`; nullopt if never.
 std::optional<std::size_t> evaluations_to_reach(const Trace& trace, double target);
 
