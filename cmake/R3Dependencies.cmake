@@ -45,17 +45,10 @@ find_package(CLI11 2.1 CONFIG QUIET)
 r3_require(CLI11 libcli11-dev cli11)
 r3_summary_found(CLI11 "${CLI11_VERSION}" "${CLI11_DIR}")
 
-# Needed by evolve/ (LLM client), whose code comes later: found and reported now, required once
-# that library is built.
-macro(r3_find_for_later package summary_version summary_location needed_by)
-  if(${package}_FOUND)
-    r3_summary_found(${package} "${${summary_version}}" "${${summary_location}}")
-  else()
-    r3_summary_missing(${package} "not found; ${needed_by} will need it")
-  endif()
-endmacro()
 find_package(nlohmann_json 3.10 CONFIG QUIET)
-r3_find_for_later(nlohmann_json nlohmann_json_VERSION nlohmann_json_DIR "evolve/")
+r3_require(nlohmann_json nlohmann-json3-dev nlohmann-json)
+r3_summary_found(nlohmann_json "${nlohmann_json_VERSION}" "${nlohmann_json_DIR}")
+
 find_package(Eigen3 3.3 CONFIG QUIET)
 r3_require(Eigen3 libeigen3-dev eigen)
 r3_summary_found(Eigen3 "${Eigen3_VERSION}" "${EIGEN3_INCLUDE_DIR}")
@@ -63,8 +56,11 @@ r3_summary_found(Eigen3 "${Eigen3_VERSION}" "${EIGEN3_INCLUDE_DIR}")
 find_package(NLopt 2.6 CONFIG QUIET)
 r3_require(NLopt libnlopt-dev nlopt)
 r3_summary_found(NLopt "${NLopt_VERSION}" "${NLopt_DIR}")
+
+# The LLM client (evolve/) speaks HTTPS through libcurl's multi interface.
 find_package(CURL 7.68 QUIET)
-r3_find_for_later(CURL CURL_VERSION_STRING CURL_INCLUDE_DIRS "evolve/ (LLM client)")
+r3_require(CURL libcurl4-openssl-dev curl)
+r3_summary_found(CURL "${CURL_VERSION_STRING}" "${CURL_INCLUDE_DIRS}")
 
 # --- MPI (ON by default) ------------------------------------------------------------------------
 set(R3_HAVE_MPI 0)
@@ -158,9 +154,19 @@ else()
   r3_summary_off(Kokkos "R3_ENABLE_KOKKOS=OFF")
 endif()
 
+# --- cpp-httplib: a local chat server for the tests and bench/llm_overlap (required with tests) --
+find_package(CppHttplib 0.10 QUIET)
+if(CppHttplib_FOUND)
+  r3_summary_found(cpp-httplib "${CppHttplib_VERSION}" "${CppHttplib_INCLUDE_DIR}")
+else()
+  r3_summary_missing(cpp-httplib "not found; needed by the tests and bench/llm_overlap")
+endif()
+
 # --- tests --------------------------------------------------------------------------------------
 if(R3_BUILD_TESTS)
   find_package(GTest 1.10 CONFIG QUIET)
   r3_require(GTest "libgtest-dev libgmock-dev" googletest)
   r3_summary_found(GoogleTest "${GTest_VERSION}" "${GTest_DIR}")
+  # The tests run a real HTTP server on 127.0.0.1 in place of an LLM endpoint.
+  r3_require(CppHttplib libcpp-httplib-dev cpp-httplib)
 endif()

@@ -11,11 +11,58 @@
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/VirtualFileSystem.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace r3::compiler {
+namespace {
+
+constexpr const char* kVirtualDirectory = "/r3-virtual";
+
+// Declarations a CUDA kernel commonly uses, for parsing without the CUDA headers.
+constexpr const char* kCudaPrelude = R"(#pragma once
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __restrict__ __restrict
+#include <__clang_cuda_builtin_vars.h>
+extern "C" __device__ void __syncthreads(void);
+template <class T> __device__ T __ldg(const T* p) { return *p; }
+)";
+
+std::filesystem::path cuda_toolkit() {
+  for (const char* variable : {"CUDA_PATH", "CUDA_HOME"}) {
+    if (const char* path = std::getenv(variable); path != nullptr && *path != '\0') return path;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists("/usr/local/cuda/include/cuda_runtime.h", ec))
+    return "/usr/local/cuda";
+  return {};
+}
+
+// The virtual files the front end may read: the CUDA 13 headers Clang 16 expects but CUDA 13
+// no longer ships (empty is enough), and the prelude for parsing without the toolkit.
+llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> file_system() {
+  auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  const std::string dir = kVirtualDirectory;
+  memory->addFile(dir + "/texture_fetch_functions.h", 0, llvm::MemoryBuffer::getMemBuffer(""));
+  memory->addFile(dir + "/texture_indirect_functions.h", 0, llvm::MemoryBuffer::getMemBuffer(""));
+  memory->addFile(dir + "/r3_cuda_prelude.h", 0, llvm::MemoryBuffer::getMemBuffer(kCudaPrelude));
+  auto overlay =
+      llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(llvm::vfs::getRealFileSystem());
+  overlay->pushOverlay(memory);
+  return overlay;
+}
+
+}  // namespace
 
 std::filesystem::path clang_resource_dir() {
   if (const char* dir = std::getenv("R3_CLANG_RESOURCE_DIR"); dir != nullptr && *dir != '\0') {
@@ -24,54 +71,81 @@ std::filesystem::path clang_resource_dir() {
   return R3_CLANG_RESOURCE_DIR_DEFAULT;
 }
 
-std::unique_ptr<llvm::Module> emit_ir(const Source& source, const std::string& triple,
-                                      llvm::LLVMContext& context, std::string& diagnostics) {
+bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& action,
+                  std::string& diagnostics) {
   llvm::raw_string_ostream out(diagnostics);
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> options = new clang::DiagnosticOptions();
   options->ShowColors = false;
   clang::DiagnosticsEngine driver_diagnostics(
       llvm::IntrusiveRefCntPtr<clang::DiagnosticIDs>(new clang::DiagnosticIDs()), &*options,
       new clang::TextDiagnosticPrinter(out, &*options), /*ShouldOwnClient=*/true);
+  // The driver does not apply -W options to its own diagnostics: Clang 16 knows CUDA up to
+  // 11.8 and would warn about every newer toolkit, which parses fine.
+  driver_diagnostics.setSeverityForGroup(clang::diag::Flavor::WarningOrError,
+                                         "unknown-cuda-version", clang::diag::Severity::Ignored);
+  const std::string triple = llvm::sys::getProcessTriple();
 
   // The driver turns an ordinary command line into the front end's (cc1) arguments: header
   // search paths of this system's C++ library, target features, ...
-  std::vector<std::string> arguments = {
-      "clang++", "-x", "c++", "-std=c++17", "-O2",
-      // IR without optimisation but also without `optnone`, so the pass pipeline sees it all.
-      "-Xclang", "-disable-llvm-passes", "-fno-color-diagnostics", "-target", triple,
-      "-resource-dir", clang_resource_dir().string(), "-S", "-emit-llvm", source.name};
+  std::vector<std::string> arguments = {"clang++"};
+  if (dialect == Dialect::cpp) {
+    arguments.insert(arguments.end(), {"-x", "c++", "-std=c++17", "-target", triple});
+  } else {
+    arguments.insert(
+        arguments.end(),
+        {"-x", "cuda", "-std=c++17", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-nocudalib",
+         "-Wno-unknown-cuda-version", "-I" + std::string(kVirtualDirectory)});
+    if (std::filesystem::path toolkit = cuda_toolkit(); !toolkit.empty()) {
+      arguments.push_back("--cuda-path=" + toolkit.string());
+    } else {
+      arguments.insert(arguments.end(), {"-nocudainc", "-include", "r3_cuda_prelude.h"});
+    }
+  }
+  arguments.insert(arguments.end(),
+                   {"-O2",
+                    // IR without optimisation but also without `optnone`, so that a pass
+                    // pipeline sees it all.
+                    "-Xclang", "-disable-llvm-passes", "-fno-color-diagnostics", "-resource-dir",
+                    clang_resource_dir().string(), "-S", "-emit-llvm", source.name});
   for (const auto& [name, value] : source.defines) arguments.push_back("-D" + name + "=" + value);
   for (const auto& dir : source.include_dirs) arguments.push_back("-I" + dir.string());
   for (const auto& flag : source.flags) arguments.push_back(flag);
   std::vector<const char*> argv;
   for (const std::string& argument : arguments) argv.push_back(argument.c_str());
 
-  clang::driver::Driver driver("/usr/bin/clang++", triple, driver_diagnostics, "r3");
+  auto vfs = file_system();
+  clang::driver::Driver driver("/usr/bin/clang++", triple, driver_diagnostics, "r3", vfs);
   driver.setCheckInputsExist(false);  // the source lives in memory
   std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(argv));
-  if (!compilation || driver_diagnostics.hasErrorOccurred()) return nullptr;
+  if (!compilation || driver_diagnostics.hasErrorOccurred()) return false;
   const clang::driver::JobList& jobs = compilation->getJobs();
   if (jobs.size() != 1 || !llvm::isa<clang::driver::Command>(*jobs.begin())) {
     out << "r3: the compiler flags asked for more than one compilation step\n";
-    return nullptr;
+    return false;
   }
   const auto& command = llvm::cast<clang::driver::Command>(*jobs.begin());
 
   auto invocation = std::make_shared<clang::CompilerInvocation>();
   if (!clang::CompilerInvocation::CreateFromArgs(*invocation, command.getArguments(),
                                                  driver_diagnostics)) {
-    return nullptr;
+    return false;
   }
   clang::CompilerInstance instance;
   instance.setInvocation(std::move(invocation));
   instance.createDiagnostics(new clang::TextDiagnosticPrinter(out, &instance.getDiagnosticOpts()),
                              /*ShouldOwnClient=*/true);
+  instance.createFileManager(vfs);
   instance.getPreprocessorOpts().addRemappedFile(
       source.name, llvm::MemoryBuffer::getMemBufferCopy(source.text, source.name).release());
-  clang::EmitLLVMOnlyAction action(&context);
   bool ok = instance.ExecuteAction(action);
   out.flush();
-  if (!ok) return nullptr;
+  return ok && !instance.getDiagnostics().hasErrorOccurred();
+}
+
+std::unique_ptr<llvm::Module> emit_ir(const Source& source, llvm::LLVMContext& context,
+                                      std::string& diagnostics) {
+  clang::EmitLLVMOnlyAction action(&context);
+  if (!run_frontend(source, Dialect::cpp, action, diagnostics)) return nullptr;
   return action.takeModule();
 }
 

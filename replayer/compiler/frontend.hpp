@@ -1,6 +1,7 @@
-// Clang front end, private to libr3llvm (this header may name LLVM types).
+// Clang front end, private to libr3llvm (this header may name LLVM and Clang types).
 #pragma once
 
+#include <clang/Frontend/FrontendAction.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
@@ -11,9 +12,20 @@
 
 namespace r3::compiler {
 
-// Compiles `source` (C++17) to LLVM IR for `triple`, without running LLVM's optimisation passes.
-// Returns null on failure; every diagnostic is appended to `diagnostics`.
-std::unique_ptr<llvm::Module> emit_ir(const Source& source, const std::string& triple,
-                                      llvm::LLVMContext& context, std::string& diagnostics);
+enum class Dialect {
+  cpp,   // C++17 for this CPU
+  cuda,  // CUDA device code (for parsing: the CUDA headers when a toolkit is found, else a
+         // small prelude declaring what kernels commonly use)
+};
+
+// Runs `action` on `source` (in memory). Every diagnostic is appended to `diagnostics`.
+// Returns false when the action reports errors.
+bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& action,
+                  std::string& diagnostics);
+
+// Compiles `source` (C++17) to LLVM IR for this CPU, without running LLVM's optimisation
+// passes. Returns null on failure.
+std::unique_ptr<llvm::Module> emit_ir(const Source& source, llvm::LLVMContext& context,
+                                      std::string& diagnostics);
 
 }  // namespace r3::compiler

@@ -131,7 +131,7 @@ HostCompileResult compile_host_kernel(const Source& source, std::string_view ent
   with_entry.text += entry_thunk(entry);
   auto context = std::make_unique<llvm::LLVMContext>();
   auto start = Clock::now();
-  std::unique_ptr<llvm::Module> module = emit_ir(with_entry, triple, *context, result.diagnostics);
+  std::unique_ptr<llvm::Module> module = emit_ir(with_entry, *context, result.diagnostics);
   result.frontend_seconds = seconds_since(start);
   if (!module) {
     result.failed_at = Stage::frontend;

@@ -43,12 +43,14 @@ TEST(BoGaussianProcess, FitsAKnownSmoothFunction) {
     test.push_back(encoder.encode(c));
     test_y.push_back(f(value(space, c, 0), value(space, c, 1)));
   }
-  Eigen::VectorXd y = Eigen::Map<Eigen::VectorXd>(train_y.data(), static_cast<Eigen::Index>(train_y.size()));
+  Eigen::VectorXd y =
+      Eigen::Map<Eigen::VectorXd>(train_y.data(), static_cast<Eigen::Index>(train_y.size()));
   const double mean = y.mean(), sd = std::sqrt((y.array() - mean).square().mean());
   Eigen::VectorXd standardised = (y.array() - mean) / sd;
   Hyperparameters fitted = GaussianProcess::fit(train, standardised, encoder);
   EXPECT_GT(GaussianProcess::log_marginal_likelihood(train, standardised, fitted),
-            GaussianProcess::log_marginal_likelihood(train, standardised, Hyperparameters::defaults(encoder)));
+            GaussianProcess::log_marginal_likelihood(train, standardised,
+                                                     Hyperparameters::defaults(encoder)));
   GaussianProcess gp(train, standardised, fitted);
   Eigen::VectorXd predicted, variance;
   gp.predict(test, predicted, variance);
@@ -154,8 +156,8 @@ TEST(BoOptimizer, KeepsAwayFromWhereConfigurationsFail) {
     }
   }
   for (const Configuration& c : optimizer.propose(12)) {
-    EXPECT_TRUE(problem.evaluate(c).ok) << "proposed where configurations fail: "
-                                        << problem.space.describe(c);
+    EXPECT_TRUE(problem.evaluate(c).ok)
+        << "proposed where configurations fail: " << problem.space.describe(c);
   }
 }
 
@@ -206,7 +208,8 @@ TEST(BoOptimizer, AResumedRunProposesWhatTheUninterruptedRunWould) {
     }
     for (int generation = 5; generation < 8; ++generation) {
       std::vector<Configuration> again = resumed.propose(batch);
-      EXPECT_EQ(again, proposals[static_cast<std::size_t>(generation)]) << "generation " << generation;
+      EXPECT_EQ(again, proposals[static_cast<std::size_t>(generation)])
+          << "generation " << generation;
       for (const Configuration& c : again) resumed.observe(c, problem.evaluate(c));
     }
   }
@@ -276,14 +279,16 @@ TEST(BoTable, BayesianSearchBeatsRandomSearchOnAKnownTable) {
     for (int a = 0; a < 10; ++a)
       for (int b = 0; b < 10; ++b)
         for (int c = 0; c < 10; ++c)
-          out << a << "," << b << "," << c << "," << 1 + (a - 6) * (a - 6) + (b - 2) * (b - 2) + 2 * (c - 7) * (c - 7) << "\n";
+          out << a << "," << b << "," << c << ","
+              << 1 + (a - 6) * (a - 6) + (b - 2) * (b - 2) + 2 * (c - 7) * (c - 7) << "\n";
   }
   Table table = Table::load_csv(dir / "bowl.csv");
   std::vector<std::size_t> bo, random;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     Options options;
     options.seed = seed;
-    bo.push_back(evaluations_to_reach(run_bayesian(table, options, 200, 1, 1.0), 1.0).value_or(201));
+    bo.push_back(
+        evaluations_to_reach(run_bayesian(table, options, 200, 1, 1.0), 1.0).value_or(201));
     random.push_back(evaluations_to_reach(run_random(table, seed, 1000, 1.0), 1.0).value_or(1001));
   }
   std::sort(bo.begin(), bo.end());

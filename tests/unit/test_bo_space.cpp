@@ -23,7 +23,11 @@ Expression::Lookup names(std::map<std::string, Value> values) {
 }
 
 TEST(BoExpression, ArithmeticComparisonsAndLogic) {
-  auto lookup = names({{"bx", 32.0}, {"by", 8.0}, {"bz", 4.0}, {"N", 1000.0}, {"TILE", 16.0},
+  auto lookup = names({{"bx", 32.0},
+                       {"by", 8.0},
+                       {"bz", 4.0},
+                       {"N", 1000.0},
+                       {"TILE", 16.0},
                        {"compiler", std::string("clang")}});
   EXPECT_TRUE(Expression::parse("bx*by*bz <= 1024").holds(lookup));
   EXPECT_FALSE(Expression::parse("bx*by*bz < 1024").holds(lookup));
@@ -59,13 +63,13 @@ TEST(BoExpression, SyntaxErrorsNameTheColumn) {
 
 // A launch and compiler space with a constraint, a constant and a conditional sequence.
 Space kernel_space() {
-  return Space({Parameter::ordinal("bx", {32, 64, 128, 256, 512, 1024}),
-                Parameter::ordinal("by", {1, 2, 4, 8, 16, 32}),
-                Parameter::ordinal("tile", {8, 16, 32, 48}),
-                Parameter::categorical("compiler", {"nvrtc", "clang"}),
-                Parameter::sequence("passes", {"instcombine", "licm", "gvn", "loop-unroll"}, 3, true)
-                    .when("compiler == \"clang\"")},
-               {"bx * by <= 1024", "N % tile == 0"}, {{"N", 4096}});
+  return Space(
+      {Parameter::ordinal("bx", {32, 64, 128, 256, 512, 1024}),
+       Parameter::ordinal("by", {1, 2, 4, 8, 16, 32}), Parameter::ordinal("tile", {8, 16, 32, 48}),
+       Parameter::categorical("compiler", {"nvrtc", "clang"}),
+       Parameter::sequence("passes", {"instcombine", "licm", "gvn", "loop-unroll"}, 3, true)
+           .when("compiler == \"clang\"")},
+      {"bx * by <= 1024", "N % tile == 0"}, {{"N", 4096}});
 }
 
 TEST(BoSpace, SamplesRespectConstraintsAndConditions) {
@@ -75,7 +79,8 @@ TEST(BoSpace, SamplesRespectConstraintsAndConditions) {
   for (int i = 0; i < 2000; ++i) {
     Configuration c = space.sample(rng);
     ASSERT_TRUE(space.valid(c)) << space.describe(c);
-    const double bx = std::get<double>(*space.value(c, 0)), by = std::get<double>(*space.value(c, 1));
+    const double bx = std::get<double>(*space.value(c, 0)),
+                 by = std::get<double>(*space.value(c, 1));
     EXPECT_LE(bx * by, 1024);
     EXPECT_NE(std::get<double>(*space.value(c, 2)), 48);  // 4096 % 48 != 0
     const std::string compiler = std::get<std::string>(*space.value(c, 3));
@@ -151,8 +156,11 @@ TEST(BoSpace, SwitchingTheCompilerTurnsTheSequenceOnAndOff) {
 
 TEST(BoSpace, HugeSpacesAreSampledNotEnumerated) {
   std::vector<Parameter> parameters;
-  for (int i = 0; i < 12; ++i) parameters.push_back(Parameter::ordinal("p" + std::to_string(i), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
-  parameters.push_back(Parameter::sequence("passes", {"a", "b", "c", "d", "e", "f", "g", "h"}, 8, true));
+  for (int i = 0; i < 12; ++i)
+    parameters.push_back(
+        Parameter::ordinal("p" + std::to_string(i), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  parameters.push_back(
+      Parameter::sequence("passes", {"a", "b", "c", "d", "e", "f", "g", "h"}, 8, true));
   Space space(parameters, {"p0 + p1 <= 15"});
   EXPECT_GT(space.log10_size(), 19.0);
   std::mt19937_64 rng(5);
@@ -165,7 +173,8 @@ TEST(BoSpace, HugeSpacesAreSampledNotEnumerated) {
 
 TEST(BoSpace, UnknownNamesAndImpossibleConstraintsAreErrors) {
   EXPECT_THROW(Space({Parameter::ordinal("bx", {32})}, {"bx * by <= 1024"}), r3::Error);
-  EXPECT_THROW(Space({Parameter::ordinal("a", {1}).when("b > 0"), Parameter::ordinal("b", {1})}), r3::Error);
+  EXPECT_THROW(Space({Parameter::ordinal("a", {1}).when("b > 0"), Parameter::ordinal("b", {1})}),
+               r3::Error);
   Space impossible({Parameter::ordinal("bx", {32, 64})}, {"bx > 100"});
   std::mt19937_64 rng(6);
   EXPECT_THROW(impossible.sample(rng), r3::Error);

@@ -1,0 +1,162 @@
+// bench/mutator_yield: how often each built-in mutator produces a variant that compiles, on the
+// kernels of the examples (host C++) and the CUDA kernels of tests/data/kernels.
+//
+//   mutator_yield [--show] [FILE:ENTRY ...]      (default: the bundled kernels)
+//
+// For each mutator it prints the rewrites it attempted, how many compiled with Clang at the
+// tunables' defaults (only those are ever offered), how many compiled with Clang at every value
+// of their tunables, and for CUDA, how many compiled with NVRTC at every value.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nvrtc_check.hpp"
+#include "r3/evolve/mutators.hpp"
+
+namespace {
+
+using namespace r3::evolve;
+
+struct Kernel {
+  std::string path, entry;
+};
+
+std::vector<Kernel> default_kernels() {
+  const std::string root = R3_BENCH_SOURCE_DIR;
+  std::vector<Kernel> kernels = {{root + "/examples/demo/stencil.cpp", "stencil2d"},
+                                 {root + "/examples/spmv/spmv.cpp", "spmv_csr"},
+                                 {root + "/examples/particles/particles.cpp", "push_particles"}};
+  for (const char* name :
+       {"saxpy", "stencil2d", "spmv_csr", "matvec", "reduce_sum", "matmul_tiled"}) {
+    kernels.push_back({root + "/tests/data/kernels/" + name + ".cu", name});
+  }
+  return kernels;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every assignment of values to the tunables (their cross product).
+std::vector<std::vector<std::pair<std::string, std::string>>> assignments(
+    const std::vector<Tunable>& tunables) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> all = {{}};
+  for (const Tunable& t : tunables) {
+    std::vector<std::vector<std::pair<std::string, std::string>>> next;
+    for (const auto& partial : all) {
+      for (const std::string& v : t.values) {
+        next.push_back(partial);
+        next.back().emplace_back(t.name, v);
+      }
+    }
+    all = std::move(next);
+  }
+  return all;
+}
+
+struct Counts {
+  int attempted = 0, clang_default = 0, clang_all = 0, cuda = 0, nvrtc_all = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!mutators_available()) {
+    std::fprintf(stderr, "mutator_yield: this r3 was built without LLVM: no built-in mutators\n");
+    return 3;
+  }
+  std::vector<Kernel> kernels;
+  bool show = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::printf(
+          "usage: mutator_yield [--show] [FILE:ENTRY ...]\n"
+          "  FILE:ENTRY  a kernel source (.cu: CUDA, else C++) and its kernel (default: the "
+          "bundled\n"
+          "              example kernels)\n"
+          "  --show      print every rewrite\n");
+      return 0;
+    }
+    if (arg == "--show") {
+      show = true;
+      continue;
+    }
+    const auto colon = arg.rfind(':');
+    if (colon == std::string::npos) {
+      std::fprintf(stderr, "mutator_yield: expected FILE:ENTRY, got '%s'\n", arg.c_str());
+      return 2;
+    }
+    kernels.push_back({arg.substr(0, colon), arg.substr(colon + 1)});
+  }
+  if (kernels.empty()) kernels = default_kernels();
+  const std::vector<std::string> all_mutators = {"restrict", "unroll", "launch_bounds", "ldg",
+                                                 "hoist_loads"};
+  std::map<std::string, Counts> counts;
+  const auto start = std::chrono::steady_clock::now();
+  for (const Kernel& k : kernels) {
+    const std::string source = read(k.path);
+    const bool cuda = k.path.ends_with(".cu");
+    const SourceLanguage language = cuda ? SourceLanguage::cuda : SourceLanguage::cpp;
+    MutationReport report = mutate(source, k.path, k.entry, language, all_mutators);
+    if (!report.diagnostics.empty())
+      std::fprintf(stderr, "%s: %s", k.path.c_str(), report.diagnostics.c_str());
+    for (const Rejection& r : report.rejected) {
+      ++counts[r.mutation.mutator].attempted;
+      std::fprintf(stderr, "%s: %s (%s) does not compile: %s\n", k.path.c_str(),
+                   r.mutation.mutator.c_str(), r.mutation.description.c_str(), r.error.c_str());
+      if (show) std::fprintf(stderr, "%s\n", r.mutation.source.c_str());
+    }
+    for (const Mutation& m : report.mutations) {
+      if (show)
+        std::printf("--- %s: %s (%s)\n%s\n", k.path.c_str(), m.mutator.c_str(),
+                    m.description.c_str(), m.source.c_str());
+      Counts& c = counts[m.mutator];
+      ++c.attempted;
+      ++c.clang_default;
+      bool clang_all = true, nvrtc_all = true;
+      for (const auto& values : assignments(m.tunables)) {
+        std::string defines;
+        std::vector<std::string> options;
+        for (const auto& [name, value] : values) {
+          defines += "#define " + name + " " + value + "\n";
+          options.push_back("-D" + name + "=" + value);
+        }
+        std::string log;
+        clang_all = clang_all && compiles(defines + m.source, k.path, language, log);
+        if (cuda && r3::bench::nvrtc_available()) {
+          nvrtc_all = nvrtc_all && r3::bench::nvrtc_compiles(m.source, k.path, options, log);
+        }
+        if (!log.empty() && (!clang_all || !nvrtc_all)) {
+          std::fprintf(stderr, "%s: %s (%s) failed:\n%s\n", k.path.c_str(), m.mutator.c_str(),
+                       m.description.c_str(), log.c_str());
+        }
+      }
+      c.clang_all += clang_all;
+      if (cuda) {
+        ++c.cuda;
+        c.nvrtc_all += nvrtc_all && r3::bench::nvrtc_available();
+      }
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("built-in mutators on %zu kernels (%.1f s)%s\n", kernels.size(), seconds,
+              r3::bench::nvrtc_available() ? "" : "; no NVRTC in this build");
+  std::printf("%-14s %9s %14s %16s %6s %16s\n", "mutator", "attempted", "clang default",
+              "clang all values", "cuda", "nvrtc all values");
+  for (const std::string& name : all_mutators) {
+    const Counts& c = counts[name];
+    std::printf("%-14s %9d %14d %16d %6d %16d\n", name.c_str(), c.attempted, c.clang_default,
+                c.clang_all, c.cuda, c.nvrtc_all);
+  }
+  return 0;
+}

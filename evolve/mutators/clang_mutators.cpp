@@ -1,0 +1,549 @@
+// The built-in mutators (r3/evolve/mutators.hpp), on Clang's AST. Compiled into libr3llvm.
+#include <clang/AST/ASTConsumer.h>
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Attr.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/FrontendActions.h>
+#include <clang/Lex/Lexer.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "frontend.hpp"
+#include "r3/evolve/mutators.hpp"
+
+namespace r3::evolve {
+namespace {
+
+using compiler::Dialect;
+
+struct TextEdit {
+  std::size_t offset = 0, length = 0;
+  std::string text;
+};
+
+std::string splice(std::string_view source, std::vector<TextEdit> edits) {
+  std::stable_sort(edits.begin(), edits.end(),
+                   [](const TextEdit& a, const TextEdit& b) { return a.offset > b.offset; });
+  std::string out(source);
+  for (const TextEdit& e : edits) out.replace(e.offset, e.length, e.text);
+  return out;
+}
+
+// What the mutators need to know of the kernel, as offsets into the main file.
+struct Span {
+  std::size_t begin = 0, end = 0;  // [begin, end)
+};
+
+struct Load {
+  Span span;
+  std::string text;  // "x[i]"
+  std::string type;  // the element type, unqualified
+  // Whether it happens only if the loop runs at least once (in the body, not the condition).
+  bool needs_guard = false;
+};
+
+struct Loop {
+  Span span;  // the whole for statement
+  unsigned line = 0;
+  bool has_pragma = false;
+  std::optional<std::string> guard;  // the condition at the initial value of the loop variable
+  std::vector<Load> hoistable;       // invariant loads, safe to read before the loop
+};
+
+struct Parameter {
+  std::size_t name_offset = 0;
+  bool pointer = false, restricted = false;
+};
+
+struct Facts {
+  bool found = false;
+  bool cuda_kernel = false, has_launch_bounds = false;
+  std::size_t name_offset = 0;
+  std::vector<Parameter> parameters;
+  std::vector<Loop> loops;
+  std::vector<Load> const_reads;  // reads of pointer-to-const parameters (for __ldg)
+};
+
+const std::set<std::string> kLdgTypes = {"float",
+                                         "double",
+                                         "int",
+                                         "unsigned int",
+                                         "short",
+                                         "unsigned short",
+                                         "char",
+                                         "signed char",
+                                         "unsigned char",
+                                         "long long",
+                                         "unsigned long long",
+                                         "long",
+                                         "unsigned long"};
+
+class Collector : public clang::RecursiveASTVisitor<Collector> {
+ public:
+  Collector(clang::ASTContext& context, std::string entry, Facts& facts)
+      : context_(context),
+        sm_(context.getSourceManager()),
+        entry_(std::move(entry)),
+        facts_(facts) {}
+
+  bool VisitFunctionDecl(clang::FunctionDecl* f) {
+    if (facts_.found || !f->doesThisDeclarationHaveABody()) return true;
+    if (f->getNameAsString() != entry_ && f->getQualifiedNameAsString() != entry_) return true;
+    if (!sm_.isInMainFile(f->getLocation())) return true;
+    facts_.found = true;
+    facts_.cuda_kernel = f->hasAttr<clang::CUDAGlobalAttr>();
+    facts_.has_launch_bounds = f->hasAttr<clang::CUDALaunchBoundsAttr>();
+    if (auto offset = file_offset(f->getLocation())) facts_.name_offset = *offset;
+    for (const clang::ParmVarDecl* p : f->parameters()) {
+      Parameter parameter;
+      parameter.pointer = p->getType()->isPointerType();
+      parameter.restricted = p->getType().isRestrictQualified();
+      auto offset = p->getIdentifier() != nullptr ? file_offset(p->getLocation()) : std::nullopt;
+      if (!offset) continue;
+      parameter.name_offset = *offset;
+      facts_.parameters.push_back(parameter);
+      if (parameter.pointer && p->getType()->getPointeeType().isConstQualified())
+        const_params_.insert(p);
+      if (parameter.restricted) restricted_params_.insert(p);
+    }
+    kernel_ = f;
+    collect(f->getBody());
+    return true;
+  }
+
+ private:
+  std::optional<std::size_t> file_offset(clang::SourceLocation loc) const {
+    if (loc.isInvalid() || loc.isMacroID() || !sm_.isInMainFile(loc)) return std::nullopt;
+    return sm_.getFileOffset(loc);
+  }
+  std::optional<Span> span_of(clang::SourceRange range) const {
+    auto begin = file_offset(range.getBegin());
+    clang::SourceLocation end =
+        clang::Lexer::getLocForEndOfToken(range.getEnd(), 0, sm_, context_.getLangOpts());
+    auto last = file_offset(end);
+    if (!begin || !last) return std::nullopt;
+    return Span{*begin, *last};
+  }
+  std::string text_of(const Span& s) const {
+    return std::string(sm_.getBufferData(sm_.getMainFileID()).substr(s.begin, s.end - s.begin));
+  }
+
+  // A read of p[i] with p a parameter pointing to const (an rvalue: under an LValueToRValue cast).
+  const clang::ParmVarDecl* const_param_read(const clang::Expr* e) const {
+    const auto* cast = llvm::dyn_cast<clang::ImplicitCastExpr>(e);
+    if (cast == nullptr || cast->getCastKind() != clang::CK_LValueToRValue) return nullptr;
+    const auto* subscript =
+        llvm::dyn_cast<clang::ArraySubscriptExpr>(cast->getSubExpr()->IgnoreParens());
+    if (subscript == nullptr) return nullptr;
+    const auto* ref =
+        llvm::dyn_cast<clang::DeclRefExpr>(subscript->getBase()->IgnoreParenImpCasts());
+    const auto* param =
+        ref != nullptr ? llvm::dyn_cast<clang::ParmVarDecl>(ref->getDecl()) : nullptr;
+    return param != nullptr && const_params_.contains(param) ? param : nullptr;
+  }
+
+  // Variables written, memory written, and calls that might write memory, within a statement.
+  struct Effects {
+    std::set<const clang::VarDecl*> written;
+    std::set<const clang::VarDecl*> declared;
+    bool writes_memory = false;
+  };
+  static const clang::VarDecl* variable(const clang::Expr* e) {
+    const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(e->IgnoreParenImpCasts());
+    return ref != nullptr ? llvm::dyn_cast<clang::VarDecl>(ref->getDecl()) : nullptr;
+  }
+  static bool is_memory(const clang::Expr* e) {
+    e = e->IgnoreParenImpCasts();
+    if (llvm::isa<clang::ArraySubscriptExpr>(e)) return true;
+    if (const auto* u = llvm::dyn_cast<clang::UnaryOperator>(e))
+      return u->getOpcode() == clang::UO_Deref;
+    if (const auto* m = llvm::dyn_cast<clang::MemberExpr>(e))
+      return m->isArrow() || is_memory(m->getBase());
+    return false;
+  }
+  void effects(const clang::Stmt* s, Effects& out) const {
+    if (s == nullptr) return;
+    if (const auto* b = llvm::dyn_cast<clang::BinaryOperator>(s);
+        b != nullptr && b->isAssignmentOp()) {
+      if (const clang::VarDecl* v = variable(b->getLHS())) out.written.insert(v);
+      if (is_memory(b->getLHS())) out.writes_memory = true;
+    }
+    if (const auto* u = llvm::dyn_cast<clang::UnaryOperator>(s)) {
+      if (u->isIncrementDecrementOp()) {
+        if (const clang::VarDecl* v = variable(u->getSubExpr())) out.written.insert(v);
+        if (is_memory(u->getSubExpr())) out.writes_memory = true;
+      }
+      if (u->getOpcode() == clang::UO_AddrOf) {
+        if (const clang::VarDecl* v = variable(u->getSubExpr()))
+          out.written.insert(v);  // may be written
+      }
+    }
+    if (const auto* call = llvm::dyn_cast<clang::CallExpr>(s)) {
+      const clang::FunctionDecl* callee = call->getDirectCallee();
+      const bool harmless =
+          callee != nullptr && (callee->getBuiltinID() != 0 || callee->isConstexpr());
+      if (!harmless) out.writes_memory = true;
+    }
+    if (const auto* d = llvm::dyn_cast<clang::DeclStmt>(s)) {
+      for (const clang::Decl* decl : d->decls()) {
+        if (const auto* v = llvm::dyn_cast<clang::VarDecl>(decl)) out.declared.insert(v);
+      }
+    }
+    for (const clang::Stmt* child : s->children()) effects(child, out);
+  }
+
+  void collect(const clang::Stmt* s) {
+    if (s == nullptr) return;
+    if (const auto* attributed = llvm::dyn_cast<clang::AttributedStmt>(s)) {
+      for (const clang::Attr* a : attributed->getAttrs()) {
+        if (llvm::isa<clang::LoopHintAttr>(a)) pragma_loops_.insert(attributed->getSubStmt());
+      }
+    }
+    if (const auto* e = llvm::dyn_cast<clang::Expr>(s);
+        e != nullptr && const_param_read(e) != nullptr) {
+      const auto* subscript = llvm::cast<clang::ArraySubscriptExpr>(
+          llvm::cast<clang::ImplicitCastExpr>(e)->getSubExpr()->IgnoreParens());
+      if (auto span = span_of(subscript->getSourceRange())) {
+        clang::QualType element = subscript->getType().getUnqualifiedType();
+        facts_.const_reads.push_back({*span, text_of(*span), element.getAsString()});
+      }
+    }
+    if (const auto* loop = llvm::dyn_cast<clang::ForStmt>(s)) analyse(loop);
+    for (const clang::Stmt* child : s->children()) collect(child);
+  }
+
+  // Whether a loop body may stop before reaching its end (then a load near its end may never
+  // happen, even in the first iteration).
+  static bool leaves_early(const clang::Stmt* s) {
+    if (s == nullptr) return false;
+    if (llvm::isa<clang::ReturnStmt, clang::GotoStmt, clang::BreakStmt, clang::ContinueStmt,
+                  clang::CXXThrowExpr>(s)) {
+      return true;
+    }
+    for (const clang::Stmt* child : s->children()) {
+      if (leaves_early(child)) return true;
+    }
+    return false;
+  }
+
+  void analyse(const clang::ForStmt* loop) {
+    auto span = span_of(loop->getSourceRange());
+    if (!span) return;
+    Loop l;
+    l.span = *span;
+    l.line = sm_.getSpellingLineNumber(loop->getBeginLoc());
+    l.has_pragma = pragma_loops_.contains(loop);
+    // The guard: the condition with the loop variable replaced by its initial value.
+    const auto* init = llvm::dyn_cast_or_null<clang::DeclStmt>(loop->getInit());
+    const clang::VarDecl* counter = init != nullptr && init->isSingleDecl()
+                                        ? llvm::dyn_cast<clang::VarDecl>(init->getSingleDecl())
+                                        : nullptr;
+    if (counter != nullptr && counter->getInit() != nullptr && loop->getCond() != nullptr) {
+      auto initial = span_of(counter->getInit()->getSourceRange());
+      auto condition = span_of(loop->getCond()->getSourceRange());
+      if (initial && condition) {
+        std::vector<TextEdit> uses;
+        bool ok = true;
+        std::function<void(const clang::Stmt*)> find = [&](const clang::Stmt* x) {
+          if (x == nullptr) return;
+          if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(x);
+              ref != nullptr && ref->getDecl() == counter) {
+            auto at = span_of(ref->getSourceRange());
+            if (!at)
+              ok = false;
+            else
+              uses.push_back({at->begin - condition->begin, at->end - at->begin,
+                              "(" + text_of(*initial) + ")"});
+          }
+          for (const clang::Stmt* c : x->children()) find(c);
+        };
+        find(loop->getCond());
+        if (ok && !loop->getCond()->HasSideEffects(context_))
+          l.guard = splice(text_of(*condition), uses);
+      }
+    }
+    // A statement's range ends before its last ';' (`for (...) x += y[i];`).
+    const llvm::StringRef buffer = sm_.getBufferData(sm_.getMainFileID());
+    if (std::size_t next = buffer.find_first_not_of(" \t\r\n", l.span.end);
+        !llvm::isa<clang::CompoundStmt>(loop->getBody()) && next < buffer.size() &&
+        buffer[next] == ';') {
+      l.span.end = next + 1;
+    }
+    if (!l.has_pragma) {
+      Effects inside;
+      effects(loop, inside);
+      if (counter != nullptr) inside.written.insert(counter);
+      bool in_body = false;
+      std::function<void(const clang::Stmt*)> loads = [&](const clang::Stmt* x) {
+        if (x == nullptr) return;
+        // Only loads every iteration makes: hoisting one the original may skip (behind an if,
+        // a ?:, a && or ||, in an inner loop) could read memory it never reads.
+        if (const auto* branch = llvm::dyn_cast<clang::IfStmt>(x)) return loads(branch->getCond());
+        if (const auto* choice = llvm::dyn_cast<clang::ConditionalOperator>(x))
+          return loads(choice->getCond());
+        if (const auto* logic = llvm::dyn_cast<clang::BinaryOperator>(x);
+            logic != nullptr && logic->isLogicalOp()) {
+          return loads(logic->getLHS());
+        }
+        if (llvm::isa<clang::ForStmt, clang::WhileStmt, clang::DoStmt, clang::SwitchStmt,
+                      clang::CXXForRangeStmt>(x)) {
+          return;
+        }
+        if (const auto* e = llvm::dyn_cast<clang::Expr>(x)) {
+          if (const clang::ParmVarDecl* base = const_param_read(e)) {
+            const auto* subscript = llvm::cast<clang::ArraySubscriptExpr>(
+                llvm::cast<clang::ImplicitCastExpr>(e)->getSubExpr()->IgnoreParens());
+            const clang::Expr* index = subscript->getIdx();
+            bool invariant = !index->HasSideEffects(context_);
+            std::function<void(const clang::Stmt*)> uses = [&](const clang::Stmt* y) {
+              if (y == nullptr) return;
+              if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(y)) {
+                const auto* v = llvm::dyn_cast<clang::VarDecl>(ref->getDecl());
+                if (v == nullptr || inside.written.contains(v) || inside.declared.contains(v))
+                  invariant = false;
+              }
+              for (const clang::Stmt* c : y->children()) uses(c);
+            };
+            uses(index);
+            const bool unaliased = restricted_params_.contains(base) || !inside.writes_memory;
+            clang::QualType element = subscript->getType().getUnqualifiedType();
+            auto at = span_of(subscript->getSourceRange());
+            if (invariant && unaliased && element->isBuiltinType() && at) {
+              l.hoistable.push_back({*at, text_of(*at), element.getAsString(), in_body});
+            }
+          }
+        }
+        for (const clang::Stmt* c : x->children()) loads(c);
+      };
+      // The condition is evaluated at least once; the body only when the guard holds.
+      loads(loop->getCond());
+      if (l.guard && !leaves_early(loop->getBody())) {
+        in_body = true;
+        loads(loop->getBody());
+      }
+    }
+    facts_.loops.push_back(std::move(l));
+  }
+
+  clang::ASTContext& context_;
+  clang::SourceManager& sm_;
+  std::string entry_;
+  Facts& facts_;
+  const clang::FunctionDecl* kernel_ = nullptr;
+  std::set<const clang::ParmVarDecl*> const_params_, restricted_params_;
+  std::set<const clang::Stmt*> pragma_loops_;
+};
+
+class CollectAction : public clang::ASTFrontendAction {
+ public:
+  CollectAction(std::string entry, Facts& facts) : entry_(std::move(entry)), facts_(facts) {}
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&,
+                                                        llvm::StringRef) override {
+    struct Consumer : clang::ASTConsumer {
+      std::string entry;
+      Facts* facts;
+      void HandleTranslationUnit(clang::ASTContext& context) override {
+        Collector(context, entry, *facts).TraverseDecl(context.getTranslationUnitDecl());
+      }
+    };
+    auto consumer = std::make_unique<Consumer>();
+    consumer->entry = entry_;
+    consumer->facts = &facts_;
+    return consumer;
+  }
+
+ private:
+  std::string entry_;
+  Facts& facts_;
+};
+
+compiler::Source make_source(std::string_view text, std::string_view name) {
+  compiler::Source s;
+  s.name = std::string(name);
+  s.text = std::string(text);
+  return s;
+}
+
+// "R3_UNROLL_" -> the first "R3_UNROLL_<n>" the source does not use yet.
+std::string fresh_name(std::string_view source, const std::string& prefix) {
+  for (int n = 0;; ++n) {
+    std::string name = prefix + std::to_string(n);
+    if (source.find(name) == std::string_view::npos) return name;
+  }
+}
+
+// Declarations that make a tunable's macro defined whether or not the build sets it.
+std::string declare(const Tunable& t) {
+  std::string values;
+  for (const std::string& v : t.values) values += (values.empty() ? "" : " ") + v;
+  return "R3_TUNABLE(" + t.name + ", " + t.default_value + ", " + values + ")\n#ifndef " + t.name +
+         "\n#define " + t.name + " " + t.default_value + "\n#endif\n";
+}
+
+std::string preamble(const std::vector<Tunable>& tunables, const std::string& more = "") {
+  std::string out = "#ifndef R3_TUNABLE\n#define R3_TUNABLE(...)\n#endif\n";
+  for (const Tunable& t : tunables) out += declare(t);
+  return out + more;
+}
+
+// The white space before `offset` on its line, if only white space precedes it.
+std::string indentation(std::string_view source, std::size_t offset) {
+  const std::size_t line = source.rfind('\n', offset == 0 ? 0 : offset - 1);
+  const std::size_t begin = line == std::string_view::npos ? 0 : line + 1;
+  std::string_view before = source.substr(begin, offset - begin);
+  return before.find_first_not_of(" \t") == std::string_view::npos ? std::string(before) : "";
+}
+
+std::string first_error(const std::string& diagnostics) {
+  for (std::size_t at = 0; at < diagnostics.size();) {
+    std::size_t end = diagnostics.find('\n', at);
+    if (end == std::string::npos) end = diagnostics.size();
+    std::string line = diagnostics.substr(at, end - at);
+    if (line.find("error:") != std::string::npos) return line;
+    at = end + 1;
+  }
+  return diagnostics.substr(0, diagnostics.find('\n'));
+}
+
+}  // namespace
+
+bool mutators_available() { return true; }
+
+bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,
+              std::string& diagnostics) {
+  clang::SyntaxOnlyAction action;
+  return compiler::run_frontend(make_source(source, file_name),
+                                language == SourceLanguage::cuda ? Dialect::cuda : Dialect::cpp,
+                                action, diagnostics);
+}
+
+MutationReport mutate(std::string_view source, std::string_view file_name, std::string_view entry,
+                      SourceLanguage language, const std::vector<std::string>& mutators) {
+  MutationReport report;
+  Facts facts;
+  CollectAction action{std::string(entry), facts};
+  const Dialect dialect = language == SourceLanguage::cuda ? Dialect::cuda : Dialect::cpp;
+  if (!compiler::run_frontend(make_source(source, file_name), dialect, action,
+                              report.diagnostics)) {
+    return report;
+  }
+  if (!facts.found) {
+    report.diagnostics +=
+        "no definition of '" + std::string(entry) + "' in " + std::string(file_name) + "\n";
+    return report;
+  }
+  const bool cuda = language == SourceLanguage::cuda;
+  auto wanted = [&](const char* name) {
+    return std::find(mutators.begin(), mutators.end(), name) != mutators.end();
+  };
+  auto offer = [&](Mutation m) {
+    std::string diagnostics;
+    if (compiles(m.source, file_name, language, diagnostics)) {
+      report.mutations.push_back(std::move(m));
+    } else {
+      report.rejected.push_back({std::move(m), first_error(diagnostics)});
+    }
+  };
+
+  if (wanted("restrict") && source.find("R3_USE_RESTRICT") == std::string_view::npos) {
+    std::vector<TextEdit> edits;
+    for (const Parameter& p : facts.parameters) {
+      if (p.pointer && !p.restricted) edits.push_back({p.name_offset, 0, "R3_RESTRICT "});
+    }
+    if (!edits.empty()) {
+      Tunable t{"R3_USE_RESTRICT", "1", {"0", "1"}};
+      const std::string keyword = cuda ? "__restrict__" : "__restrict";
+      edits.push_back({0, 0,
+                       preamble({t}, "#if R3_USE_RESTRICT\n#define R3_RESTRICT " + keyword +
+                                         "\n#else\n#define R3_RESTRICT\n#endif\n")});
+      offer({"restrict",
+             "__restrict__ on " + std::to_string(edits.size() - 1) + " pointer parameter(s)",
+             splice(source, edits),
+             {t}});
+    }
+  }
+  if (wanted("unroll")) {
+    for (const Loop& loop : facts.loops) {
+      if (loop.has_pragma) continue;
+      Tunable t{fresh_name(source, "R3_UNROLL_"), "4", {"1", "2", "4", "8"}};
+      std::vector<TextEdit> edits = {{loop.span.begin, 0, "\n#pragma unroll " + t.name + "\n"},
+                                     {0, 0, preamble({t})}};
+      offer({"unroll",
+             "#pragma unroll " + t.name + " on the loop at line " + std::to_string(loop.line),
+             splice(source, edits),
+             {t}});
+    }
+  }
+  if (wanted("launch_bounds") && cuda && facts.cuda_kernel && !facts.has_launch_bounds) {
+    Tunable threads{"R3_MAX_THREADS", "1024", {"128", "256", "512", "1024"}};
+    Tunable blocks{"R3_MIN_BLOCKS", "1", {"1", "2", "4"}};
+    std::vector<TextEdit> edits = {
+        {facts.name_offset, 0, "__launch_bounds__(R3_MAX_THREADS, R3_MIN_BLOCKS) "},
+        {0, 0, preamble({threads, blocks})}};
+    offer({"launch_bounds",
+           "__launch_bounds__(R3_MAX_THREADS, R3_MIN_BLOCKS)",
+           splice(source, edits),
+           {threads, blocks}});
+  }
+  if (wanted("ldg") && cuda && source.find("R3_LDG") == std::string_view::npos) {
+    std::vector<TextEdit> edits;
+    for (const Load& read : facts.const_reads) {
+      // Insertions, not replacements, so that nested reads (x[columns[k]]) compose.
+      if (kLdgTypes.contains(read.type)) {
+        edits.push_back({read.span.begin, 0, "R3_LDG("});
+        edits.push_back({read.span.end, 0, ")"});
+      }
+    }
+    if (!edits.empty()) {
+      Tunable t{"R3_USE_LDG", "1", {"0", "1"}};
+      const std::size_t reads = edits.size() / 2;
+      edits.push_back({0, 0,
+                       preamble({t},
+                                "#if R3_USE_LDG\n#define R3_LDG(e) __ldg(&(e))\n#else\n#define "
+                                "R3_LDG(e) (e)\n#endif\n")});
+      offer({"ldg",
+             "__ldg for " + std::to_string(reads) + " read(s) of const parameters",
+             splice(source, edits),
+             {t}});
+    }
+  }
+  if (wanted("hoist_loads")) {
+    for (const Loop& loop : facts.loops) {
+      if (loop.hoistable.empty()) continue;
+      const Load& load = loop.hoistable.front();
+      bool guarded = true;  // unless the condition reads it too, which happens at least once
+      Tunable t{fresh_name(source, "R3_HOIST_"), "1", {"0", "1"}};
+      const std::string suffix = t.name.substr(std::string("R3_HOIST_").size());
+      const std::string variable = "r3_hoisted_" + suffix, macro = "R3_HOISTED_" + suffix;
+      std::vector<TextEdit> edits;
+      for (const Load& same : loop.hoistable) {
+        if (same.text != load.text) continue;
+        edits.push_back({same.span.begin, same.span.end - same.span.begin, macro});
+        guarded = guarded && same.needs_guard;
+      }
+      const std::string value = guarded ? "(" + *loop.guard + ") ? (" + load.text +
+                                              ") : static_cast<" + load.type + ">(0)"
+                                        : "(" + load.text + ")";
+      const std::string indent = indentation(source, loop.span.begin);
+      edits.push_back({loop.span.begin, 0,
+                       "{ const " + load.type + " " + variable + " = " + value + ";\n#if " +
+                           t.name + "\n#define " + macro + " " + variable + "\n#else\n#define " +
+                           macro + " (" + load.text + ")\n#endif\n" + indent});
+      edits.push_back({loop.span.end, 0, "\n#undef " + macro + "\n" + indent + "}"});
+      edits.push_back({0, 0, preamble({t})});
+      offer(
+          {"hoist_loads",
+           "load of " + load.text + " hoisted before the loop at line " + std::to_string(loop.line),
+           splice(source, edits),
+           {t}});
+    }
+  }
+  return report;
+}
+
+}  // namespace r3::evolve

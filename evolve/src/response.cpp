@@ -1,0 +1,286 @@
+#include "r3/evolve/response.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+namespace r3::evolve {
+namespace {
+
+std::string collapse_whitespace(std::string_view text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::vector<std::string> lines_of(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    lines.emplace_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
+std::string trim(std::string_view text) {
+  std::size_t begin = text.find_first_not_of(" \t\r");
+  std::size_t end = text.find_last_not_of(" \t\r");
+  return begin == std::string_view::npos ? "" : std::string(text.substr(begin, end - begin + 1));
+}
+
+bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Where `entry` is defined: the name followed by '(' ... ')' and then '{' (not a call).
+std::optional<std::pair<std::size_t, std::size_t>> find_definition(std::string_view s,
+                                                                   std::string_view entry) {
+  std::size_t at = 0;
+  while ((at = s.find(entry, at)) != std::string_view::npos) {
+    const std::size_t name = at;
+    at += entry.size();
+    if (name > 0 && is_identifier_char(s[name - 1])) continue;
+    if (at < s.size() && is_identifier_char(s[at])) continue;
+    std::size_t open = s.find_first_not_of(" \t\r\n", at);
+    if (open == std::string_view::npos || s[open] != '(') continue;
+    int depth = 0;
+    std::size_t close = open;
+    for (; close < s.size(); ++close) {
+      if (s[close] == '(') ++depth;
+      if (s[close] == ')' && --depth == 0) break;
+    }
+    if (close >= s.size()) return std::nullopt;
+    std::size_t after = s.find_first_not_of(" \t\r\n", close + 1);
+    if (after == std::string_view::npos || s[after] != '{') continue;
+    // The declaration starts after the previous ';', '}' or preprocessor line.
+    std::size_t start = s.find_last_of(";}\n", name);
+    while (start != std::string_view::npos && s[start] == '\n') {
+      std::size_t line = s.rfind('\n', start == 0 ? 0 : start - 1);
+      std::string_view previous = s.substr(line == std::string_view::npos ? 0 : line + 1,
+                                           start - (line == std::string_view::npos ? 0 : line + 1));
+      std::string t = trim(previous);
+      if (t.empty() || t[0] == '#' || t.back() == ';' || t.back() == '}' || t.rfind("//", 0) == 0)
+        break;
+      start = line;
+    }
+    return std::make_pair(start == std::string_view::npos ? 0 : start + 1, close + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ParsedResponse parse_response(std::string_view text, std::string_view entry) {
+  ParsedResponse parsed;
+  // SEARCH/REPLACE blocks first.
+  std::vector<std::string> lines = lines_of(text);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (trim(lines[i]).rfind("<<<<<<< SEARCH", 0) != 0) continue;
+    Edit edit;
+    std::size_t k = i + 1;
+    std::vector<std::string> search, replace;
+    for (; k < lines.size() && trim(lines[k]) != "======="; ++k) search.push_back(lines[k]);
+    std::size_t r = k + 1;
+    for (; r < lines.size() && trim(lines[r]).rfind(">>>>>>> REPLACE", 0) != 0; ++r)
+      replace.push_back(lines[r]);
+    if (k >= lines.size() || r >= lines.size()) break;  // an unterminated block is not an edit
+    for (std::size_t j = 0; j < search.size(); ++j)
+      edit.search += search[j] + (j + 1 < search.size() ? "\n" : "");
+    for (std::size_t j = 0; j < replace.size(); ++j)
+      edit.replace += replace[j] + (j + 1 < replace.size() ? "\n" : "");
+    parsed.edits.push_back(std::move(edit));
+    i = r;
+  }
+  if (!parsed.edits.empty()) return parsed;
+  // Fenced blocks: the one that defines the entry, else the largest.
+  std::string best;
+  bool best_defines = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (trim(lines[i]).rfind("```", 0) != 0) continue;
+    std::string block;
+    std::size_t k = i + 1;
+    for (; k < lines.size() && trim(lines[k]).rfind("```", 0) != 0; ++k) block += lines[k] + "\n";
+    const bool defines = find_definition(block, entry).has_value();
+    if ((defines && !best_defines) || (defines == best_defines && block.size() > best.size())) {
+      best = block;
+      best_defines = defines;
+    }
+    i = k;
+  }
+  parsed.code = best;
+  return parsed;
+}
+
+EditResult apply_edits(std::string_view source, const std::vector<Edit>& edits) {
+  EditResult result;
+  std::string text(source);
+  for (std::size_t n = 0; n < edits.size(); ++n) {
+    const Edit& edit = edits[n];
+    if (edit.search.empty()) {
+      result.reason = "edit " + std::to_string(n + 1) + " has an empty SEARCH part";
+      return result;
+    }
+    if (std::size_t at = text.find(edit.search); at != std::string::npos) {
+      text.replace(at, edit.search.size(), edit.replace);
+      continue;
+    }
+    // Whitespace-tolerant: match the search text's non-space characters in order, any run of
+    // whitespace in the search matching any (possibly empty between tokens) run in the text.
+    const std::string wanted = collapse_whitespace(edit.search);
+    std::optional<std::pair<std::size_t, std::size_t>> match;
+    for (std::size_t start = 0; start < text.size() && !match; ++start) {
+      if (std::isspace(static_cast<unsigned char>(text[start])) || text[start] != wanted[0])
+        continue;
+      std::size_t t = start, w = 0;
+      while (t < text.size() && w < wanted.size()) {
+        if (wanted[w] == ' ') {
+          while (t < text.size() && std::isspace(static_cast<unsigned char>(text[t]))) ++t;
+          ++w;
+        } else if (std::isspace(static_cast<unsigned char>(text[t]))) {
+          while (t < text.size() && std::isspace(static_cast<unsigned char>(text[t]))) ++t;
+        } else if (text[t] == wanted[w]) {
+          ++t;
+          ++w;
+        } else {
+          break;
+        }
+      }
+      if (w == wanted.size()) match = std::make_pair(start, t);
+    }
+    if (!match) {
+      result.reason =
+          "edit " + std::to_string(n + 1) + " does not apply: its SEARCH text is not in the source";
+      return result;
+    }
+    text.replace(match->first, match->second - match->first, edit.replace);
+  }
+  result.ok = true;
+  result.source = std::move(text);
+  return result;
+}
+
+std::string entry_signature(std::string_view source, std::string_view entry) {
+  auto where = find_definition(source, entry);
+  if (!where) return "";
+  return collapse_whitespace(source.substr(where->first, where->second - where->first));
+}
+
+bool same_signature(std::string_view a, std::string_view b) {
+  // The parameter types: split the list at top-level commas, drop qualifiers that do not change
+  // the type a caller passes and the parameter name (the last identifier of a parameter).
+  auto types = [](std::string_view signature) {
+    std::vector<std::string> out;
+    std::size_t open = signature.find('(');
+    if (open == std::string_view::npos) return out;
+    std::string list(signature.substr(open + 1, signature.rfind(')') - open - 1));
+    for (const char* word : {"__restrict__", "__restrict", "restrict", "R3_RESTRICT"}) {
+      for (std::size_t at; (at = list.find(word)) != std::string::npos;)
+        list.erase(at, std::string_view(word).size());
+    }
+    int depth = 0;
+    std::string current;
+    auto push = [&] {
+      std::string p = collapse_whitespace(current);
+      std::size_t end = p.size();
+      while (end > 0 && is_identifier_char(p[end - 1])) --end;
+      std::string head = collapse_whitespace(p.substr(0, end));
+      if (!head.empty()) p = head;  // "const float* x" -> "const float*"
+      p.erase(std::remove(p.begin(), p.end(), ' '), p.end());
+      if (!p.empty()) out.push_back(p);
+      current.clear();
+    };
+    for (char c : list) {
+      if (c == '<' || c == '(') ++depth;
+      if (c == '>' || c == ')') --depth;
+      if (c == ',' && depth == 0) {
+        push();
+      } else {
+        current += c;
+      }
+    }
+    push();
+    return out;
+  };
+  return types(a) == types(b);
+}
+
+Candidate candidate_from_response(std::string_view parent, std::string_view response,
+                                  std::string_view entry) {
+  Candidate candidate;
+  ParsedResponse parsed = parse_response(response, entry);
+  if (!parsed.edits.empty()) {
+    EditResult edited = apply_edits(parent, parsed.edits);
+    if (!edited.ok) {
+      candidate.reason = edited.reason;
+      return candidate;
+    }
+    candidate.source = std::move(edited.source);
+  } else if (!parsed.code.empty()) {
+    candidate.source = std::move(parsed.code);
+  } else {
+    candidate.reason = "the answer holds no code (no fenced block, no SEARCH/REPLACE edit)";
+    return candidate;
+  }
+  const std::string before = entry_signature(parent, entry);
+  const std::string after = entry_signature(candidate.source, entry);
+  if (after.empty()) {
+    candidate.reason = "the answer does not define the kernel '" + std::string(entry) + "'";
+  } else if (!before.empty() && !same_signature(before, after)) {
+    candidate.reason = "the signature of '" + std::string(entry) + "' changed from '" + before +
+                       "' to '" + after + "'";
+  } else if (collapse_whitespace(candidate.source) == collapse_whitespace(parent)) {
+    candidate.reason = "nothing changed";
+  } else {
+    candidate.ok = true;
+  }
+  return candidate;
+}
+
+std::vector<Tunable> parse_tunables(std::string_view source) {
+  std::vector<Tunable> tunables;
+  constexpr std::string_view kMacro = "R3_TUNABLE(";
+  for (std::size_t at = 0; (at = source.find(kMacro, at)) != std::string_view::npos;) {
+    if (at > 0 && is_identifier_char(source[at - 1])) {  // part of a longer name
+      at += kMacro.size();
+      continue;
+    }
+    const std::size_t close = source.find(')', at);
+    if (close == std::string_view::npos) break;
+    std::string arguments(source.substr(at + kMacro.size(), close - at - kMacro.size()));
+    at = close;
+    // Arguments are separated by commas; the values may also be separated by spaces.
+    std::vector<std::string> items;
+    std::string current;
+    for (char c : arguments + ",") {
+      if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+        if (!current.empty()) items.push_back(current);
+        current.clear();
+      } else {
+        current += c;
+      }
+    }
+    if (items.size() < 3 || !std::all_of(items[0].begin(), items[0].end(), is_identifier_char))
+      continue;
+    Tunable t{items[0], items[1], std::vector<std::string>(items.begin() + 2, items.end())};
+    if (std::find(t.values.begin(), t.values.end(), t.default_value) == t.values.end()) {
+      t.values.insert(t.values.begin(), t.default_value);
+    }
+    if (std::none_of(tunables.begin(), tunables.end(),
+                     [&](const Tunable& o) { return o.name == t.name; })) {
+      tunables.push_back(std::move(t));
+    }
+  }
+  return tunables;
+}
+
+}  // namespace r3::evolve
