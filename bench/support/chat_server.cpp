@@ -58,6 +58,8 @@ struct ChatServer::Impl {
     if (port <= 0) throw std::runtime_error("chat server: cannot bind a port on 127.0.0.1");
     if (listening >= 0) ::listen(listening, 1024);
     thread = std::thread([this] { server->listen_after_bind(); });
+    // stop() before the accept loop runs would be lost, and the loop would never end.
+    while (!server->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     // bind_to_any_port already listens: connections wait in the backlog until the loop runs.
   }
 

@@ -107,40 +107,62 @@ const Elite* Archive::best() const {
 NoveltyFilter::NoveltyFilter(double similarity_threshold) : threshold_(similarity_threshold) {}
 
 std::string NoveltyFilter::normalise(std::string_view s) {
-  // Comments out, string and character literals kept, whitespace only where it separates two
-  // identifier characters.
+  // Comments out, string and character literals kept, white space kept (as one space) only where
+  // it separates characters that would otherwise join into other tokens ("a b", "- -"), and
+  // line breaks kept where they end a preprocessor directive.
+  auto word = [](char x) { return std::isalnum(static_cast<unsigned char>(x)) || x == '_'; };
+  auto joins = [&](char a, char b) {
+    constexpr std::string_view kOperators = "+-*/%&|^<>=!:.#";
+    return (word(a) && word(b)) || (kOperators.find(a) != std::string_view::npos &&
+                                    kOperators.find(b) != std::string_view::npos);
+  };
   std::string out;
-  bool pending_space = false;
+  bool pending_space = false, line_start = true, in_directive = false;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
+    const char c = s[i];
     if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
-      while (i < s.size() && s[i] != '\n') ++i;
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
       pending_space = true;
       continue;
     }
     if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
-      std::size_t end = s.find("*/", i + 2);
+      const std::size_t end = s.find("*/", i + 2);
       i = end == std::string_view::npos ? s.size() : end + 1;
       pending_space = true;
       continue;
     }
-    if (c == '"' || c == '\'') {
-      std::size_t j = i + 1;
-      while (j < s.size() && s[j] != c) j += s[j] == '\\' ? 2 : 1;
-      out.append(s.substr(i, std::min(j, s.size() - 1) - i + 1));
-      i = j;
-      pending_space = false;
+    if (c == '\\' && i + 1 < s.size() && s[i + 1] == '\n') {  // a continued line
+      ++i;
+      pending_space = true;
+      continue;
+    }
+    if (c == '\n') {
+      if (in_directive) out += '\n';
+      in_directive = false;
+      pending_space = !out.empty() && out.back() != '\n';
+      line_start = true;
       continue;
     }
     if (std::isspace(static_cast<unsigned char>(c))) {
       pending_space = true;
       continue;
     }
-    auto word = [](char x) { return std::isalnum(static_cast<unsigned char>(x)) || x == '_'; };
-    if (pending_space && !out.empty() && word(out.back()) && word(c)) out += ' ';
-    // Preprocessor lines end at line breaks, which normalising must keep apart.
-    if (c == '#' && !out.empty()) out += '\n';
+    if (c == '#' && line_start) {
+      if (!out.empty() && out.back() != '\n') out += '\n';
+      in_directive = true;
+      pending_space = false;
+    }
+    line_start = false;
+    if (pending_space && !out.empty() && joins(out.back(), c)) out += ' ';
     pending_space = false;
+    if (c == '"' || c == '\'') {
+      std::size_t j = i + 1;
+      while (j < s.size() && s[j] != c && s[j] != '\n') j += s[j] == '\\' ? 2 : 1;
+      j = std::min(j, s.size() - 1);
+      out.append(s.substr(i, j - i + 1));
+      i = j;
+      continue;
+    }
     out += c;
   }
   return out;

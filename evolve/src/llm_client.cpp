@@ -51,7 +51,13 @@ std::optional<Clock::duration> parse_retry_after(const std::string& value) {
   return std::nullopt;
 }
 
-std::string excerpt(const std::string& text) {
+// The start of a server's answer for an error message, without the API key: a server may echo
+// the request's headers back.
+std::string excerpt(std::string text, const std::string& key) {
+  if (!key.empty()) {
+    for (std::size_t at; (at = text.find(key)) != std::string::npos;)
+      text.replace(at, key.size(), "[key]");
+  }
   std::string out = text.substr(0, 300);
   std::replace(out.begin(), out.end(), '\n', ' ');
   return text.size() > 300 ? out + "..." : out;
@@ -86,6 +92,7 @@ struct LlmClient::Impl {
     CURL* easy = nullptr;
     curl_slist* headers = nullptr;
     std::string body, response, retry_after;
+    char curl_error[CURL_ERROR_SIZE] = {};
   };
 
   config::LlmConfig config;
@@ -158,6 +165,10 @@ struct LlmClient::Impl {
     curl_easy_setopt(t->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(t->easy, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(t->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (!config.ca_bundle.empty())
+      curl_easy_setopt(t->easy, CURLOPT_CAINFO, config.ca_bundle.c_str());
+    t->curl_error[0] = '\0';
+    curl_easy_setopt(t->easy, CURLOPT_ERRORBUFFER, t->curl_error);
     curl_easy_setopt(t->easy, CURLOPT_USERAGENT, ("r3/" + std::string(version_string())).c_str());
     curl_easy_setopt(t->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, t.get());
@@ -169,7 +180,21 @@ struct LlmClient::Impl {
     active.push_back(std::move(t));
   }
 
-  void fill() {
+  // Starts queued requests and retries that are due, as far as the concurrency allows; once the
+  // budget is spent, refuses them instead.
+  void fill(std::vector<ChatResult>& results) {
+    if (exhausted()) {
+      auto refuse = [&](auto& container) {
+        for (auto& t : container) {
+          results.push_back(finish(*t, ChatStatus::budget_exceeded,
+                                   "the LLM budget (budget.llm_cost) is spent", 0));
+        }
+        container.clear();
+      };
+      refuse(queued);
+      refuse(waiting);
+      return;
+    }
     const auto now = Clock::now();
     for (auto it = waiting.begin(); it != waiting.end();) {
       if ((*it)->due <= now && active.size() < config.concurrency) {
@@ -209,7 +234,7 @@ struct LlmClient::Impl {
     } catch (const std::exception&) {
       result.status = ChatStatus::malformed;
       result.error = url + " answered 200 with something that is not a chat completion: " +
-                     excerpt(t.response);
+                     excerpt(t.response, key);
       return result;
     }
     result.usage.cost =
@@ -274,7 +299,7 @@ struct LlmClient::Impl {
       bool retryable;
       if (code == CURLE_OK) {
         kind = ChatStatus::http_error;
-        why = url + " answered HTTP " + std::to_string(status) + ": " + excerpt(t->response);
+        why = url + " answered HTTP " + std::to_string(status) + ": " + excerpt(t->response, key);
         retryable = status == 429 || status >= 500;
       } else if (code == CURLE_OPERATION_TIMEDOUT) {
         kind = ChatStatus::timeout;
@@ -282,7 +307,8 @@ struct LlmClient::Impl {
         retryable = true;
       } else {
         kind = ChatStatus::network_error;
-        why = url + ": " + curl_easy_strerror(code);
+        why = url + ": " +
+              (t->curl_error[0] != '\0' ? std::string(t->curl_error) : curl_easy_strerror(code));
         retryable = code != CURLE_PEER_FAILED_VERIFICATION && code != CURLE_SSL_CACERT_BADFILE &&
                     code != CURLE_UNSUPPORTED_PROTOCOL && code != CURLE_URL_MALFORMAT;
       }
@@ -337,27 +363,15 @@ void LlmClient::submit(ChatRequest request) {
 
 std::vector<ChatResult> LlmClient::poll(std::chrono::milliseconds wait) {
   std::vector<ChatResult> results;
-  // Once the budget is spent, what has not started yet is refused.
-  if (impl_->exhausted()) {
-    auto refuse = [&](auto& container) {
-      for (auto& t : container) {
-        results.push_back(impl_->finish(*t, ChatStatus::budget_exceeded,
-                                        "the LLM budget (budget.llm_cost) is spent", 0));
-      }
-      container.clear();
-    };
-    refuse(impl_->queued);
-    refuse(impl_->waiting);
-  }
   const auto deadline = Clock::now() + wait;
   int running = 0;
   while (true) {
-    impl_->fill();
+    impl_->fill(results);
     curl_multi_perform(impl_->multi, &running);
     impl_->collect(results);
     if (!results.empty()) {
       // Free slots go to queued requests now, not at the next poll.
-      impl_->fill();
+      impl_->fill(results);
       curl_multi_perform(impl_->multi, &running);
       break;
     }

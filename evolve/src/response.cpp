@@ -180,9 +180,16 @@ bool same_signature(std::string_view a, std::string_view b) {
   // the type a caller passes and the parameter name (the last identifier of a parameter).
   auto types = [](std::string_view signature) {
     std::vector<std::string> out;
-    std::size_t open = signature.find('(');
+    // The parameter list is the last parenthesised group (__launch_bounds__(...) comes first).
+    const std::size_t close = signature.rfind(')');
+    if (close == std::string_view::npos) return out;
+    std::size_t open = close;
+    for (int depth = 0; open-- > 0;) {
+      if (signature[open] == ')') ++depth;
+      if (signature[open] == '(' && depth-- == 0) break;
+    }
     if (open == std::string_view::npos) return out;
-    std::string list(signature.substr(open + 1, signature.rfind(')') - open - 1));
+    std::string list(signature.substr(open + 1, close - open - 1));
     for (const char* word : {"__restrict__", "__restrict", "restrict", "R3_RESTRICT"}) {
       for (std::size_t at; (at = list.find(word)) != std::string::npos;)
         list.erase(at, std::string_view(word).size());

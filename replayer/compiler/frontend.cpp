@@ -8,12 +8,15 @@
 #include <clang/Driver/Job.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/FrontendActions.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/VirtualFileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -49,13 +52,15 @@ std::filesystem::path cuda_toolkit() {
 }
 
 // The virtual files the front end may read: the CUDA 13 headers Clang 16 expects but CUDA 13
-// no longer ships (empty is enough), and the prelude for parsing without the toolkit.
+// no longer ships (empty is enough), the prelude for parsing without the toolkit, and the
+// (empty) source from which the CUDA headers are precompiled.
 llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> file_system() {
   auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   const std::string dir = kVirtualDirectory;
   memory->addFile(dir + "/texture_fetch_functions.h", 0, llvm::MemoryBuffer::getMemBuffer(""));
   memory->addFile(dir + "/texture_indirect_functions.h", 0, llvm::MemoryBuffer::getMemBuffer(""));
   memory->addFile(dir + "/r3_cuda_prelude.h", 0, llvm::MemoryBuffer::getMemBuffer(kCudaPrelude));
+  memory->addFile(dir + "/r3_precompiled_cuda.cuh", 0, llvm::MemoryBuffer::getMemBuffer(""));
   auto overlay =
       llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(llvm::vfs::getRealFileSystem());
   overlay->pushOverlay(memory);
@@ -71,8 +76,15 @@ std::filesystem::path clang_resource_dir() {
   return R3_CLANG_RESOURCE_DIR_DEFAULT;
 }
 
-bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& action,
-                  std::string& diagnostics) {
+namespace {
+
+struct Precompiled {
+  std::string use;       // -include-pch this file
+  std::string generate;  // or: write a PCH of the source's headers to this file
+};
+
+bool run(const Source& source, Dialect dialect, clang::FrontendAction& action,
+         std::string& diagnostics, const Precompiled& pch) {
   llvm::raw_string_ostream out(diagnostics);
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> options = new clang::DiagnosticOptions();
   options->ShowColors = false;
@@ -101,6 +113,7 @@ bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& 
       arguments.insert(arguments.end(), {"-nocudainc", "-include", "r3_cuda_prelude.h"});
     }
   }
+  if (!pch.use.empty()) arguments.insert(arguments.end(), {"-include-pch", pch.use});
   arguments.insert(arguments.end(),
                    {"-O2",
                     // IR without optimisation but also without `optnone`, so that a pass
@@ -130,16 +143,68 @@ bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& 
                                                  driver_diagnostics)) {
     return false;
   }
+  if (!pch.generate.empty()) {
+    invocation->getFrontendOpts().ProgramAction = clang::frontend::GeneratePCH;
+    invocation->getFrontendOpts().OutputFile = pch.generate;
+  }
   clang::CompilerInstance instance;
   instance.setInvocation(std::move(invocation));
   instance.createDiagnostics(new clang::TextDiagnosticPrinter(out, &instance.getDiagnosticOpts()),
                              /*ShouldOwnClient=*/true);
   instance.createFileManager(vfs);
+  // "1 error generated." goes with the diagnostics, not to this process's stderr.
+  instance.setVerboseOutputStream(out);
   instance.getPreprocessorOpts().addRemappedFile(
       source.name, llvm::MemoryBuffer::getMemBufferCopy(source.text, source.name).release());
   bool ok = instance.ExecuteAction(action);
   out.flush();
   return ok && !instance.getDiagnostics().hasErrorOccurred();
+}
+
+// The CUDA headers Clang includes before every CUDA source take ten times as long to parse as a
+// typical kernel; they are precompiled once per process, into a file removed at exit. Empty when
+// that failed (then every parse reads the headers).
+class CudaHeaders {
+ public:
+  static const std::string& pch() {
+    static CudaHeaders instance;
+    return instance.path_;
+  }
+
+ private:
+  CudaHeaders() {
+    if (cuda_toolkit().empty()) return;  // the prelude is small
+    std::string path = (std::filesystem::temp_directory_path() / "r3-cuda-headers-XXXXXX").string();
+    const int fd = mkstemp(path.data());
+    if (fd < 0) return;
+    close(fd);
+    Source empty;
+    empty.name = std::string(kVirtualDirectory) + "/r3_precompiled_cuda.cuh";
+    clang::GeneratePCHAction action;
+    std::string diagnostics;
+    if (run(empty, Dialect::cuda, action, diagnostics, {"", path})) {
+      path_ = path;
+    } else {
+      // Slower, not wrong: every parse then reads the headers, and reports what is wrong with
+      // them itself.
+      std::filesystem::remove(path);
+    }
+  }
+  ~CudaHeaders() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove(path_, ec);
+  }
+  std::string path_;
+};
+
+}  // namespace
+
+bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& action,
+                  std::string& diagnostics) {
+  // Extra flags may change the language options a PCH must share; defines may not.
+  const bool precompiled =
+      dialect == Dialect::cuda && source.flags.empty() && !CudaHeaders::pch().empty();
+  return run(source, dialect, action, diagnostics, {precompiled ? CudaHeaders::pch() : "", ""});
 }
 
 std::unique_ptr<llvm::Module> emit_ir(const Source& source, llvm::LLVMContext& context,

@@ -6,31 +6,13 @@
 #include <vector>
 
 #include "r3/compiler/host_compiler.hpp"
+#include "support/kernel_args.hpp"
 
 namespace {
 
 using namespace r3::compiler;
 
-// Argument bytes laid out as the recorder lays them out: each at its natural alignment.
-class Args {
- public:
-  template <class T>
-  Args& add(const T& value) {
-    std::size_t offset = (bytes_.size() + alignof(T) - 1) / alignof(T) * alignof(T);
-    bytes_.resize(offset + sizeof(T));
-    std::memcpy(bytes_.data() + offset, &value, sizeof(T));
-    offsets_.push_back(offset);
-    return *this;
-  }
-  void call(const HostCompileResult& compiled) const {
-    ASSERT_TRUE(compiled.ok()) << compiled.diagnostics;
-    entry_of (*compiled.kernel)(bytes_.data(), offsets_.data());
-  }
-
- private:
-  std::vector<unsigned char> bytes_;
-  std::vector<std::uint64_t> offsets_;
-};
+using Args = r3::test::KernelArgs;
 
 Source source(std::string text, std::string name = "kernel.cpp") {
   Source s;

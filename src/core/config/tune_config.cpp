@@ -309,6 +309,10 @@ void parse_llm(Map& map, LlmConfig& llm, const fs::path& base) {
   if (llm.completion_cost_per_mtok < 0)
     map.fail("completion_cost_per_mtok", "must not be negative");
   read_path(map, "templates", llm.templates, base);
+  read_path(map, "ca_bundle", llm.ca_bundle, base);
+  if (std::error_code ec; !llm.ca_bundle.empty() && !fs::is_regular_file(llm.ca_bundle, ec)) {
+    map.fail("ca_bundle", "no such file: " + llm.ca_bundle.string());
+  }
   map.finish();
 }
 

@@ -160,6 +160,7 @@ std::string to_yaml(const TuneConfig& config) {
   pair(out, "prompt_cost_per_mtok", llm.prompt_cost_per_mtok);
   pair(out, "completion_cost_per_mtok", llm.completion_cost_per_mtok);
   path(out, "templates", llm.templates);
+  path(out, "ca_bundle", llm.ca_bundle);
   out << YAML::EndMap;
 
   out << YAML::Key << "verify" << YAML::Value << YAML::BeginMap;

@@ -145,6 +145,8 @@ struct LlmConfig {
   double prompt_cost_per_mtok = 0;      // per million prompt tokens
   double completion_cost_per_mtok = 0;  // per million completion tokens
   std::filesystem::path templates;      // directory overriding the built-in prompt templates
+  std::filesystem::path
+      ca_bundle;  // PEM certificates to verify the endpoint with (default: the system's)
   bool enabled() const { return !endpoint.empty(); }
 };
 

@@ -1,0 +1,145 @@
+// Turning LLM answers into candidates: fenced code, SEARCH/REPLACE edits (exact and
+// whitespace-tolerant), the reasons an answer is refused, and R3_TUNABLE declarations.
+#include <gtest/gtest.h>
+
+#include "r3/evolve/response.hpp"
+
+namespace r3::evolve {
+namespace {
+
+const std::string kParent = R"(// saxpy
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+TEST(Response, TakesTheFencedBlockThatDefinesTheEntry) {
+  const std::string answer =
+      "Use a grid-stride loop.\n```cuda\n__device__ float helper(float v) { return v; }\n// a much "
+      "longer "
+      "block that does not define the kernel at all, padding padding padding\n```\nand\n```cuda\n"
+      "extern \"C\" __global__ void saxpy(int n, float a, const float* x, float* y) {\n"
+      "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) "
+      "y[i] += a * x[i];\n"
+      "}\n```\n";
+  ParsedResponse parsed = parse_response(answer, "saxpy");
+  EXPECT_TRUE(parsed.edits.empty());
+  EXPECT_NE(parsed.code.find("gridDim.x"), std::string::npos);
+  Candidate c = candidate_from_response(kParent, answer, "saxpy");
+  EXPECT_TRUE(c.ok) << c.reason;
+}
+
+TEST(Response, WithoutADefiningBlockTakesTheLargest) {
+  ParsedResponse parsed = parse_response("```\nshort\n```\n```cpp\nthe longer one\n```\n", "saxpy");
+  EXPECT_EQ(parsed.code, "the longer one\n");
+}
+
+TEST(Response, AppliesSearchReplaceEditsExactly) {
+  const std::string answer =
+      "Fewer loads:\n<<<<<<< SEARCH\n  if (i < n) y[i] = a * x[i] + y[i];\n=======\n"
+      "  if (i < n) y[i] = fmaf(a, x[i], y[i]);\n>>>>>>> REPLACE\n";
+  ParsedResponse parsed = parse_response(answer, "saxpy");
+  ASSERT_EQ(parsed.edits.size(), 1u);
+  EXPECT_EQ(parsed.edits[0].search, "  if (i < n) y[i] = a * x[i] + y[i];");
+  Candidate c = candidate_from_response(kParent, answer, "saxpy");
+  ASSERT_TRUE(c.ok) << c.reason;
+  EXPECT_NE(c.source.find("fmaf(a, x[i], y[i])"), std::string::npos);
+  EXPECT_EQ(c.source.find("a * x[i] + y[i]"), std::string::npos);
+  EXPECT_NE(c.source.find("// saxpy"), std::string::npos);  // the rest is kept
+}
+
+TEST(Response, EditsToleratDifferentWhitespace) {
+  // The model re-indented and re-wrapped the lines it searches for.
+  std::vector<Edit> edits = {
+      {"int i = blockIdx.x * blockDim.x\n      + threadIdx.x;", "int i = threadIdx.x;"}};
+  EditResult r = apply_edits(kParent, edits);
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_NE(r.source.find("  int i = threadIdx.x;\n  if (i < n)"), std::string::npos) << r.source;
+}
+
+TEST(Response, SeveralEditsApplyInOrder) {
+  std::vector<Edit> edits = {{"int i =", "const int i ="}, {"const int i", "const unsigned i"}};
+  EditResult r = apply_edits(kParent, edits);
+  ASSERT_TRUE(r.ok);
+  EXPECT_NE(r.source.find("const unsigned i = blockIdx.x"), std::string::npos);
+}
+
+TEST(Response, AnEditThatDoesNotApplyIsRefusedWithItsNumber) {
+  std::vector<Edit> edits = {{"int i =", "int j ="}, {"y[k] = 0;", "y[k] = 1;"}};
+  EditResult r = apply_edits(kParent, edits);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("edit 2 does not apply"), std::string::npos) << r.reason;
+  EXPECT_FALSE(apply_edits(kParent, {{"", "x"}}).ok);
+}
+
+TEST(Response, RefusesAnswersWithoutCode) {
+  Candidate c = candidate_from_response(kParent, "I cannot make this faster.", "saxpy");
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("no code"), std::string::npos);
+}
+
+TEST(Response, RefusesAnUnterminatedEditBlockAsNoCode) {
+  Candidate c =
+      candidate_from_response(kParent, "<<<<<<< SEARCH\nint i\n=======\nint j\n", "saxpy");
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("no code"), std::string::npos) << c.reason;
+}
+
+TEST(Response, RefusesCodeThatDoesNotDefineTheKernel) {
+  Candidate c =
+      candidate_from_response(kParent, "```cuda\n__global__ void other(int n) {}\n```", "saxpy");
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("does not define the kernel 'saxpy'"), std::string::npos) << c.reason;
+}
+
+TEST(Response, RefusesAChangedSignature) {
+  const std::string answer =
+      "```cuda\nextern \"C\" __global__ void saxpy(int n, double a, const float* x, float* y) {\n"
+      "  int i = threadIdx.x; if (i < n) y[i] += a * x[i];\n}\n```";
+  Candidate c = candidate_from_response(kParent, answer, "saxpy");
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("signature of 'saxpy' changed"), std::string::npos) << c.reason;
+}
+
+TEST(Response, AcceptsRenamedParametersRestrictAndLaunchBounds) {
+  EXPECT_TRUE(same_signature(
+      "void saxpy(int n, float a, const float* x, float* y)",
+      "void __launch_bounds__(256) saxpy(int count, float alpha, const float* __restrict__ in, "
+      "float *__restrict__ out)"));
+  EXPECT_FALSE(same_signature("void k(int n, float* y)", "void k(int n, double* y)"));
+  EXPECT_FALSE(same_signature("void k(int n, float* y)", "void k(int n, float* y, int extra)"));
+  EXPECT_TRUE(same_signature("void k(Map<int, float> m)", "void k(Map<int,float> table)"));
+}
+
+TEST(Response, RefusesAnAnswerThatChangesNothing) {
+  std::string reformatted = kParent;
+  reformatted.replace(reformatted.find("  int i"), 2, "    ");
+  Candidate c = candidate_from_response(kParent, "```cuda\n" + reformatted + "```", "saxpy");
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.reason, "nothing changed");
+}
+
+TEST(Response, FindsTheEntrySignatureNotACall) {
+  const std::string source =
+      "#include <x>\n__device__ int f(int);\nint g() { return saxpy(1); }\n"
+      "template <int N>\n__global__ void\nsaxpy(int n,\n   float* y) {\n  y[0] = n;\n}\n";
+  EXPECT_EQ(entry_signature(source, "saxpy"),
+            "template <int N> __global__ void saxpy(int n, float* y)");
+  EXPECT_EQ(entry_signature(source, "missing"), "");
+}
+
+TEST(Tunables, ParsesBothValueSyntaxesAndAddsTheDefault) {
+  const std::string source =
+      "R3_TUNABLE(TILE, 16, 8 16 32)\nR3_TUNABLE(UNROLL, 4, 1, 2, 8)\n"
+      "#define MY_R3_TUNABLE(x) x\nMY_R3_TUNABLE(nope, 1, 2)\nR3_TUNABLE(TILE, 8, 8)\n"
+      "R3_TUNABLE(BAD)\nR3_TUNABLE(USE_X, false, true false)\n";
+  std::vector<Tunable> t = parse_tunables(source);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0], (Tunable{"TILE", "16", {"8", "16", "32"}}));
+  EXPECT_EQ(t[1], (Tunable{"UNROLL", "4", {"4", "1", "2", "8"}}));
+  EXPECT_EQ(t[2], (Tunable{"USE_X", "false", {"true", "false"}}));
+}
+
+}  // namespace
+}  // namespace r3::evolve

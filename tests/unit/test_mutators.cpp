@@ -1,0 +1,340 @@
+// The built-in mutators: each rewrite of the example kernels and the CUDA test kernels compiles
+// with Clang at every value of its tunables (and with NVRTC where the CUDA toolkit is present),
+// declares its tunables, leaves alone what it may not touch, and — run on the host — computes
+// bit for bit what the original computes.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "nvrtc_check.hpp"
+#include "r3/compiler/host_compiler.hpp"
+#include "r3/evolve/mutators.hpp"
+#include "support/kernel_args.hpp"
+
+namespace r3::evolve {
+namespace {
+
+const std::vector<std::string> kAll = {"restrict", "unroll", "launch_bounds", "ldg", "hoist_loads"};
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) ADD_FAILURE() << "cannot read " << path;
+  return text.str();
+}
+
+struct Kernel {
+  std::string path, entry;
+  SourceLanguage language;
+};
+
+std::vector<Kernel> kernels() {
+  const std::string root = R3_TEST_SOURCE_DIR;
+  std::vector<Kernel> out = {
+      {root + "/examples/demo/stencil.cpp", "stencil2d", SourceLanguage::cpp},
+      {root + "/examples/spmv/spmv.cpp", "spmv_csr", SourceLanguage::cpp},
+      {root + "/examples/particles/particles.cpp", "push_particles", SourceLanguage::cpp}};
+  for (const char* name :
+       {"saxpy", "stencil2d", "spmv_csr", "matvec", "reduce_sum", "matmul_tiled"}) {
+    out.push_back(
+        {std::string(R3_TEST_DATA_DIR) + "/kernels/" + name + ".cu", name, SourceLanguage::cuda});
+  }
+  return out;
+}
+
+// Each value of each tunable, the others at their defaults, as "#define NAME VALUE" lines (the
+// full cross product is bench/mutator_yield's job).
+std::vector<std::string> assignments(const std::vector<Tunable>& tunables) {
+  std::vector<std::string> all;
+  for (const Tunable& varied : tunables) {
+    for (const std::string& v : varied.values) {
+      std::string defines;
+      for (const Tunable& t : tunables) {
+        defines += "#define " + t.name + " " + (t.name == varied.name ? v : t.default_value) + "\n";
+      }
+      all.push_back(defines);
+    }
+  }
+  return all;
+}
+
+std::vector<Mutation> mutations_of(const std::string& source, const std::string& entry,
+                                   SourceLanguage language,
+                                   const std::vector<std::string>& which = kAll) {
+  MutationReport report =
+      mutate(source, "kernel" + std::string(language == SourceLanguage::cuda ? ".cu" : ".cpp"),
+             entry, language, which);
+  EXPECT_EQ(report.diagnostics, "");
+  for (const Rejection& r : report.rejected) ADD_FAILURE() << r.mutation.mutator << ": " << r.error;
+  return report.mutations;
+}
+
+std::optional<Mutation> find(const std::vector<Mutation>& mutations, const std::string& mutator) {
+  for (const Mutation& m : mutations) {
+    if (m.mutator == mutator) return m;
+  }
+  return std::nullopt;
+}
+
+TEST(Mutators, AreAvailableInThisBuild) { EXPECT_TRUE(mutators_available()); }
+
+TEST(Mutators, EveryRewriteOfTheBundledKernelsCompilesAtEveryTunableValue) {
+  std::map<std::string, int> produced;
+  for (const Kernel& k : kernels()) {
+    SCOPED_TRACE(k.path);
+    const std::string source = read(k.path);
+    MutationReport report = mutate(source, k.path, k.entry, k.language, kAll);
+    EXPECT_EQ(report.diagnostics, "");
+    EXPECT_TRUE(report.rejected.empty())
+        << report.rejected.front().mutation.mutator << ": " << report.rejected.front().error;
+    EXPECT_FALSE(report.mutations.empty());
+    for (const Mutation& m : report.mutations) {
+      SCOPED_TRACE(m.mutator + ": " + m.description);
+      ++produced[m.mutator];
+      EXPECT_NE(m.source, source);
+      EXPECT_EQ(parse_tunables(m.source), m.tunables) << "the source does not declare its tunables";
+      EXPECT_FALSE(m.tunables.empty());
+      for (const std::string& defines : assignments(m.tunables)) {
+        std::string diagnostics;
+        EXPECT_TRUE(compiles(defines + m.source, k.path, k.language, diagnostics))
+            << defines << diagnostics;
+      }
+    }
+  }
+  for (const std::string& mutator : kAll)
+    EXPECT_GT(produced[mutator], 0) << mutator << " never applied";
+}
+
+TEST(Mutators, CudaRewritesCompileWithNvrtc) {
+  if (!bench::nvrtc_available())
+    GTEST_SKIP() << "this build has no CUDA toolkit: NVRTC check skipped";
+  for (const Kernel& k : kernels()) {
+    if (k.language != SourceLanguage::cuda) continue;
+    SCOPED_TRACE(k.path);
+    std::string log;
+    ASSERT_TRUE(bench::nvrtc_compiles(read(k.path), k.path, {}, log)) << log;
+    for (const Mutation& m : mutations_of(read(k.path), k.entry, k.language)) {
+      SCOPED_TRACE(m.mutator + ": " + m.description);
+      for (const std::string& defines : assignments(m.tunables)) {
+        std::string compile_log;
+        EXPECT_TRUE(bench::nvrtc_compiles(defines + m.source, k.path, {}, compile_log))
+            << defines << compile_log;
+      }
+    }
+  }
+}
+
+TEST(Mutators, NvrtcCheckCanFail) {
+  if (!bench::nvrtc_available())
+    GTEST_SKIP() << "this build has no CUDA toolkit: NVRTC check skipped";
+  std::string log;
+  EXPECT_FALSE(bench::nvrtc_compiles("__global__ void k(float* y) { y[0] = undeclared; }", "bad.cu",
+                                     {}, log));
+  EXPECT_NE(log.find("undeclared"), std::string::npos) << log;
+}
+
+TEST(Mutators, CompileCheckSeesTheCudaHeadersAndRejectsErrors) {
+  const std::string good =
+      "extern \"C\" __global__ void k(const float* x, float* sum, int n) {\n"
+      "  float v = threadIdx.x < n ? expf(x[threadIdx.x]) : 0.0f;\n"
+      "  for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xffffffffu, v, d);\n"
+      "  if (threadIdx.x % 32 == 0) atomicAdd(sum, v);\n}\n";
+  std::string diagnostics;
+  EXPECT_TRUE(compiles(good, "good.cu", SourceLanguage::cuda, diagnostics)) << diagnostics;
+  EXPECT_TRUE(compiles("#define R3_T 4\n" + good, "good.cu", SourceLanguage::cuda, diagnostics))
+      << diagnostics;
+  diagnostics.clear();
+  EXPECT_FALSE(compiles("__global__ void k(float* y) { y[0] = __no_such_intrinsic(1); }", "bad.cu",
+                        SourceLanguage::cuda, diagnostics));
+  EXPECT_NE(diagnostics.find("bad.cu:1:"), std::string::npos) << diagnostics;
+  EXPECT_NE(diagnostics.find("__no_such_intrinsic"), std::string::npos) << diagnostics;
+  diagnostics.clear();
+  EXPECT_FALSE(
+      compiles("void k(int n) { return n; }", "bad.cpp", SourceLanguage::cpp, diagnostics));
+  EXPECT_NE(diagnostics.find("bad.cpp:1:"), std::string::npos) << diagnostics;
+}
+
+TEST(Mutators, RestrictQualifiesEveryUnqualifiedPointerParameter) {
+  const std::string source = read(std::string(R3_TEST_DATA_DIR) + "/kernels/saxpy.cu");
+  std::optional<Mutation> m =
+      find(mutations_of(source, "saxpy", SourceLanguage::cuda, {"restrict"}), "restrict");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->source.find("const float* R3_RESTRICT x, float* R3_RESTRICT y"), std::string::npos)
+      << m->source;
+  EXPECT_NE(m->source.find("#define R3_RESTRICT __restrict__"), std::string::npos);
+  EXPECT_EQ(m->tunables, (std::vector<Tunable>{{"R3_USE_RESTRICT", "1", {"0", "1"}}}));
+  // Nothing left to qualify: no rewrite.
+  EXPECT_EQ(find(mutations_of(m->source, "saxpy", SourceLanguage::cuda, {"restrict"}), "restrict"),
+            std::nullopt);
+  // C++: the spelling GCC and Clang both accept.
+  const std::string cpp = read(std::string(R3_TEST_SOURCE_DIR) + "/examples/spmv/spmv.cpp");
+  std::optional<Mutation> host =
+      find(mutations_of(cpp, "spmv_csr", SourceLanguage::cpp, {"restrict"}), "restrict");
+  ASSERT_TRUE(host.has_value());
+  EXPECT_NE(host->source.find("#define R3_RESTRICT __restrict\n"), std::string::npos);
+}
+
+TEST(Mutators, UnrollGivesEachLoopItsOwnFactorAndSkipsPragmaLoops) {
+  const std::string source =
+      "void k(int n, float* y) {\n  for (int i = 0; i < n; ++i) y[i] = 0;\n#pragma unroll 2\n"
+      "  for (int i = 0; i < n; ++i) y[i] += 1;\n  for (int i = 0; i < n; ++i)\n    for (int j = "
+      "0; j < 4; ++j) y[i] *= 2;\n}\n";
+  std::vector<Mutation> m = mutations_of(source, "k", SourceLanguage::cpp, {"unroll"});
+  ASSERT_EQ(m.size(), 3u);  // the first loop, the outer and the inner loop of the last nest
+  for (const Mutation& mutation : m) {
+    EXPECT_EQ(mutation.tunables.size(), 1u);
+    EXPECT_EQ(mutation.tunables[0].name, "R3_UNROLL_0");
+    EXPECT_EQ(mutation.tunables[0].values, (std::vector<std::string>{"1", "2", "4", "8"}));
+  }
+  // A second unroll on a rewritten source gets a fresh name.
+  std::vector<Mutation> again = mutations_of(m[0].source, "k", SourceLanguage::cpp, {"unroll"});
+  ASSERT_FALSE(again.empty());
+  EXPECT_EQ(again[0].tunables[0].name, "R3_UNROLL_1");
+}
+
+TEST(Mutators, LaunchBoundsOnlyOnCudaKernelsWithoutThem) {
+  const std::string source = read(std::string(R3_TEST_DATA_DIR) + "/kernels/saxpy.cu");
+  std::optional<Mutation> m =
+      find(mutations_of(source, "saxpy", SourceLanguage::cuda, {"launch_bounds"}), "launch_bounds");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(
+      m->source.find("__global__ void __launch_bounds__(R3_MAX_THREADS, R3_MIN_BLOCKS) saxpy("),
+      std::string::npos)
+      << m->source;
+  EXPECT_EQ(find(mutations_of(m->source, "saxpy", SourceLanguage::cuda, {"launch_bounds"}),
+                 "launch_bounds"),
+            std::nullopt);
+  const std::string cpp = read(std::string(R3_TEST_SOURCE_DIR) + "/examples/spmv/spmv.cpp");
+  EXPECT_TRUE(mutations_of(cpp, "spmv_csr", SourceLanguage::cpp, {"launch_bounds", "ldg"}).empty());
+}
+
+TEST(Mutators, LdgWrapsReadsOfConstParametersIncludingNestedOnes) {
+  const std::string source = read(std::string(R3_TEST_DATA_DIR) + "/kernels/spmv_csr.cu");
+  std::optional<Mutation> m =
+      find(mutations_of(source, "spmv_csr", SourceLanguage::cuda, {"ldg"}), "ldg");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->source.find("R3_LDG(x[R3_LDG(columns[k])])"), std::string::npos) << m->source;
+  EXPECT_NE(m->source.find("R3_LDG(values[k])"), std::string::npos);
+  EXPECT_EQ(m->source.find("R3_LDG(y"), std::string::npos) << "y is written, not read-only";
+  EXPECT_EQ(m->description, "__ldg for 5 read(s) of const parameters");
+}
+
+TEST(Mutators, HoistsOnlyInvariantLoadsTheLoopAlwaysMakes) {
+  // scale[row] is invariant and read every iteration; x[j] varies; w[0] is read only behind an
+  // if; the loop in g writes memory through a pointer that may alias c.
+  const std::string source =
+      "void f(int n, int row, const float* a, const float* x, const float* scale, const float* w, "
+      "float* y) {\n"
+      "  float s = 0;\n"
+      "  for (int j = 0; j < n; ++j) {\n    s += a[row * n + j] * x[j] * scale[row];\n    if (j == "
+      "3) s += w[0];\n  }\n"
+      "  y[row] = s;\n}\n"
+      "void g(int n, const float* c, float* out) {\n  for (int i = 0; i < n; ++i) out[i] = "
+      "c[0];\n}\n";
+  std::vector<Mutation> f = mutations_of(source, "f", SourceLanguage::cpp, {"hoist_loads"});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].description, "load of scale[row] hoisted before the loop at line 3");
+  EXPECT_NE(f[0].source.find(
+                "const float r3_hoisted_0 = ((0) < n) ? (scale[row]) : static_cast<float>(0);"),
+            std::string::npos)
+      << f[0].source;
+  EXPECT_TRUE(mutations_of(source, "g", SourceLanguage::cpp, {"hoist_loads"}).empty());
+  // With c restrict-qualified the store cannot change it: hoisted.
+  std::string restricted = source;
+  restricted.replace(restricted.find("const float* c"), 14, "const float* __restrict c");
+  EXPECT_EQ(mutations_of(restricted, "g", SourceLanguage::cpp, {"hoist_loads"}).size(), 1u);
+}
+
+TEST(Mutators, ReportsSourcesThatDoNotParseAndUnknownKernels) {
+  MutationReport broken =
+      mutate("void k(int n) { n = ; }", "broken.cpp", "k", SourceLanguage::cpp, kAll);
+  EXPECT_TRUE(broken.mutations.empty());
+  EXPECT_NE(broken.diagnostics.find("broken.cpp:1:"), std::string::npos) << broken.diagnostics;
+  MutationReport missing =
+      mutate("void k(int* y) { y[0] = 1; }", "k.cpp", "other", SourceLanguage::cpp, kAll);
+  EXPECT_TRUE(missing.mutations.empty());
+  EXPECT_NE(missing.diagnostics.find("no definition of 'other'"), std::string::npos)
+      << missing.diagnostics;
+}
+
+// --- the rewrites compute what the originals compute (host JIT, bit for bit) -------------------
+
+compiler::HostCompileResult compile(const std::string& text, const std::string& entry,
+                                    const std::string& defines = "") {
+  compiler::Source s;
+  s.name = "kernel.cpp";
+  s.text = defines + text;
+  return compiler::compile_host_kernel(s, entry, "default<O2>");
+}
+
+TEST(Mutators, HostRewritesComputeTheSameResults) {
+  std::mt19937 rng(11);
+  // spmv_csr on a random 200-row matrix, including empty rows.
+  const int rows = 200;
+  std::vector<int> offsets = {0}, columns;
+  std::vector<double> values, x(rows);
+  for (int r = 0; r < rows; ++r) {
+    const int count = static_cast<int>(rng() % 7);
+    for (int k = 0; k < count; ++k) {
+      columns.push_back(static_cast<int>(rng() % rows));
+      values.push_back(std::uniform_real_distribution<double>(-1, 1)(rng));
+    }
+    offsets.push_back(static_cast<int>(columns.size()));
+  }
+  for (double& v : x) v = std::uniform_real_distribution<double>(-1, 1)(rng);
+  auto spmv = [&](const compiler::HostCompileResult& compiled) {
+    std::vector<double> y(rows, -7.0);
+    test::KernelArgs()
+        .add(rows)
+        .add(offsets.data())
+        .add(columns.data())
+        .add(values.data())
+        .add(x.data())
+        .add(y.data())
+        .call(compiled);
+    return y;
+  };
+  // stencil2d on a random 37 x 37 grid.
+  const int n = 37;
+  std::vector<float> in(n * n);
+  for (float& v : in) v = std::uniform_real_distribution<float>(0, 1)(rng);
+  auto stencil = [&](const compiler::HostCompileResult& compiled) {
+    std::vector<float> out(in);
+    test::KernelArgs().add(in.data()).add(out.data()).add(n).add(0.2f).call(compiled);
+    return out;
+  };
+
+  int checked = 0;
+  const std::string root = R3_TEST_SOURCE_DIR;
+  for (const auto& [path, entry] :
+       {std::pair{root + "/examples/spmv/spmv.cpp", std::string("spmv_csr")},
+        std::pair{root + "/examples/demo/stencil.cpp", std::string("stencil2d")}}) {
+    const std::string source = read(path);
+    const bool is_spmv = entry == "spmv_csr";
+    auto run = [&](const compiler::HostCompileResult& c) {
+      return is_spmv ? std::vector<double>(spmv(c)) : [&] {
+        std::vector<float> f = stencil(c);
+        return std::vector<double>(f.begin(), f.end());
+      }();
+    };
+    const std::vector<double> expected = run(compile(source, entry));
+    for (const Mutation& m : mutations_of(source, entry, SourceLanguage::cpp)) {
+      for (const std::string& defines : assignments(m.tunables)) {
+        SCOPED_TRACE(path + ": " + m.description + "\n" + defines);
+        compiler::HostCompileResult compiled = compile(m.source, entry, defines);
+        ASSERT_TRUE(compiled.ok()) << compiled.diagnostics;
+        EXPECT_EQ(run(compiled), expected);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 10);
+}
+
+}  // namespace
+}  // namespace r3::evolve
