@@ -1,11 +1,17 @@
-// The built-in mutators (r3/evolve/mutators.hpp), on Clang's AST. Compiled into libr3llvm.
+// The built-in mutators (r3/evolve/mutators.hpp): what to change is found on Clang's AST, the
+// change is made with Clang's Rewriter, and the result is compiled before it is offered.
+// Compiled into libr3llvm.
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
 #include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Basic/FileManager.h>
+#include <clang/Basic/SourceManager.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendActions.h>
 #include <clang/Lex/Lexer.h>
+#include <clang/Rewrite/Core/Rewriter.h>
+#include <llvm/Support/VirtualFileSystem.h>
 
 #include <algorithm>
 #include <functional>
@@ -26,12 +32,30 @@ struct TextEdit {
   std::string text;
 };
 
-std::string splice(std::string_view source, std::vector<TextEdit> edits) {
-  std::stable_sort(edits.begin(), edits.end(),
-                   [](const TextEdit& a, const TextEdit& b) { return a.offset > b.offset; });
-  std::string out(source);
-  for (const TextEdit& e : edits) out.replace(e.offset, e.length, e.text);
-  return out;
+// Applies `edits` (offsets into `source`, not overlapping) with Clang's Rewriter, which keeps
+// every offset meaning the original text however many edits come before it.
+std::string splice(std::string_view source, const std::vector<TextEdit>& edits) {
+  clang::FileSystemOptions file_options;
+  clang::FileManager files(file_options,
+                           llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>());
+  clang::DiagnosticsEngine diagnostics(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(),
+                                       llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>(),
+                                       new clang::IgnoringDiagConsumer(), /*ShouldOwnClient=*/true);
+  clang::SourceManager sources(diagnostics, files);
+  const clang::FileID file =
+      sources.createFileID(llvm::MemoryBuffer::getMemBufferCopy(source, "kernel"));
+  clang::Rewriter rewriter(sources, clang::LangOptions());
+  for (const TextEdit& e : edits) {
+    const clang::SourceLocation at = sources.getComposedLoc(file, static_cast<unsigned>(e.offset));
+    if (e.length == 0) {
+      rewriter.InsertText(at, e.text, /*InsertAfter=*/true);
+    } else {
+      rewriter.ReplaceText(at, static_cast<unsigned>(e.length), e.text);
+    }
+  }
+  const clang::RewriteBuffer* rewritten = rewriter.getRewriteBufferFor(file);
+  return rewritten != nullptr ? std::string(rewritten->begin(), rewritten->end())
+                              : std::string(source);
 }
 
 // What the mutators need to know of the kernel, as offsets into the main file.

@@ -26,13 +26,25 @@ Range range_of(const std::string& descriptor) {
 
 }  // namespace
 
-Archive::Archive(std::vector<std::string> descriptors, std::size_t bins, std::size_t islands)
+Archive::Archive(std::vector<std::string> descriptors, std::size_t bins, std::size_t islands,
+                 std::size_t migration_interval)
     : descriptors_(std::move(descriptors)),
       bins_(std::max<std::size_t>(1, bins)),
+      migration_interval_(migration_interval),
       cells_(std::max<std::size_t>(1, islands)) {
   for (const std::string& d : descriptors_) range_of(d);  // refuse unknown ones now
 }
 
+Archive::Archive(const config::ArchiveConfig& config)
+    : Archive(config.descriptors, config.bins, config.islands, config.migration_interval) {}
+
+bool Archive::end_generation() {
+  ++generation_;
+  if (migration_interval_ == 0 || cells_.size() < 2 || generation_ % migration_interval_ != 0)
+    return false;
+  migrate();
+  return true;
+}
 std::vector<std::size_t> Archive::cell(const Elite& candidate) const {
   std::vector<std::size_t> bins;
   for (const std::string& d : descriptors_) {

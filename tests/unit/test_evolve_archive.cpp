@@ -77,6 +77,26 @@ TEST(Archive, MigrationMovesEachIslandsBestAroundTheRing) {
   EXPECT_EQ(a.size(0), 2u);
 }
 
+TEST(Archive, MigratesEveryKGenerationsAsConfigured) {
+  config::ArchiveConfig config;
+  config.islands = 2;
+  config.migration_interval = 3;
+  config.descriptors = {"registers"};
+  Archive a(config);
+  a.add(0, elite(1, 1.0, 8));
+  EXPECT_FALSE(a.end_generation());
+  EXPECT_FALSE(a.end_generation());
+  EXPECT_EQ(a.size(1), 0u);
+  EXPECT_TRUE(a.end_generation());  // the third
+  EXPECT_EQ(a.size(1), 1u);
+  EXPECT_EQ(a.generation(), 3u);
+  config.migration_interval = 0;
+  Archive never(config);
+  never.add(0, elite(1, 1.0, 8));
+  for (int g = 0; g < 10; ++g) EXPECT_FALSE(never.end_generation());
+  EXPECT_EQ(never.size(1), 0u);
+}
+
 const char* kKernel = R"(// scale a vector
 __global__ void scale(int n, float a, float* x) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;  // one element per thread

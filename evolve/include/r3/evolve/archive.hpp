@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "r3/hash.hpp"
+#include "r3/tune_config.hpp"
 
 namespace r3::evolve {
 
@@ -27,7 +28,10 @@ class Archive {
  public:
   // `descriptors` from: registers, shared_memory, code_size, spills, occupancy; `bins` per
   // descriptor; values outside a descriptor's range go to its first or last bin.
-  Archive(std::vector<std::string> descriptors, std::size_t bins, std::size_t islands);
+  Archive(std::vector<std::string> descriptors, std::size_t bins, std::size_t islands,
+          std::size_t migration_interval = 0);
+  // search.archive of tune.yaml.
+  explicit Archive(const config::ArchiveConfig& config);
 
   // Offers an evaluated candidate to `island`; returns true when it became its cell's elite.
   bool add(std::size_t island, const Elite& candidate);
@@ -36,6 +40,9 @@ class Archive {
   const Elite& select_parent(std::size_t island, double exploration, std::mt19937_64& rng) const;
   // Each island's best elite is offered to the next island (a ring).
   void migrate();
+  // Ends a generation; every migration_interval-th one (0: never) migrates. Returns whether it did.
+  bool end_generation();
+  std::size_t generation() const { return generation_; }
 
   std::size_t islands() const { return cells_.size(); }
   std::size_t size(std::size_t island) const { return cells_[island].size(); }
@@ -45,6 +52,8 @@ class Archive {
  private:
   std::vector<std::string> descriptors_;
   std::size_t bins_;
+  std::size_t migration_interval_ = 0;
+  std::size_t generation_ = 0;
   std::vector<std::map<std::vector<std::size_t>, Elite>> cells_;
 };
 
