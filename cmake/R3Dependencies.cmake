@@ -88,6 +88,26 @@ else()
   r3_summary_off(MPI "R3_ENABLE_MPI=OFF")
 endif()
 
+# --- libseccomp (AUTO): confines host-backend candidates in the evaluation sandbox -------------
+set(R3_HAVE_SECCOMP 0)
+if(NOT R3_ENABLE_SECCOMP STREQUAL "OFF")
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(SECCOMP QUIET IMPORTED_TARGET libseccomp>=2.4)
+  endif()
+  if(SECCOMP_FOUND)
+    set(R3_HAVE_SECCOMP 1)
+    r3_summary_found(libseccomp "${SECCOMP_VERSION}" "${SECCOMP_LIBDIR}")
+  elseif(R3_ENABLE_SECCOMP STREQUAL "ON")
+    message(FATAL_ERROR "R3_ENABLE_SECCOMP=ON but libseccomp >= 2.4 was not found (pkg-config "
+      "libseccomp). Debian/Ubuntu: apt-get install libseccomp-dev; Spack: libseccomp.")
+  else()
+    r3_summary_missing(libseccomp "not found; candidates run unconfined (crashes and hangs are still isolated)")
+  endif()
+else()
+  r3_summary_off(libseccomp "R3_ENABLE_SECCOMP=OFF")
+endif()
+
 # --- CUDA (AUTO) --------------------------------------------------------------------------------
 set(R3_HAVE_CUDA 0)
 if(NOT R3_ENABLE_CUDA STREQUAL "OFF")

@@ -25,6 +25,8 @@ r3_tristate_option(R3_ENABLE_LLVM AUTO
   "Clang/LLVM 16 compile pipeline (host JIT, NVPTX, source mutators)")
 r3_tristate_option(R3_ENABLE_KOKKOS AUTO
   "Kokkos Tools connector and its tests against an installed Kokkos")
+r3_tristate_option(R3_ENABLE_SECCOMP AUTO
+  "seccomp filter (libseccomp) confining host-backend candidates in the evaluation sandbox")
 option(R3_ENABLE_MPI "Build r3-mpi against MPI (without it r3-mpi runs as one process)" ON)
 option(R3_BUILD_TESTS "Build the test suite (GoogleTest, CTest labels unit/integration/mpi/gpu)" ON)
 option(BUILD_SHARED_LIBS "Build r3's libraries as shared libraries" ON)

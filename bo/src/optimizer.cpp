@@ -298,8 +298,9 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   // 2. The model: a GP on the successes, a feasibility model on everything.
   std::size_t successes = 0;
   for (const Observation& o : observations_) successes += o.outcome.ok ? 1 : 0;
+  // Fewer than two successes give no model to fit: sample (a small space may run out here).
   if (chosen.size() < count && successes < 2) fill_randomly();
-  if (chosen.size() < count) {
+  if (chosen.size() < count && successes >= 2) {
     Model model(space_, observations_, options_, timing_);
     auto start = Clock::now();
     Pool pool;

@@ -404,3 +404,30 @@ bool LlmClient::budget_exhausted() const { return impl_->exhausted(); }
 void LlmClient::set_backoff_base(std::chrono::milliseconds base) { impl_->backoff_base = base; }
 
 }  // namespace r3::evolve
+
+namespace r3::evolve {
+
+std::string check_endpoint(const config::LlmConfig& config) {
+  initialise_curl();
+  std::unique_ptr<CURL, void (*)(CURL*)> easy(curl_easy_init(), curl_easy_cleanup);
+  if (!easy) return "curl_easy_init failed";
+  std::string url = config.endpoint;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  url += "/models";
+  char error[CURL_ERROR_SIZE] = {};
+  curl_easy_setopt(easy.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(easy.get(), CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(easy.get(), CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT_MS, 20000L);
+  curl_easy_setopt(easy.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy.get(), CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(easy.get(), CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!config.ca_bundle.empty())
+    curl_easy_setopt(easy.get(), CURLOPT_CAINFO, config.ca_bundle.c_str());
+  curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, error);
+  CURLcode code = curl_easy_perform(easy.get());
+  if (code == CURLE_OK) return "";  // any HTTP answer: something is listening there
+  return "cannot reach " + config.endpoint + ": " + (error[0] ? error : curl_easy_strerror(code));
+}
+
+}  // namespace r3::evolve

@@ -5,6 +5,7 @@
 
 #if R3_HAVE_LLVM
 #include "host_backend.hpp"
+#include "r3/compiler/host_compiler.hpp"
 #endif
 
 namespace r3::replay {
@@ -45,6 +46,15 @@ Hash128 Variant::key() const {
     hasher.update(&block->z, sizeof block->z);
   }
   return hasher.digest();
+}
+
+std::string check_passes(std::string_view passes) {
+#if R3_HAVE_LLVM
+  return compiler::check_pass_pipeline(passes);
+#else
+  (void)passes;
+  return "";
+#endif
 }
 
 std::unique_ptr<Backend> make_backend(std::string_view backend) {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "exit_codes.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
+#include "r3/exit_codes.hpp"
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
 #include "r3/record_command.hpp"

@@ -1,15 +1,17 @@
-// r3-mpi: the tuning job (`srun -n 64 r3-mpi tune.yaml`). Rank 0 reads and checks the
-// configuration; every rank leaves with the same exit status, so a bad tune.yaml never hangs a job.
+// r3-mpi: the tuning job (`srun -n 64 r3-mpi tune.yaml`), a thin main over r3::tune::run_job.
+// Rank 0 reads and checks the configuration; every rank leaves with the same exit status, so a
+// bad tune.yaml never hangs a job.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <sstream>
 #include <string>
 
-#include "exit_codes.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
+#include "r3/exit_codes.hpp"
 #include "r3/log.hpp"
+#include "r3/tune/job.hpp"
 #include "r3/tune_config.hpp"
 #include "r3/version.hpp"
 #include "world.hpp"
@@ -50,10 +52,7 @@ int check_configuration(const Options& options, int world_size) {
               << r3::config::to_yaml(config);
     return r3::exit_ok;
   }
-  throw r3::NotAvailableError(
-      "the tuning job is not built yet in this version of r3 (the configuration is valid: "
-      "'r3-mpi " +
-      options.tune_file + " --dry-run' prints it)");
+  return r3::exit_ok;
 }
 
 }  // namespace
@@ -85,6 +84,8 @@ int main(int argc, char** argv) {
     return status == 0 ? r3::exit_ok : r3::exit_usage;
   }
   if (!options.log_level.empty()) r3::log::set_level(*r3::log::parse_level(options.log_level));
+
+  if (!options.dry_run) return r3::tune::run_job({options.tune_file, options.resume}, world);
 
   int status = r3::exit_ok;
   if (world.rank() == 0) {

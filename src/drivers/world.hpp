@@ -2,23 +2,29 @@
 // CMake compiles world_mpi.cpp or world_serial.cpp, so no code here tests R3_HAVE_MPI.
 #pragma once
 
+#include "r3/tune/collectives.hpp"
+
 namespace r3 {
 
-class World {
+class World final : public tune::Collectives {
  public:
   World(int& argc, char**& argv);  // MPI_Init; sets the log prefix rank
-  ~World();                        // MPI_Finalize
+  ~World() override;               // MPI_Finalize
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int node_rank() const override { return node_rank_; }
   // Every rank returns rank 0's `value` (collective).
   int broadcast(int value) const;
+  std::string broadcast(std::string bytes) const override;
+  std::vector<std::string> gather(const std::string& bytes) const override;
 
  private:
   int rank_ = 0;
   int size_ = 1;
+  int node_rank_ = 0;
 };
 
 }  // namespace r3

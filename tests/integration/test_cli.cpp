@@ -178,12 +178,21 @@ TEST_F(Cli, DryRunRefusesAnUnknownKernelAndAMissingCapture) {
       << missing.err;
 }
 
-TEST_F(Cli, TuningRunWithoutDryRunIsNotBuiltYet) {
+TEST_F(Cli, OneProcessTunesAloneAndRefusesToOverwriteARun) {
+  // Without mpirun, r3-mpi is one process that searches and evaluates.
   if (!r3::build_has_llvm()) GTEST_SKIP() << "the demo's host backend needs LLVM 16 in this build";
-  fs::path tune = write_tune();
+  fs::path tune = write_tune("search: {batch_size: 3}\nbudget: {evaluations: 6}\n");
   ProcessResult result = r3_mpi({tune.string()});
-  EXPECT_EQ(result.exit_code, 3);
-  EXPECT_TRUE(contains(result.err, "the tuning job is not built yet")) << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "1 process (searcher and evaluator)")) << result.err;
+  EXPECT_TRUE(contains(result.err, "finished after 2 generation(s)")) << result.err;
+  EXPECT_TRUE(fs::exists(dir_ / "r3-results" / "run.h5"));
+  ProcessResult again = r3_mpi({tune.string()});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_TRUE(contains(again.err, "--resume")) << again.err;
+  ProcessResult resumed = r3_mpi({tune.string(), "--resume"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.err, "budget.evaluations (6) reached")) << resumed.err;
   EXPECT_EQ(r3_mpi({}).exit_code, 2);
 }
 

@@ -66,12 +66,4 @@ TEST_F(MpiDryRun, UnknownKernelEndsEveryRank) {
   EXPECT_EQ(count(result.err, "kernel 'saxpy' is not in this capture"), 1) << result.err;
 }
 
-TEST_F(MpiDryRun, TuningRunNotBuiltYetEndsEveryRankWithStatusThree) {
-  if (!r3::build_has_llvm()) GTEST_SKIP() << "the demo's host backend needs LLVM 16 in this build";
-  ProcessResult result = mpirun("capture: demo.h5\nkernels: [stencil2d]\n", {});
-  ASSERT_FALSE(result.timed_out) << "the job hung";
-  EXPECT_EQ(result.exit_code, 3) << result.err;
-  EXPECT_EQ(count(result.err, "the tuning job is not built yet"), 1) << result.err;
-}
-
 }  // namespace

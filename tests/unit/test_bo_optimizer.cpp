@@ -297,3 +297,24 @@ TEST(BoTable, BayesianSearchBeatsRandomSearchOnAKnownTable) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(BoOptimizer, ProposesTheRestOfASmallSpaceWhenEverythingFailed) {
+  // No successes, so no model: the optimiser must still offer what is left, then nothing.
+  Space space({Parameter::ordinal("a", {1, 2, 3}), Parameter::categorical("b", {"x", "y"})});
+  Options options;
+  options.initial_samples = 2;
+  Optimizer optimizer(space, options);
+  std::size_t seen = 0;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<Configuration> batch = optimizer.propose(4);
+    for (const Configuration& c : batch) optimizer.observe(c, Outcome::failed("compile error"));
+    seen += batch.size();
+    if (batch.empty()) break;
+  }
+  EXPECT_EQ(seen, 6u);
+  EXPECT_TRUE(optimizer.propose(4).empty());
+}
+
+}  // namespace

@@ -84,4 +84,8 @@ class LlmClient {
   std::unique_ptr<Impl> impl_;
 };
 
+// "" when something answers HTTP at llm.endpoint (a HEAD of <endpoint>/models, whatever its
+// status), else why not (connection refused, DNS, TLS, timeout): checked before a job starts.
+std::string check_endpoint(const config::LlmConfig& config);
+
 }  // namespace r3::evolve

@@ -54,7 +54,8 @@ struct Tunable {
 };
 // R3_TUNABLE(NAME, default, v1 v2 v3) or R3_TUNABLE(NAME, default, v1, v2, v3).
 std::vector<Tunable> parse_tunables(std::string_view source);
-// What removes the R3_TUNABLE declarations at compile time: a -D definition of the macro.
-inline constexpr const char* kTunableMacroDefinition = "R3_TUNABLE(...)=";
+// What removes the R3_TUNABLE declarations at compile time: the macro defined empty
+// (-D'R3_TUNABLE(...)=', as a defines entry name -> "").
+inline constexpr const char* kTunableMacro = "R3_TUNABLE(...)";
 
 }  // namespace r3::evolve

@@ -126,6 +126,10 @@ class Backend {
   virtual RunResult run(const Compiled& compiled, const RunOptions& options) = 0;
 };
 
+// "" when `passes` is an LLVM pass pipeline this build can run, else LLVM's message (builds
+// without LLVM accept every pipeline: they have no backend that would run one).
+std::string check_passes(std::string_view passes);
+
 // The backend that replays captures recorded with `backend` ("host", "cuda"). Throws
 // NotAvailableError when this build of r3 lacks it.
 std::unique_ptr<Backend> make_backend(std::string_view backend);

@@ -1,0 +1,99 @@
+// The evaluation sandbox: candidates run in a child process (the r3-sandbox helper) that an
+// evaluator spawns before it makes any CUDA call. A candidate that crashes, hangs, corrupts
+// memory or leaves a sticky CUDA error fails alone: the child is killed or has died, the
+// candidate is recorded as a crash or timeout, and a fresh child (capture reloaded) takes the
+// next one. For host-backend code the child confines itself with a seccomp filter before it runs
+// any candidate: no exec, no fork, no network sockets, no files opened for writing, no signals
+// to other processes.
+//
+// Parent and child talk over two pipes in length-prefixed JSON messages (wire.hpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "r3/replay/backend.hpp"
+
+namespace r3::replay {
+
+struct KernelToPrepare {
+  std::size_t kernel = 0;             // index in the capture
+  std::vector<std::size_t> launches;  // empty: all
+};
+
+struct SandboxSetup {
+  std::filesystem::path helper;   // the r3-sandbox program; empty: find_sandbox_helper()
+  std::filesystem::path capture;  // read by the child, again after every restart
+  std::string backend = "host";
+  std::vector<KernelToPrepare> kernels;
+  bool confine = true;    // seccomp filter in the child (host backend only)
+  double timeout_s = 30;  // per candidate, compile and runs together
+  int log_rank = -1;      // the child's log prefix (its evaluator's rank)
+  std::string log_level;  // the child's log level; empty: the parent's
+};
+
+// What became of one candidate.
+struct Evaluation {
+  Outcome outcome = Outcome::ok;
+  std::string message;  // why, when not ok (diagnostics, the first bad region, the signal)
+  Resources resources;
+  double compile_seconds = 0;
+  bool from_cache = false;
+  RunResult run;       // launches, verification and times, when it ran
+  double seconds = 0;  // the whole evaluation as the parent saw it (spawn and compile included)
+};
+
+struct Request {
+  std::size_t kernel = 0;  // index in SandboxSetup::kernels
+  Variant variant;
+  RunOptions options;
+};
+
+class Sandbox {
+ public:
+  // Spawns the child and has it prepare every kernel. Throws r3::Error (with the child's
+  // message) when the capture cannot be replayed at all: that is not a candidate's failure.
+  explicit Sandbox(SandboxSetup setup);
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  // Runs one candidate. Its failures (compile error, crash, hang, wrong result, ...) are the
+  // Evaluation's outcome; only a child that cannot be restarted throws.
+  Evaluation evaluate(const Request& request);
+
+  std::size_t restarts() const { return restarts_; }
+  const std::string& placement() const { return placement_; }
+  bool confined() const { return confined_; }
+
+ private:
+  void start();
+  void stop();         // kills the child (if any) and reaps it
+  std::string reap();  // waits for a child that died; how it ended ("killed by signal 11 ...")
+
+  SandboxSetup setup_;
+  pid_t child_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::size_t restarts_ = 0;
+  std::string placement_;
+  bool confined_ = false;
+};
+
+// The helper next to the running program (same directory, or ../libexec/r3), or $R3_SANDBOX.
+// Throws NotAvailableError naming the places it looked.
+std::filesystem::path find_sandbox_helper();
+
+// The child's side: serves requests on `in_fd`, answers on `out_fd` until the parent closes
+// the pipe. The body of r3-sandbox's main; returns its exit status.
+int sandbox_child_main(int in_fd, int out_fd);
+
+// Installs the confinement filter in the calling process. Returns "" when done, else why not
+// (a build without libseccomp, or a kernel that refuses).
+std::string confine_process();
+
+}  // namespace r3::replay

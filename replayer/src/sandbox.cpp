@@ -1,0 +1,236 @@
+// The evaluator's side of the sandbox: spawn, talk, time out, reap, restart.
+#include "r3/replay/sandbox.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "r3/error.hpp"
+#include "r3/log.hpp"
+#include "r3/replay/wire.hpp"
+
+extern char** environ;
+
+namespace r3::replay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The file descriptors the child reads requests from and writes answers to.
+constexpr int kChildIn = 3;
+constexpr int kChildOut = 4;
+
+// How long preparing the capture may take in the child (reading and placing its memory).
+constexpr double kPrepareTimeoutS = 600;
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = strsignal(sig);
+    return "killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "ended (status " + std::to_string(status) + ")";
+}
+
+// Waits up to `timeout_s` for a message; false when none came in time.
+bool wait_readable(int fd, double timeout_s) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) throw IoError("poll", std::strerror(errno));
+    if (ready > 0) return true;
+  }
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::filesystem::path find_sandbox_helper() {
+  if (const char* env = std::getenv("R3_SANDBOX"); env && *env) {
+    std::filesystem::path helper(env);
+    if (::access(helper.c_str(), X_OK) != 0)
+      throw NotAvailableError("R3_SANDBOX names '" + helper.string() +
+                              "', which is not an executable program");
+    return helper;
+  }
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> places;
+  if (!ec) {
+    places.push_back(self.parent_path() / "r3-sandbox");
+    places.push_back(self.parent_path().parent_path() / "libexec" / "r3" / "r3-sandbox");
+  }
+  std::string looked;
+  for (const auto& place : places) {
+    if (::access(place.c_str(), X_OK) == 0) return place;
+    looked += (looked.empty() ? "" : ", ") + place.string();
+  }
+  throw NotAvailableError("the evaluation sandbox helper r3-sandbox was not found (looked at " +
+                          looked + "); set R3_SANDBOX to its path");
+}
+
+Sandbox::Sandbox(SandboxSetup setup) : setup_(std::move(setup)) {
+  if (setup_.helper.empty()) setup_.helper = find_sandbox_helper();
+  // A child that dies while we write to it must not take the evaluator with it.
+  ::signal(SIGPIPE, SIG_IGN);
+  start();
+}
+
+Sandbox::~Sandbox() {
+  if (child_ < 0) return;
+  ::close(to_child_);  // the child ends at end of file
+  to_child_ = -1;
+  auto deadline = Clock::now() + std::chrono::seconds(2);
+  int status = 0;
+  while (::waitpid(child_, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      ::kill(child_, SIGKILL);
+      ::waitpid(child_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::close(from_child_);
+  child_ = -1;
+}
+
+void Sandbox::start() {
+  int to[2], from[2];
+  if (::pipe2(to, O_CLOEXEC) != 0) throw IoError("pipe2", std::strerror(errno));
+  if (::pipe2(from, O_CLOEXEC) != 0) {
+    ::close(to[0]);
+    ::close(to[1]);
+    throw IoError("pipe2", std::strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, to[0], kChildIn);
+  posix_spawn_file_actions_adddup2(&actions, from[1], kChildOut);
+  std::string helper = setup_.helper.string();
+  std::string serve = "--serve";
+  char* argv[] = {helper.data(), serve.data(), nullptr};
+  pid_t pid = -1;
+  int error = ::posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(to[0]);
+  ::close(from[1]);
+  if (error != 0) {
+    ::close(to[1]);
+    ::close(from[0]);
+    throw IoError("posix_spawn", helper + ": " + std::strerror(error));
+  }
+  child_ = pid;
+  to_child_ = to[1];
+  from_child_ = from[0];
+
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : setup_.kernels)
+    kernels.push_back({{"kernel", k.kernel}, {"launches", k.launches}});
+  std::string level =
+      setup_.log_level.empty() ? std::string(log::to_string(log::level())) : setup_.log_level;
+  nlohmann::json prepare{
+      {"capture", setup_.capture.string()}, {"backend", setup_.backend},   {"kernels", kernels},
+      {"confine", setup_.confine},          {"log_rank", setup_.log_rank}, {"log_level", level}};
+  std::string answer;
+  bool answered = wire::write_message(to_child_, prepare.dump()) &&
+                  wait_readable(from_child_, kPrepareTimeoutS) &&
+                  wire::read_message(from_child_, answer);
+  if (!answered) {
+    stop();
+    throw Error("the evaluation sandbox (" + helper + ") did not start: it gave no answer");
+  }
+  nlohmann::json reply = nlohmann::json::parse(answer, nullptr, false);
+  if (reply.is_discarded() || !reply.value("ok", false)) {
+    std::string why = reply.is_discarded() ? "a malformed answer" : reply.value("message", "");
+    stop();
+    throw Error("the evaluation sandbox could not prepare the capture: " + why);
+  }
+  placement_ = reply.value("placement", "");
+  confined_ = reply.value("confined", false);
+  if (setup_.confine && !confined_ && restarts_ == 0)
+    log::warning("candidates run without the seccomp filter: " + reply.value("why_not", ""));
+}
+
+void Sandbox::stop() {
+  if (child_ < 0) return;
+  ::kill(child_, SIGKILL);
+  reap();
+}
+
+std::string Sandbox::reap() {
+  if (to_child_ >= 0) ::close(to_child_);
+  if (from_child_ >= 0) ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  int status = 0;
+  auto deadline = Clock::now() + std::chrono::seconds(2);
+  pid_t done = 0;
+  while ((done = ::waitpid(child_, &status, WNOHANG)) == 0) {
+    if (Clock::now() > deadline) {
+      ::kill(child_, SIGKILL);  // it closed its pipe but lives on
+      ::waitpid(child_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  child_ = -1;
+  return done < 0 ? std::string("vanished") : describe_status(status);
+}
+
+Evaluation Sandbox::evaluate(const Request& request) {
+  auto start_time = Clock::now();
+  if (child_ < 0) {
+    start();
+    ++restarts_;
+  }
+  Evaluation failed;
+  if (!wire::write_message(to_child_, wire::encode(request))) {
+    failed.outcome = Outcome::crash;
+    failed.message = "the sandbox died before the candidate ran (" + reap() + ")";
+    failed.seconds = seconds_since(start_time);
+    return failed;
+  }
+  if (!wait_readable(from_child_, setup_.timeout_s)) {
+    stop();
+    failed.outcome = Outcome::timeout;
+    failed.message = "no result within " + config::format_duration(setup_.timeout_s) +
+                     " (timing.candidate_timeout); the sandbox was killed";
+    failed.seconds = seconds_since(start_time);
+    return failed;
+  }
+  std::string answer;
+  bool got = false;
+  try {
+    got = wire::read_message(from_child_, answer);
+  } catch (const IoError&) {
+    got = false;
+  }
+  if (!got) {
+    failed.outcome = Outcome::crash;
+    failed.message = "the candidate crashed the sandbox: " + reap();
+    failed.seconds = seconds_since(start_time);
+    return failed;
+  }
+  Evaluation evaluation = wire::decode_evaluation(answer);
+  evaluation.seconds = seconds_since(start_time);
+  return evaluation;
+}
+
+}  // namespace r3::replay

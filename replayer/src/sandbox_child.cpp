@@ -1,0 +1,115 @@
+// The child's side of the sandbox (r3-sandbox): prepare the capture once, confine itself, then
+// compile, run, verify and time one candidate per request until the parent hangs up. A
+// candidate that kills this process is exactly what the sandbox is for.
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "r3/capture.hpp"
+#include "r3/error.hpp"
+#include "r3/log.hpp"
+#include "r3/replay/sandbox.hpp"
+#include "r3/replay/wire.hpp"
+
+namespace r3::replay {
+namespace {
+
+using nlohmann::json;
+
+struct Prepared {
+  std::unique_ptr<capture::CaptureReader> capture;
+  std::vector<std::unique_ptr<Backend>> backends;  // one per requested kernel
+  std::string placement;
+};
+
+Prepared prepare(const json& request) {
+  Prepared prepared;
+  prepared.capture = std::make_unique<capture::CaptureReader>(
+      capture::CaptureReader::open(request.at("capture").get<std::string>()));
+  std::string backend = request.at("backend").get<std::string>();
+  for (const json& k : request.at("kernels")) {
+    auto b = make_backend(backend);
+    b->prepare(*prepared.capture, k.at("kernel").get<std::size_t>(),
+               k.at("launches").get<std::vector<std::size_t>>());
+    prepared.placement += (prepared.placement.empty() ? "" : "; ") + b->placement();
+    prepared.backends.push_back(std::move(b));
+  }
+  return prepared;
+}
+
+Evaluation evaluate(Backend& backend, const Request& request) {
+  Evaluation evaluation;
+  try {
+    Compiled compiled = backend.compile(request.variant);
+    evaluation.resources = compiled.resources;
+    evaluation.compile_seconds = compiled.seconds;
+    evaluation.from_cache = compiled.from_cache;
+    if (!compiled.ok) {
+      evaluation.outcome = Outcome::compile_error;
+      evaluation.message = compiled.diagnostics;
+      return evaluation;
+    }
+    evaluation.run = backend.run(compiled, request.options);
+    evaluation.outcome = evaluation.run.outcome;
+    evaluation.message = evaluation.run.message;
+  } catch (const std::exception& e) {
+    evaluation.outcome = Outcome::launch_error;
+    evaluation.message = e.what();
+  }
+  return evaluation;
+}
+
+}  // namespace
+
+int sandbox_child_main(int in_fd, int out_fd) {
+  std::string message;
+  try {
+    if (!wire::read_message(in_fd, message)) return 0;
+  } catch (const Error& e) {
+    log::error("r3-sandbox: ", e.what());
+    return 1;
+  }
+  json setup = json::parse(message, nullptr, false);
+  if (setup.is_discarded()) {
+    log::error("r3-sandbox: the first message is not JSON (run by r3-mpi, not by hand)");
+    return 2;
+  }
+  log::set_rank(setup.value("log_rank", -1));
+  if (auto level = log::parse_level(setup.value("log_level", "info"))) log::set_level(*level);
+
+  Prepared prepared;
+  try {
+    prepared = prepare(setup);
+  } catch (const std::exception& e) {
+    wire::write_message(out_fd, json{{"ok", false}, {"message", e.what()}}.dump());
+    return 1;
+  }
+  std::string why_not = "not asked to";
+  if (setup.value("confine", false)) why_not = confine_process();
+  bool confined = why_not.empty();
+  if (!wire::write_message(out_fd, json{{"ok", true},
+                                        {"placement", prepared.placement},
+                                        {"confined", confined},
+                                        {"why_not", why_not}}
+                                       .dump()))
+    return 0;
+
+  while (true) {
+    try {
+      if (!wire::read_message(in_fd, message)) return 0;
+      Request request = wire::decode_request(message);
+      Evaluation evaluation;
+      if (request.kernel >= prepared.backends.size()) {
+        evaluation.outcome = Outcome::launch_error;
+        evaluation.message = "no kernel #" + std::to_string(request.kernel) + " was prepared";
+      } else {
+        evaluation = evaluate(*prepared.backends[request.kernel], request);
+      }
+      if (!wire::write_message(out_fd, wire::encode(evaluation))) return 0;
+    } catch (const std::exception& e) {
+      log::error("r3-sandbox: ", e.what());
+      return 1;
+    }
+  }
+}
+
+}  // namespace r3::replay

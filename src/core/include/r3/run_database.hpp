@@ -1,0 +1,65 @@
+// The run database (run.h5) of a tuning job: the tune.yaml it ran with, every candidate with its
+// outcome, every source once, and the search state to resume from. Written by rank 0 only, whole,
+// after each generation: to a temporary file that is flushed to disk and renamed over the last
+// one, so a kill at any moment leaves the previous generation's database intact.
+// docs/run-database.md describes the layout.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "r3/hash.hpp"
+
+namespace r3::run {
+
+inline constexpr const char* kRunFormat = "r3-run";
+inline constexpr std::uint32_t kRunVersion = 1;
+
+struct CandidateRecord {
+  std::uint64_t id = 0;
+  std::uint32_t generation = 0;
+  std::int64_t parent = -1;  // the candidate whose source this one's came from; -1: none
+  std::uint32_t kernel = 0;  // index in tune.yaml's kernels
+  Hash128 source;            // its source text, in RunRecord::sources
+  std::string level;         // original, source, compiler, launch, parameters, confirm
+  std::string plan;          // the search's own encoding of the candidate (for resume)
+  std::string description;   // the configuration for people ("opt=3 passes=[licm] TILE=16")
+  std::string outcome;       // ok, compile error, launch error, wrong result, timeout, crash
+  std::string message;       // why, when not ok
+  double seconds = 0;        // median time over the recorded launches (summed); 0 unless ok
+  double min_seconds = 0;
+  double max_seconds = 0;
+  double compile_seconds = 0;
+  double evaluation_seconds = 0;  // the whole evaluation, as its evaluator saw it
+  std::int32_t registers = -1;
+  std::int32_t spilled_bytes = -1;
+  std::int32_t shared_bytes = -1;
+  std::uint64_t code_bytes = 0;
+  std::int32_t evaluator = -1;  // the rank that evaluated it
+  friend bool operator==(const CandidateRecord&, const CandidateRecord&) = default;
+};
+
+struct RunRecord {
+  std::string tune_yaml;          // the configuration's text
+  std::string tune_file;          // where it was read from
+  std::string r3_version;         // of the job that wrote the database last
+  std::uint32_t generations = 0;  // committed
+  double elapsed_seconds = 0;     // wall time of every session of the run together
+  std::uint32_t sessions = 0;     // how often the job was started (1 + resumes)
+  std::string search_state;       // the search's own encoding of what it needs to resume
+  std::map<Hash128, std::string> sources;
+  std::vector<CandidateRecord> candidates;  // in the order they were proposed
+};
+
+// Writes `record` to `file` atomically (temporary file, fsync, rename). Throws IoError.
+void write_run_database(const std::filesystem::path& file, const RunRecord& record);
+// Reads a run database; throws FormatError for a file that is not one, a newer version, or a
+// damaged one, naming the file.
+RunRecord read_run_database(const std::filesystem::path& file);
+// Whether `file` is an HDF5 file whose root says format = "r3-run".
+bool is_run_database(const std::filesystem::path& file);
+
+}  // namespace r3::run

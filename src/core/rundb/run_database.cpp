@@ -1,0 +1,306 @@
+// run.h5: attributes on the root, the candidates as columns (one checksummed byte dataset per
+// field), sources and texts as byte datasets. Columns keep a commit of thousands of candidates
+// to a few dozen HDF5 objects, so writing the whole database each generation stays cheap.
+#include "r3/run_database.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <span>
+
+#include "../capture/h5.hpp"
+#include "r3/error.hpp"
+#include "r3/version.hpp"
+
+namespace r3::run {
+namespace {
+
+using h5::Handle;
+
+constexpr h5::ByteDatasetOptions kStored{1 << 16, 1};
+
+// Byte encodings of a column: fixed 8-byte little-endian words, or length-prefixed strings.
+class ColumnWriter {
+ public:
+  void word(std::uint64_t value) {
+    for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<std::byte>(value >> (8 * i)));
+  }
+  void number(double value) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    word(bits);
+  }
+  void text(std::string_view value) {
+    word(value.size());
+    for (char c : value) bytes_.push_back(static_cast<std::byte>(c));
+  }
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+class ColumnReader {
+ public:
+  ColumnReader(std::vector<std::byte> bytes, std::string name)
+      : bytes_(std::move(bytes)), name_(std::move(name)) {}
+  std::uint64_t word() {
+    need(8);
+    std::uint64_t value = 0;
+    for (int i = 0; i < 8; ++i) value |= std::uint64_t(bytes_[at_ + i]) << (8 * i);
+    at_ += 8;
+    return value;
+  }
+  double number() {
+    std::uint64_t bits = word();
+    double value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+  }
+  std::string text() {
+    std::uint64_t size = word();
+    need(size);
+    std::string value(reinterpret_cast<const char*>(bytes_.data() + at_), size);
+    at_ += size;
+    return value;
+  }
+  void finish() const {
+    if (at_ != bytes_.size()) throw FormatError("column '" + name_ + "' has trailing bytes");
+  }
+
+ private:
+  void need(std::uint64_t n) const {
+    if (bytes_.size() - at_ < n) throw FormatError("column '" + name_ + "' is too short");
+  }
+  std::vector<std::byte> bytes_;
+  std::string name_;
+  std::size_t at_ = 0;
+};
+
+// One field of CandidateRecord and how it is stored.
+struct Column {
+  const char* name;
+  std::function<void(const CandidateRecord&, ColumnWriter&)> put;
+  std::function<void(CandidateRecord&, ColumnReader&)> get;
+};
+
+template <class T>
+Column word_column(const char* name, T CandidateRecord::*field) {
+  return {name,
+          [field](const CandidateRecord& c, ColumnWriter& w) {
+            w.word(static_cast<std::uint64_t>(c.*field));
+          },
+          [field](CandidateRecord& c, ColumnReader& r) { c.*field = static_cast<T>(r.word()); }};
+}
+
+Column number_column(const char* name, double CandidateRecord::*field) {
+  return {name, [field](const CandidateRecord& c, ColumnWriter& w) { w.number(c.*field); },
+          [field](CandidateRecord& c, ColumnReader& r) { c.*field = r.number(); }};
+}
+
+Column text_column(const char* name, std::string CandidateRecord::*field) {
+  return {name, [field](const CandidateRecord& c, ColumnWriter& w) { w.text(c.*field); },
+          [field](CandidateRecord& c, ColumnReader& r) { c.*field = r.text(); }};
+}
+
+const std::vector<Column>& columns() {
+  static const std::vector<Column> all = {
+      word_column("id", &CandidateRecord::id),
+      word_column("generation", &CandidateRecord::generation),
+      word_column("parent", &CandidateRecord::parent),
+      word_column("kernel", &CandidateRecord::kernel),
+      {"source", [](const CandidateRecord& c, ColumnWriter& w) { w.text(c.source.hex()); },
+       [](CandidateRecord& c, ColumnReader& r) {
+         std::string hex = r.text();
+         auto hash = Hash128::from_hex(hex);
+         if (!hash) throw FormatError("column 'source' holds '" + hex + "', not a hash");
+         c.source = *hash;
+       }},
+      text_column("level", &CandidateRecord::level),
+      text_column("plan", &CandidateRecord::plan),
+      text_column("description", &CandidateRecord::description),
+      text_column("outcome", &CandidateRecord::outcome),
+      text_column("message", &CandidateRecord::message),
+      number_column("seconds", &CandidateRecord::seconds),
+      number_column("min_seconds", &CandidateRecord::min_seconds),
+      number_column("max_seconds", &CandidateRecord::max_seconds),
+      number_column("compile_seconds", &CandidateRecord::compile_seconds),
+      number_column("evaluation_seconds", &CandidateRecord::evaluation_seconds),
+      word_column("registers", &CandidateRecord::registers),
+      word_column("spilled_bytes", &CandidateRecord::spilled_bytes),
+      word_column("shared_bytes", &CandidateRecord::shared_bytes),
+      word_column("code_bytes", &CandidateRecord::code_bytes),
+      word_column("evaluator", &CandidateRecord::evaluator),
+  };
+  return all;
+}
+
+std::span<const std::byte> as_bytes(std::string_view text) {
+  return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
+}
+
+std::vector<std::byte> read_all(hid_t parent, const std::string& name, std::string_view what) {
+  Handle dataset = h5::open_dataset(parent, name, what);
+  std::uint64_t size = h5::byte_dataset_size(dataset, what, h5::Stored::compressed);
+  std::vector<std::byte> bytes(size);
+  if (size > 0) h5::read_bytes(dataset, 0, bytes, what);
+  return bytes;
+}
+
+std::string read_text(hid_t parent, const std::string& name, std::string_view what) {
+  std::vector<std::byte> bytes = read_all(parent, name, what);
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+void sync_file(const std::filesystem::path& path, bool directory) {
+  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) throw IoError("open", path.string() + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int error = errno;
+  ::close(fd);
+  // Some file systems cannot sync directories; the rename is still atomic there.
+  if (rc != 0 && !(directory && (error == EINVAL || error == EROFS)))
+    throw IoError("fsync", path.string() + ": " + std::strerror(error));
+}
+
+void write_file(const std::filesystem::path& path, const RunRecord& record) {
+  h5::Session session(path.string());
+  Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
+  h5::check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds",
+            "run database");
+  Handle file(h5::check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access), "H5Fcreate",
+                        "cannot create the run database"),
+              H5Fclose);
+  Handle root = h5::open_group(file, "/", "run database");
+  h5::write_string_attribute(root, "format", kRunFormat);
+  h5::write_uint_attribute(root, "version", kRunVersion);
+  h5::write_string_attribute(root, "r3_version", record.r3_version);
+  h5::write_string_attribute(root, "tune_file", record.tune_file);
+  h5::write_uint_attribute(root, "generations", record.generations);
+  h5::write_double_attribute(root, "elapsed_seconds", record.elapsed_seconds);
+  h5::write_uint_attribute(root, "sessions", record.sessions);
+  h5::write_uint_attribute(root, "candidate_count", record.candidates.size());
+  h5::write_uint_attribute(root, "source_count", record.sources.size());
+  h5::write_bytes(root, "tune_yaml", as_bytes(record.tune_yaml), kStored);
+  h5::write_bytes(root, "search_state", as_bytes(record.search_state), kStored);
+  Handle sources = h5::create_group(root, "sources", "sources");
+  for (const auto& [hash, text] : record.sources)
+    h5::write_bytes(sources, hash.hex(), as_bytes(text), kStored);
+  Handle candidates = h5::create_group(root, "candidates", "candidates");
+  for (const Column& column : columns()) {
+    ColumnWriter writer;
+    for (const CandidateRecord& c : record.candidates) column.put(c, writer);
+    h5::write_bytes(candidates, column.name, writer.bytes(), kStored);
+  }
+  h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush", "run database");
+}
+
+}  // namespace
+
+void write_run_database(const std::filesystem::path& file, const RunRecord& record) {
+  std::filesystem::path temporary = file;
+  temporary += ".tmp-" + std::to_string(::getpid());
+  try {
+    write_file(temporary, record);
+    sync_file(temporary, false);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
+  if (::rename(temporary.c_str(), file.c_str()) != 0) {
+    int error = errno;
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw IoError("rename",
+                  temporary.string() + " -> " + file.string() + ": " + std::strerror(error));
+  }
+  sync_file(file.parent_path().empty() ? "." : file.parent_path(), true);
+}
+
+bool is_run_database(const std::filesystem::path& file) {
+  h5::Session session(file.string());
+  if (h5::is_hdf5_file(file.c_str()) <= 0) return false;
+  hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) return false;
+  Handle handle(id, H5Fclose);
+  if (!h5::attribute_exists(handle, "format")) return false;
+  try {
+    return h5::read_string_attribute(handle, "format", "run database") == kRunFormat;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+RunRecord read_run_database(const std::filesystem::path& file) {
+  ErrorContext context = in_file(file.string());
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    throw IoError("open", "the run database does not exist", context);
+  h5::Session session(file.string());
+  htri_t is_hdf5 = h5::is_hdf5_file(file.c_str());
+  if (is_hdf5 <= 0)
+    throw FormatError("not an HDF5 file: expected an r3 run database (run.h5)", context);
+  hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0)
+    throw FormatError("damaged run database (HDF5: " + h5::error_stack_message() + ")", context);
+  Handle handle(id, H5Fclose);
+  try {
+    Handle root = h5::open_group(handle, "/", "run database");
+    std::string format = h5::attribute_exists(root, "format")
+                             ? h5::read_string_attribute(root, "format", "run database")
+                             : std::string("(none)");
+    if (format != kRunFormat)
+      throw FormatError("format '" + format + "' is not an r3 run database ('r3-run')");
+    std::uint64_t version = h5::read_uint_attribute(root, "version", "run database");
+    if (version > kRunVersion)
+      throw FormatError("run database version " + std::to_string(version) +
+                        " is newer than this r3 reads (" + std::to_string(kRunVersion) +
+                        "); use a newer r3");
+    RunRecord record;
+    record.r3_version = h5::read_string_attribute(root, "r3_version", "run database");
+    record.tune_file = h5::read_string_attribute(root, "tune_file", "run database");
+    record.generations =
+        static_cast<std::uint32_t>(h5::read_uint_attribute(root, "generations", "run database"));
+    record.elapsed_seconds = h5::read_double_attribute(root, "elapsed_seconds", "run database");
+    record.sessions =
+        static_cast<std::uint32_t>(h5::read_uint_attribute(root, "sessions", "run database"));
+    std::uint64_t count = h5::read_uint_attribute(root, "candidate_count", "run database");
+    std::uint64_t source_count = h5::read_uint_attribute(root, "source_count", "run database");
+    record.tune_yaml = read_text(root, "tune_yaml", "tune.yaml text");
+    record.search_state = read_text(root, "search_state", "search state");
+    Handle sources = h5::open_group(root, "sources", "sources");
+    for (const std::string& name : h5::child_names(sources, "sources")) {
+      auto hash = Hash128::from_hex(name);
+      if (!hash) throw FormatError("source '" + name + "' is not named by its hash");
+      std::string text = read_text(sources, name, "source " + name);
+      if (hash_bytes(text.data(), text.size()) != *hash)
+        throw FormatError("source " + name + " does not match its hash (damaged)");
+      record.sources.emplace(*hash, std::move(text));
+    }
+    if (record.sources.size() != source_count)
+      throw FormatError("holds " + std::to_string(record.sources.size()) + " sources, expected " +
+                        std::to_string(source_count));
+    record.candidates.resize(count);
+    Handle candidates = h5::open_group(root, "candidates", "candidates");
+    for (const Column& column : columns()) {
+      ColumnReader reader(read_all(candidates, column.name, column.name), column.name);
+      for (CandidateRecord& c : record.candidates) column.get(c, reader);
+      reader.finish();
+    }
+    for (const CandidateRecord& c : record.candidates) {
+      if (!record.sources.contains(c.source))
+        throw FormatError("candidate " + std::to_string(c.id) + " refers to source " +
+                          c.source.hex() + ", which the database does not hold");
+    }
+    return record;
+  } catch (const Error& e) {
+    if (!e.context().file.empty()) throw;
+    throw FormatError(e.message(), context);
+  }
+}
+
+}  // namespace r3::run

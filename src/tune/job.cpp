@@ -1,0 +1,603 @@
+// The tuning job: set-up checked on rank 0, the capture broadcast, then one generation at a
+// time — rank 0 proposes a batch and broadcasts it, evaluators run their share in sandboxes and
+// gather the results back, rank 0 observes them and commits the generation to run.h5.
+#include "r3/tune/job.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "llm_worker.hpp"
+#include "r3/capture.hpp"
+#include "r3/error.hpp"
+#include "r3/exit_codes.hpp"
+#include "r3/log.hpp"
+#include "r3/replay/sandbox.hpp"
+#include "r3/replay/wire.hpp"
+#include "r3/run_database.hpp"
+#include "r3/tune_config.hpp"
+#include "r3/version.hpp"
+#include "search.hpp"
+
+namespace r3::tune {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string read_file(const std::filesystem::path& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("open", "cannot read " + std::string(what) + " " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
+}
+
+std::string format_ms(double seconds) {
+  std::ostringstream out;
+  out.precision(seconds * 1e3 < 10 ? 3 : 4);
+  out << seconds * 1e3 << " ms";
+  return out.str();
+}
+
+// The batch job's end (seconds since the epoch) when the scheduler says: Slurm's
+// SLURM_JOB_END_TIME, or R3_JOB_END_TIME for other schedulers.
+std::optional<double> job_end_time() {
+  for (const char* name : {"R3_JOB_END_TIME", "SLURM_JOB_END_TIME"}) {
+    if (const char* value = std::getenv(name); value && *value) {
+      char* end = nullptr;
+      double t = std::strtod(value, &end);
+      if (end && *end == '\0' && t > 0) return t;
+      log::warning(name, "='", value, "' is not a time in seconds since the epoch; ignored");
+    }
+  }
+  return std::nullopt;
+}
+
+double now_epoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// What every evaluator needs to set up its sandbox.
+struct EvaluatorSetup {
+  std::string backend;
+  std::vector<replay::KernelToPrepare> kernels;
+  double timeout_s = 30;
+  bool has_capture_bytes = false;  // the capture follows as a second broadcast
+  std::filesystem::path capture;   // where rank 0 read it (used when it evaluates itself)
+  std::string log_level;
+};
+
+std::string encode(const EvaluatorSetup& s) {
+  json kernels = json::array();
+  for (const auto& k : s.kernels)
+    kernels.push_back({{"kernel", k.kernel}, {"launches", k.launches}});
+  return json{{"backend", s.backend},          {"kernels", kernels},
+              {"timeout_s", s.timeout_s},      {"has_capture_bytes", s.has_capture_bytes},
+              {"capture", s.capture.string()}, {"log_level", s.log_level}}
+      .dump();
+}
+
+EvaluatorSetup decode_setup(const std::string& text) {
+  json j = json::parse(text);
+  EvaluatorSetup s;
+  s.backend = j.at("backend").get<std::string>();
+  for (const json& k : j.at("kernels"))
+    s.kernels.push_back(
+        {k.at("kernel").get<std::size_t>(), k.at("launches").get<std::vector<std::size_t>>()});
+  s.timeout_s = j.at("timeout_s").get<double>();
+  s.has_capture_bytes = j.at("has_capture_bytes").get<bool>();
+  s.capture = j.at("capture").get<std::string>();
+  s.log_level = j.at("log_level").get<std::string>();
+  return s;
+}
+
+// A private directory for an evaluator's copy of the capture, removed at exit.
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "r3-evaluator-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw IoError("mkdtemp", pattern + ": " + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// An evaluator: its sandbox, and the sources it has been sent.
+class Evaluator {
+ public:
+  Evaluator(const EvaluatorSetup& setup, const std::filesystem::path& capture, int rank) {
+    replay::SandboxSetup s;
+    s.capture = capture;
+    s.backend = setup.backend;
+    s.kernels = setup.kernels;
+    s.confine = setup.backend == "host";
+    s.timeout_s = setup.timeout_s;
+    s.log_rank = rank;
+    s.log_level = setup.log_level;
+    sandbox_ = std::make_unique<replay::Sandbox>(std::move(s));
+    rank_ = rank;
+  }
+
+  // Runs this evaluator's share of a batch; returns the results message.
+  std::string evaluate(const json& batch, int share, int shares) {
+    for (const auto& [hex, text] : batch.at("sources").items())
+      sources_[hex] = text.get<std::string>();
+    json results = json::array();
+    double busy = 0;
+    const json& candidates = batch.at("candidates");
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (static_cast<int>(i % shares) != share) continue;
+      const json& c = candidates[i];
+      replay::Evaluation e;
+      try {
+        replay::Request request = replay::wire::decode_request(c.at("request").dump());
+        request.variant.source_text = sources_.at(c.at("source").get<std::string>());
+        e = sandbox_->evaluate(request);
+      } catch (const std::exception& error) {
+        // The sandbox could not be restarted, or the message was bad: this candidate fails,
+        // the job goes on.
+        e.outcome = replay::Outcome::crash;
+        e.message = std::string("the evaluator could not run it: ") + error.what();
+      }
+      busy += e.seconds;
+      results.push_back({{"id", c.at("id")}, {"evaluation", json::parse(replay::wire::encode(e))}});
+    }
+    return json{
+        {"rank", rank_}, {"busy", busy}, {"results", results}, {"restarts", sandbox_->restarts()}}
+        .dump();
+  }
+
+ private:
+  std::unique_ptr<replay::Sandbox> sandbox_;
+  std::map<std::string, std::string> sources_;
+  int rank_ = 0;
+};
+
+// Rank 0's state between set-up and the end of the run.
+struct Master {
+  config::TuneConfig config;
+  config::Backend backend = config::Backend::host;
+  std::unique_ptr<capture::CaptureReader> capture;
+  std::unique_ptr<Search> search;
+  std::unique_ptr<LlmWorker> llm;
+  run::RunRecord record;
+  std::filesystem::path database;
+  std::set<Hash128> stored_sources;
+};
+
+std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size) {
+  auto m = std::make_unique<Master>();
+  m->config = config::load_tune_config(options.tune_file);
+  const config::TuneConfig& c = m->config;
+  try {
+    m->capture = std::make_unique<capture::CaptureReader>(capture::CaptureReader::open(c.capture));
+  } catch (const Error& e) {
+    c.fail("capture", e.what());
+  }
+  m->backend = config::check_against_capture(c, *m->capture);
+  std::vector<KernelTarget> kernels;
+  for (std::size_t i = 0; i < c.kernels.size(); ++i) {
+    const config::KernelSelection& s = c.kernels[i];
+    KernelTarget k;
+    k.capture_index = m->capture->find_kernel(s.name).value();  // checked above
+    const capture::Kernel& kernel = m->capture->kernels().at(k.capture_index);
+    k.name = kernel.name;
+    k.launches = s.launches;
+    if (!s.source.empty()) {
+      k.source = read_file(s.source, "kernels[" + std::to_string(i) + "].source");
+      k.source_name = s.source.filename().string();
+    }
+    k.base.entry = s.entry;
+    k.base.defines = s.defines;
+    k.base.include_dirs = s.include_dirs;
+    k.base.flags = s.flags;
+    k.base.compiler =
+        m->backend == config::Backend::cuda ? config::Compiler::nvrtc : config::Compiler::clang;
+    kernels.push_back(std::move(k));
+  }
+  if (c.llm.enabled()) {
+    std::string why = evolve::check_endpoint(c.llm);
+    if (!why.empty()) c.fail("llm.endpoint", why);
+  }
+  m->database = c.output.run_database;
+  std::error_code ec;
+  std::filesystem::create_directories(m->database.parent_path(), ec);
+  if (ec)
+    c.fail("output.directory",
+           "cannot create " + m->database.parent_path().string() + ": " + ec.message());
+  m->search = std::make_unique<Search>(c, m->backend, *m->capture, std::move(kernels));
+  if (options.resume) {
+    if (!std::filesystem::exists(m->database))
+      throw UsageError("--resume: there is no run database at " + m->database.string() +
+                       " to resume (start the run without --resume)");
+    m->record = run::read_run_database(m->database);
+    if (m->record.tune_yaml != c.text)
+      log::warning(c.file.string(), " changed since the run began; resuming with the new text");
+    auto t0 = Clock::now();
+    m->search->restore(m->record);
+    for (const auto& [hash, text] : m->record.sources) m->stored_sources.insert(hash);
+    log::info("resumed ", m->database.string(), ": ", m->record.generations, " generation(s), ",
+              m->record.candidates.size(), " candidate(s) replayed into the search in ",
+              format_ms(seconds_since(t0)));
+  } else if (std::filesystem::exists(m->database)) {
+    throw UsageError("a run database already exists at " + m->database.string() +
+                     ": continue it with 'r3-mpi " + options.tune_file +
+                     " --resume', or move it away to start afresh");
+  }
+  m->record.tune_yaml = c.text;
+  m->record.tune_file = c.file.string();
+  m->record.r3_version = std::string(version_string());
+  m->record.sessions += 1;
+  if (c.llm.enabled()) m->llm = std::make_unique<LlmWorker>(c.llm, c.budget.llm_cost);
+  log::info("r3-mpi: ", c.kernels.size(), " kernel(s), backend ", config::to_string(m->backend),
+            ", ",
+            world_size == 1 ? std::string("1 process (searcher and evaluator)")
+                            : std::to_string(world_size - 1) + " evaluator(s)",
+            ", source level: ",
+            c.llm.enabled() ? "LLM at " + c.llm.endpoint : std::string("built-in mutators"));
+  return m;
+}
+
+// Fills the candidate's record from its evaluation.
+void record_result(run::CandidateRecord& r, const replay::Evaluation& e, int evaluator) {
+  r.outcome = std::string(replay::to_string(e.outcome));
+  r.message = e.message.size() > 4000 ? e.message.substr(0, 4000) + " ..." : e.message;
+  r.compile_seconds = e.compile_seconds;
+  r.evaluation_seconds = e.seconds;
+  r.registers = e.resources.registers;
+  r.spilled_bytes = e.resources.spilled_bytes;
+  r.shared_bytes = e.resources.shared_bytes;
+  r.code_bytes = e.resources.code_bytes;
+  r.evaluator = evaluator;
+  if (e.outcome == replay::Outcome::ok) {
+    r.seconds = e.run.seconds;
+    r.min_seconds = r.max_seconds = 0;
+    for (const auto& l : e.run.launches) {
+      r.min_seconds += l.time.min;
+      r.max_seconds += l.time.max;
+    }
+  }
+}
+
+std::string batch_digest(const std::vector<Planned>& batch) {
+  Hasher hasher;
+  for (const Planned& p : batch) {
+    hasher.update_field(std::to_string(p.record.id)).update_field(p.record.source.hex());
+    hasher.update_field(p.record.plan);
+  }
+  return hasher.digest().hex().substr(0, 12);
+}
+
+struct KernelBest {
+  double original = 0;
+  const run::CandidateRecord* best = nullptr;
+};
+
+std::vector<KernelBest> bests(const run::RunRecord& record, std::size_t kernels) {
+  std::vector<KernelBest> out(kernels);
+  for (const auto& c : record.candidates) {
+    if (c.outcome != "ok" || c.kernel >= kernels) continue;
+    if (c.level == "original") out[c.kernel].original = c.seconds;
+    if (!out[c.kernel].best || c.seconds < out[c.kernel].best->seconds) out[c.kernel].best = &c;
+  }
+  return out;
+}
+
+std::string progress_line(const Master& m, std::uint32_t generation, std::size_t first,
+                          double seconds, double busy_fraction,
+                          const std::vector<double>& latencies) {
+  std::map<std::string, int> failed;
+  int ok = 0;
+  for (std::size_t i = first; i < m.record.candidates.size(); ++i) {
+    const auto& c = m.record.candidates[i];
+    if (c.outcome == "ok")
+      ++ok;
+    else
+      ++failed[c.outcome];
+  }
+  std::ostringstream line;
+  line << "generation " << generation << ": " << (m.record.candidates.size() - first)
+       << " candidates, " << ok << " ok";
+  if (!failed.empty()) {
+    int n = 0;
+    std::string classes;
+    for (const auto& [why, count] : failed) {
+      n += count;
+      classes += (classes.empty() ? "" : ", ") + std::to_string(count) + " " + why;
+    }
+    line << ", " << n << " failed (" << classes << ")";
+  }
+  for (const KernelBest& b : bests(m.record, m.search->kernels().size())) {
+    if (!b.best) continue;
+    line << "; best " << format_ms(b.best->seconds);
+    if (b.original > 0) {
+      line.precision(3);
+      line << " (" << b.original / b.best->seconds << "x over " << format_ms(b.original) << ")";
+    }
+  }
+  if (m.llm) {
+    if (latencies.empty()) {
+      line << "; LLM: no answers yet";
+    } else {
+      std::vector<double> sorted = latencies;
+      std::sort(sorted.begin(), sorted.end());
+      line.precision(3);
+      line << "; LLM: " << sorted.size() << " answers, median latency " << sorted[sorted.size() / 2]
+           << " s";
+    }
+  }
+  line << "; evaluators busy " << static_cast<int>(std::lround(100 * busy_fraction)) << "%; ";
+  line.precision(3);
+  line << seconds << " s";
+  return line.str();
+}
+
+int run_generations(Master& m, const Collectives& world);
+
+// Runs the generations; every rank learns how the job ended, whatever happens on rank 0.
+int run_master(Master& m, const Collectives& world) {
+  int status = exit_ok;
+  try {
+    status = run_generations(m, world);
+  } catch (...) {
+    status = exit_status_of_current_exception();
+  }
+  if (world.size() > 1) world.broadcast(json{{"stop", true}, {"status", status}}.dump());
+  return status;
+}
+
+int run_generations(Master& m, const Collectives& world) {
+  const config::TuneConfig& c = m.config;
+  const int evaluators = world.size() > 1 ? world.size() - 1 : 1;
+  const std::size_t batch_size = c.search.batch_size > 0 ? c.search.batch_size : 2 * evaluators;
+  auto session_start = Clock::now();
+  const double elapsed_before = m.record.elapsed_seconds;
+  std::optional<double> job_end = job_end_time();
+  std::unique_ptr<Evaluator> local;
+  if (world.size() == 1) {
+    EvaluatorSetup setup;
+    setup.backend = std::string(config::to_string(m.backend));
+    for (const auto& k : m.search->kernels())
+      setup.kernels.push_back({k.capture_index, k.launches});
+    setup.timeout_s = c.timing.candidate_timeout_s;
+    setup.log_level = std::string(log::to_string(log::level()));
+    local = std::make_unique<Evaluator>(setup, c.capture, 0);
+  }
+  double last_generation_s = 0;
+  std::string stop_reason;
+  std::vector<double> latencies;
+  std::uint32_t generation = m.record.generations;
+  while (true) {
+    std::size_t evaluated = m.record.candidates.size();
+    double elapsed = elapsed_before + seconds_since(session_start);
+    if (evaluated >= c.budget.evaluations) {
+      stop_reason = "budget.evaluations (" + std::to_string(c.budget.evaluations) + ") reached";
+    } else if (generation >= c.budget.generations) {
+      stop_reason = "budget.generations (" + std::to_string(c.budget.generations) + ") reached";
+    } else if (elapsed + last_generation_s > c.budget.wall_time_s) {
+      stop_reason = "budget.wall_time (" + config::format_duration(c.budget.wall_time_s) +
+                    ") would be passed by another generation";
+    } else if (job_end && now_epoch() + last_generation_s + c.budget.job_end_margin_s > *job_end) {
+      stop_reason = "the batch job's time limit is near (budget.job_end_margin " +
+                    config::format_duration(c.budget.job_end_margin_s) + ")";
+    }
+    if (!stop_reason.empty()) break;
+    if (m.llm) {
+      for (const auto& answer : m.llm->take()) {
+        if (answer.status == evolve::ChatStatus::ok) latencies.push_back(answer.seconds);
+        m.search->take_llm_answer(answer);
+      }
+    }
+    auto generation_start = Clock::now();
+    std::size_t count = std::min<std::size_t>(batch_size, c.budget.evaluations - evaluated);
+    std::vector<Planned> batch = m.search->propose(generation, count);
+    if (batch.empty()) {
+      stop_reason = "the search has nothing left to propose";
+      break;
+    }
+    // Prompts for the next generation go out now, to be answered while this one runs.
+    if (m.llm && !m.llm->budget_exhausted()) {
+      std::size_t want = std::max<std::size_t>(
+          1, static_cast<std::size_t>(std::ceil(batch_size * c.search.source.share)));
+      std::size_t in_flight = m.llm->outstanding();
+      if (in_flight < 2 * want) m.llm->submit(m.search->llm_requests(2 * want - in_flight));
+    }
+    log::info("generation ", generation, ": evaluating ", batch.size(), " candidates (batch ",
+              batch_digest(batch), ")");
+    json message{
+        {"generation", generation}, {"sources", json::object()}, {"candidates", json::array()}};
+    for (const Planned& p : batch) {
+      if (m.stored_sources.insert(p.record.source).second || generation == m.record.generations) {
+        message["sources"][p.record.source.hex()] = m.search->sources().at(p.record.source);
+      }
+      replay::Request request = p.request;
+      request.variant.source_text.clear();
+      message["candidates"].push_back({{"id", p.record.id},
+                                       {"source", p.record.source.hex()},
+                                       {"request", json::parse(replay::wire::encode(request))}});
+    }
+    std::string results_text;
+    world.broadcast(json{{"batch", message}}.dump());
+    std::vector<std::string> gathered =
+        local ? std::vector<std::string>{local->evaluate(message, 0, 1)}
+              : world.gather(std::string());
+    std::map<std::uint64_t, std::pair<replay::Evaluation, int>> results;
+    double busy = 0;
+    int reporting = 0;
+    for (const std::string& text : gathered) {
+      if (text.empty()) continue;  // rank 0's own empty contribution
+      json part = json::parse(text);
+      busy += part.at("busy").get<double>();
+      ++reporting;
+      int rank = part.at("rank").get<int>();
+      for (const json& r : part.at("results"))
+        results[r.at("id").get<std::uint64_t>()] = {
+            replay::wire::decode_evaluation(r.at("evaluation").dump()), rank};
+    }
+    double generation_s = seconds_since(generation_start);
+    std::size_t first = m.record.candidates.size();
+    for (Planned& p : batch) {
+      run::CandidateRecord r = p.record;
+      if (auto it = results.find(r.id); it != results.end()) {
+        record_result(r, it->second.first, it->second.second);
+      } else {
+        r.outcome = std::string(replay::to_string(replay::Outcome::crash));
+        r.message = "no result came back from its evaluator";
+      }
+      if (r.outcome != "ok")
+        log::debug("candidate ", r.id, " (", r.level, ": ", r.description, "): ", r.outcome, ": ",
+                   r.message.substr(0, 600));
+      m.search->observe(r);
+      m.record.candidates.push_back(std::move(r));
+    }
+    m.search->end_generation();
+    for (const Planned& p : batch)
+      m.record.sources.emplace(p.record.source, m.search->sources().at(p.record.source));
+    m.record.generations = ++generation;
+    m.record.search_state = m.search->state();
+    m.record.elapsed_seconds = elapsed_before + seconds_since(session_start);
+    run::write_run_database(m.database, m.record);
+    last_generation_s = seconds_since(generation_start);
+    double busy_fraction = generation_s > 0 ? busy / (evaluators * generation_s) : 0;
+    log::info(progress_line(m, generation - 1, first, last_generation_s, busy_fraction, latencies));
+  }
+  // The summary.
+  std::ostringstream summary;
+  summary << "finished after " << m.record.generations << " generation(s): " << stop_reason << "\n";
+  std::map<std::string, int> outcomes;
+  for (const auto& cand : m.record.candidates) ++outcomes[cand.outcome];
+  summary << "  " << m.record.candidates.size() << " candidates:";
+  for (const auto& [why, n] : outcomes) summary << " " << n << " " << why << ";";
+  summary << "\n";
+  auto per_kernel = bests(m.record, m.search->kernels().size());
+  for (std::size_t k = 0; k < per_kernel.size(); ++k) {
+    const KernelBest& b = per_kernel[k];
+    summary << "  kernel " << m.search->kernels()[k].name << ": ";
+    if (!b.best) {
+      summary << "no candidate passed verification\n";
+      continue;
+    }
+    summary << "original " << (b.original > 0 ? format_ms(b.original) : std::string("(failed)"))
+            << ", best " << format_ms(b.best->seconds);
+    summary.precision(3);
+    if (b.original > 0) summary << " (" << b.original / b.best->seconds << "x)";
+    summary << " from candidate " << b.best->id << " (" << b.best->level << ": "
+            << b.best->description << ")\n";
+  }
+  if (m.llm) {
+    evolve::Usage u = m.llm->usage();
+    summary << "  LLM: " << u.prompt_tokens << " prompt + " << u.completion_tokens
+            << " completion tokens, cost " << u.cost << ", " << m.search->llm_answers_rejected()
+            << " answer(s) rejected\n";
+  }
+  summary << "  run database: " << m.database.string();
+  log::info(summary.str());
+  return exit_ok;
+}
+
+int run_evaluator(const Collectives& world) {
+  EvaluatorSetup setup = decode_setup(world.broadcast(std::string()));
+  std::string capture_bytes = world.broadcast(std::string());
+  std::unique_ptr<ScratchDirectory> scratch;
+  std::unique_ptr<Evaluator> evaluator;
+  std::string error;
+  try {
+    scratch = std::make_unique<ScratchDirectory>();
+    std::filesystem::path capture = scratch->path() / "capture.h5";
+    {
+      std::ofstream out(capture, std::ios::binary);
+      out.write(capture_bytes.data(), static_cast<std::streamsize>(capture_bytes.size()));
+      if (!out) throw IoError("write", "cannot write the capture to " + capture.string());
+    }
+    capture_bytes = std::string();
+    evaluator = std::make_unique<Evaluator>(setup, capture, world.rank());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  world.gather(error);
+  if (world.broadcast(std::string()) != "go") return exit_error;
+  const int shares = world.size() - 1;
+  while (true) {
+    json message = json::parse(world.broadcast(std::string()));
+    if (message.contains("stop")) return message.at("status").get<int>();
+    world.gather(evaluator->evaluate(message.at("batch"), world.rank() - 1, shares));
+  }
+}
+
+}  // namespace
+
+int run_job(const JobOptions& options, const Collectives& world) {
+  std::unique_ptr<Master> master;
+  int status = exit_ok;
+  if (world.rank() == 0) {
+    try {
+      master = set_up_master(options, world.size());
+    } catch (...) {
+      status = exit_status_of_current_exception();
+    }
+  }
+  status = std::stoi(world.broadcast(std::to_string(status)));
+  if (status != exit_ok) return status;
+
+  if (world.rank() != 0) {
+    try {
+      return run_evaluator(world);
+    } catch (...) {
+      // Past set-up, rank 0 decides; an evaluator that fails here can only end its own process.
+      return exit_status_of_current_exception();
+    }
+  }
+  try {
+    if (world.size() > 1) {
+      EvaluatorSetup setup;
+      setup.backend = std::string(config::to_string(master->backend));
+      for (const auto& k : master->search->kernels())
+        setup.kernels.push_back({k.capture_index, k.launches});
+      setup.timeout_s = master->config.timing.candidate_timeout_s;
+      setup.has_capture_bytes = true;
+      setup.capture = master->config.capture;
+      setup.log_level = std::string(log::to_string(log::level()));
+      world.broadcast(encode(setup));
+      // Read here once, sent to every evaluator: no rank but this one reads the shared file.
+      world.broadcast(read_file(master->config.capture, "the capture"));
+      std::vector<std::string> errors = world.gather(std::string());
+      std::string first;
+      for (std::size_t r = 1; r < errors.size(); ++r) {
+        if (!errors[r].empty() && first.empty())
+          first = "evaluator " + std::to_string(r) + ": " + errors[r];
+      }
+      world.broadcast(first.empty() ? "go" : "stop");
+      if (!first.empty()) throw Error(first);
+    }
+    return run_master(*master, world);
+  } catch (...) {
+    return exit_status_of_current_exception();
+  }
+}
+
+}  // namespace r3::tune

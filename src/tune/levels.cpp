@@ -1,0 +1,221 @@
+#include "levels.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <mutex>
+#include <set>
+
+#include "r3/error.hpp"
+#include "r3/log.hpp"
+
+namespace r3::tune {
+namespace {
+
+const char* const kOff = "off";
+const char* const kOn = "on";
+
+std::optional<double> as_number(const std::string& text) {
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// "default<O3>" -> 3; nullopt for any other pipeline.
+std::optional<int> opt_level_of(const std::string& pipeline) {
+  if (pipeline.size() == 12 && pipeline.starts_with("default<O") && pipeline.ends_with(">"))
+    return pipeline[9] - '0';
+  return std::nullopt;
+}
+
+// How a pool entry is written inside function(...): loop passes in the MemorySSA loop adaptor
+// (LICM aborts the compiler without it, although "function(licm)" parses), others as they are.
+std::optional<std::string> pipeline_form(const std::string& pass) {
+  for (std::string form : {"loop-mssa(" + pass + ")", pass}) {
+    if (replay::check_passes("function(" + form + ")").empty()) return form;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(Level level) {
+  switch (level) {
+    case Level::compiler:
+      return "compiler";
+    case Level::launch:
+      return "launch";
+    case Level::parameters:
+      return "parameters";
+  }
+  return "?";
+}
+
+std::optional<Level> parse_level(std::string_view text) {
+  for (Level level : kLevels) {
+    if (to_string(level) == text) return level;
+  }
+  return std::nullopt;
+}
+
+std::string host_flag(std::string_view search_flag) {
+  if (search_flag == "fast_math") return "-ffast-math";
+  if (search_flag == "ftz") return "-fdenormal-fp-math=preserve-sign";
+  if (search_flag == "fmad") return "-ffp-contract=fast";
+  return "";
+}
+
+LevelBuilder::LevelBuilder(const config::TuneConfig& config, config::Backend backend)
+    : config_(config), backend_(backend) {
+  static std::once_flag warned;
+  std::vector<std::string> dropped;
+  for (const std::string& pass : config.search.compiler.passes.pool) {
+    if (auto form = pipeline_form(pass))
+      passes_.push_back(*form);
+    else
+      dropped.push_back(pass);
+  }
+  for (const std::string& flag : config.search.compiler.flags) {
+    if (backend != config::Backend::host || !host_flag(flag).empty()) flags_.push_back(flag);
+  }
+  if (!dropped.empty()) {
+    std::call_once(warned, [&] {
+      std::string list;
+      for (const auto& d : dropped) list += (list.empty() ? "" : ", ") + d;
+      log::warning("search.compiler.passes.pool: left out what this LLVM cannot run: ", list);
+    });
+  }
+}
+
+bool LevelBuilder::enabled(Level level) const {
+  switch (level) {
+    case Level::compiler:
+      return config_.search.compiler.enabled;
+    case Level::launch:
+      // A host kernel has no launch shape.
+      return config_.search.launch.enabled && backend_ == config::Backend::cuda;
+    case Level::parameters:
+      return config_.search.parameters.enabled;
+  }
+  return false;
+}
+
+double LevelBuilder::share(Level level) const {
+  switch (level) {
+    case Level::compiler:
+      return config_.search.compiler.share;
+    case Level::launch:
+      return config_.search.launch.share;
+    case Level::parameters:
+      return config_.search.parameters.share;
+  }
+  return 0;
+}
+
+std::optional<LevelSpace> LevelBuilder::build(Level level,
+                                              const std::vector<evolve::Tunable>& tunables) const {
+  if (!enabled(level)) return std::nullopt;
+  std::vector<bo::Parameter> parameters;
+  bo::Configuration defaults;
+  std::vector<std::string> constraints;
+  auto add = [&](bo::Parameter p, std::vector<int> default_value) {
+    parameters.push_back(std::move(p));
+    defaults.values.push_back(std::move(default_value));
+  };
+  if (level == Level::compiler) {
+    const config::CompilerLevel& c = config_.search.compiler;
+    std::vector<double> opts(c.opt_levels.begin(), c.opt_levels.end());
+    std::sort(opts.begin(), opts.end());
+    opts.erase(std::unique(opts.begin(), opts.end()), opts.end());
+    int baseline = opt_level_of(c.passes.baseline).value_or(static_cast<int>(opts.back()));
+    auto at = std::find(opts.begin(), opts.end(), double(baseline));
+    if (at == opts.end()) {
+      opts.push_back(baseline);
+      std::sort(opts.begin(), opts.end());
+      at = std::find(opts.begin(), opts.end(), double(baseline));
+    }
+    add(bo::Parameter::ordinal("opt", opts), {static_cast<int>(at - opts.begin())});
+    for (const std::string& flag : flags_) add(bo::Parameter::categorical(flag, {kOff, kOn}), {0});
+    if (!passes_.empty() && c.passes.max_length > 0)
+      add(bo::Parameter::sequence("passes", passes_, c.passes.max_length, c.passes.repeat), {});
+  } else if (level == Level::launch) {
+    const config::LaunchLevel& l = config_.search.launch;
+    auto numbers = [](const std::vector<std::uint32_t>& values) {
+      std::vector<double> out(values.begin(), values.end());
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    };
+    add(bo::Parameter::ordinal("bx", numbers(l.block_x)), {0});
+    add(bo::Parameter::ordinal("by", numbers(l.block_y)), {0});
+    add(bo::Parameter::ordinal("bz", numbers(l.block_z)), {0});
+    constraints.push_back("bx * by * bz <= " + std::to_string(l.max_threads));
+  } else {
+    for (const evolve::Tunable& t : tunables) {
+      std::vector<std::string> values = t.values;
+      if (std::find(values.begin(), values.end(), t.default_value) == values.end())
+        values.push_back(t.default_value);
+      bool numeric = std::all_of(values.begin(), values.end(),
+                                 [](const std::string& v) { return as_number(v).has_value(); });
+      if (numeric) {
+        std::vector<double> numbers;
+        for (const auto& v : values) numbers.push_back(*as_number(v));
+        std::sort(numbers.begin(), numbers.end());
+        numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+        double d = *as_number(t.default_value);
+        int index =
+            static_cast<int>(std::find(numbers.begin(), numbers.end(), d) - numbers.begin());
+        add(bo::Parameter::ordinal(t.name, numbers), {index});
+      } else {
+        std::vector<std::string> distinct;
+        for (const auto& v : values) {
+          if (std::find(distinct.begin(), distinct.end(), v) == distinct.end())
+            distinct.push_back(v);
+        }
+        int index = static_cast<int>(std::find(distinct.begin(), distinct.end(), t.default_value) -
+                                     distinct.begin());
+        add(bo::Parameter::categorical(t.name, distinct), {index});
+      }
+    }
+  }
+  if (parameters.empty()) return std::nullopt;
+  bo::Space space(std::move(parameters), constraints);
+  // A space of one point has nothing to search.
+  if (space.log10_size() <= 0) return std::nullopt;
+  return LevelSpace{std::move(space), std::move(defaults)};
+}
+
+void LevelBuilder::apply(Level level, const LevelSpace& level_space,
+                         const bo::Configuration& configuration, replay::Variant& variant) const {
+  const bo::Space& space = level_space.space;
+  const auto& parameters = space.parameters();
+  auto label = [&](std::size_t i) {
+    return parameters[i].labels.at(static_cast<std::size_t>(configuration.values[i].at(0)));
+  };
+  if (level == Level::compiler) {
+    std::string sequence;
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const bo::Parameter& p = parameters[i];
+      if (p.name == "opt") continue;
+      if (p.kind == bo::Kind::sequence) {
+        for (int item : configuration.values[i])
+          sequence += (sequence.empty() ? "" : ",") + p.pool.at(static_cast<std::size_t>(item));
+      } else if (label(i) == kOn) {
+        std::string flag = backend_ == config::Backend::host ? host_flag(p.name) : p.name;
+        if (!flag.empty()) variant.flags.push_back(flag);
+      }
+    }
+    std::string pipeline = "default<O" + label(0) + ">";
+    if (!sequence.empty()) pipeline += ",function(" + sequence + ")";
+    variant.passes = pipeline;
+  } else if (level == Level::launch) {
+    variant.block = capture::Dim3{static_cast<std::uint32_t>(std::stoul(label(0))),
+                                  static_cast<std::uint32_t>(std::stoul(label(1))),
+                                  static_cast<std::uint32_t>(std::stoul(label(2)))};
+  } else {
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+      variant.defines[parameters[i].name] = label(i);
+  }
+}
+
+}  // namespace r3::tune

@@ -1,0 +1,477 @@
+#include "search.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "r3/error.hpp"
+#include "r3/evolve/mutators.hpp"
+#include "r3/log.hpp"
+
+namespace r3::tune {
+namespace {
+
+using nlohmann::json;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr std::size_t kRecentFailures = 4;
+
+std::string first_lines(const std::string& text, std::size_t limit = 400) {
+  return text.size() <= limit ? text : text.substr(0, limit) + " ...";
+}
+
+// Splits `total` by `weights` (largest remainder; ties to the earlier entry).
+std::vector<std::size_t> split(std::size_t total, const std::vector<double>& weights) {
+  std::vector<std::size_t> counts(weights.size(), 0);
+  double sum = 0;
+  for (double w : weights) sum += w;
+  if (sum <= 0 || total == 0) return counts;
+  std::vector<std::pair<double, std::size_t>> remainders;
+  std::size_t given = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    double exact = total * weights[i] / sum;
+    counts[i] = static_cast<std::size_t>(exact);
+    given += counts[i];
+    remainders.push_back({-(exact - counts[i]), i});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; given < total && i < remainders.size(); ++i, ++given)
+    ++counts[remainders[i].second];
+  return counts;
+}
+
+}  // namespace
+
+struct Search::SourceEntry {
+  Hash128 hash;
+  std::string text;
+  std::int64_t parent = -1;     // the candidate it was derived from
+  std::int64_t candidate = -1;  // the candidate that first evaluated it
+  std::size_t island = 0;
+  std::vector<evolve::Tunable> tunables;
+  std::map<Level, LevelSpace> spaces;
+  std::map<Level, std::unique_ptr<bo::Optimizer>> optimizers;
+  std::map<Level, bo::Configuration> best;  // per level, in the fastest candidate of this source
+  double best_time = kInfinity;
+  std::string best_description;
+  evolve::KernelResources resources;
+};
+
+struct Search::KernelState {
+  std::size_t index = 0;
+  std::vector<std::unique_ptr<SourceEntry>> sources;  // in creation order
+  std::map<Hash128, SourceEntry*> by_hash;
+  evolve::Archive archive;
+  evolve::NoveltyFilter novelty;
+  std::map<Hash128, std::vector<evolve::Mutation>> mutations;  // per parent, made once
+  std::deque<std::pair<std::string, Hash128>> llm_sources;     // answers waiting: text, parent
+  std::deque<std::string> recent_failures;
+  explicit KernelState(const config::TuneConfig& c)
+      : archive(c.search.archive), novelty(c.search.archive.similarity_threshold) {}
+};
+
+Search::Search(const config::TuneConfig& config, config::Backend backend,
+               const capture::CaptureReader& capture, std::vector<KernelTarget> kernels)
+    : config_(config),
+      backend_(backend),
+      levels_(config, backend),
+      kernels_(std::move(kernels)),
+      rng_(config.search.seed),
+      device_(capture.info().device) {
+  for (std::size_t k = 0; k < kernels_.size(); ++k) {
+    auto state = std::make_unique<KernelState>(config_);
+    state->index = k;
+    add_source(*state, kernels_[k].source, -1, 0);
+    states_.push_back(std::move(state));
+  }
+  if (config_.llm.enabled())
+    prompts_ = std::make_unique<evolve::PromptBuilder>(config_.llm.templates);
+}
+
+Search::~Search() = default;
+
+Search::SourceEntry& Search::add_source(KernelState& kernel, std::string text, std::int64_t parent,
+                                        std::size_t island) {
+  Hash128 hash = hash_string(text);
+  if (auto it = kernel.by_hash.find(hash); it != kernel.by_hash.end()) return *it->second;
+  auto entry = std::make_unique<SourceEntry>();
+  entry->hash = hash;
+  entry->parent = parent;
+  entry->island = island % std::max<std::size_t>(1, kernel.archive.islands());
+  entry->tunables = evolve::parse_tunables(text);
+  for (Level level : kLevels) {
+    if (auto space = levels_.build(level, entry->tunables))
+      entry->spaces.emplace(level, std::move(*space));
+  }
+  kernel.novelty.add(text);
+  sources_.emplace(hash, text);
+  entry->text = std::move(text);
+  SourceEntry& added = *entry;
+  kernel.by_hash[hash] = entry.get();
+  kernel.sources.push_back(std::move(entry));
+  return added;
+}
+
+std::string Search::describe_source(const Hash128& source) const {
+  for (const auto& state : states_) {
+    if (auto it = state->by_hash.find(source); it != state->by_hash.end())
+      return it->second->parent < 0 ? "the original source"
+                                    : "from candidate " + std::to_string(it->second->parent);
+  }
+  return "unknown";
+}
+
+Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
+                     const bo::Configuration* searched_configuration, std::string level_name,
+                     std::uint32_t generation) {
+  const KernelTarget& target = kernels_[kernel.index];
+  Planned p;
+  replay::Variant& v = p.request.variant;
+  v = target.base;
+  v.source_text = source.text;
+  v.source_name = target.source_name;
+  v.passes = config_.search.compiler.passes.baseline;
+  json levels = json::object();
+  std::string description;
+  for (const auto& [level, space] : source.spaces) {
+    const bo::Configuration* c = &space.defaults;
+    if (searched == level) {
+      c = searched_configuration;
+    } else if (auto best = source.best.find(level); best != source.best.end()) {
+      c = &best->second;
+    }
+    levels_.apply(level, space, *c, v);
+    levels[std::string(to_string(level))] = c->values;
+    if (*c != space.defaults || searched == level)
+      description += (description.empty() ? "" : " ") + space.space.describe(*c);
+  }
+  if (!source.tunables.empty()) v.defines[evolve::kTunableMacro] = "";
+  p.request.kernel = kernel.index;
+  p.request.options.warmup = config_.timing.warmup;
+  p.request.options.repeats = config_.timing.repeats;
+  p.request.options.verify_after_timing = config_.verify.after_timing;
+  p.request.options.verify = config_.verify;
+  run::CandidateRecord& r = p.record;
+  r.id = next_id_++;
+  r.generation = generation;
+  r.parent = source.parent;
+  r.kernel = static_cast<std::uint32_t>(kernel.index);
+  r.source = source.hash;
+  r.level = std::move(level_name);
+  r.plan = json{{"levels", levels}}.dump();
+  r.description = description.empty() ? std::string("defaults") : description;
+  outstanding_[r.id] = p;
+  return p;
+}
+
+std::vector<Search::SourceEntry*> Search::ranked_sources(KernelState& kernel) {
+  std::vector<SourceEntry*> ranked;
+  for (auto& s : kernel.sources) {
+    if (s->best_time < kInfinity) ranked.push_back(s.get());
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const SourceEntry* a, const SourceEntry* b) {
+    return a->best_time < b->best_time;
+  });
+  // Before anything is measured, the original is the one to tune.
+  if (ranked.empty()) ranked.push_back(kernel.sources.front().get());
+  return ranked;
+}
+
+void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32_t generation,
+                             std::vector<Planned>& out) {
+  const KernelTarget& target = kernels_[kernel.index];
+  std::size_t made = 0;
+  while (made < count && !kernel.llm_sources.empty()) {
+    auto [text, parent_hash] = std::move(kernel.llm_sources.front());
+    kernel.llm_sources.pop_front();
+    if (kernel.novelty.check(text) != evolve::NoveltyFilter::Verdict::novel) continue;
+    SourceEntry* parent = kernel.by_hash.at(parent_hash);
+    SourceEntry& s = add_source(kernel, std::move(text), parent->candidate, parent->island);
+    Planned p = plan(kernel, s, std::nullopt, nullptr, "source", generation);
+    p.record.description = "LLM rewrite of candidate " + std::to_string(parent->candidate);
+    outstanding_[p.record.id].record.description = p.record.description;
+    out.push_back(std::move(p));
+    ++made;
+  }
+  if (made >= count || target.source.empty() || !evolve::mutators_available() ||
+      config_.search.source.mutators.empty())
+    return;
+  auto language = backend_ == config::Backend::cuda ? evolve::SourceLanguage::cuda
+                                                    : evolve::SourceLanguage::cpp;
+  std::string entry = target.base.entry.empty() ? target.name : target.base.entry;
+  std::size_t islands = std::max<std::size_t>(1, kernel.archive.islands());
+  std::size_t failures = 0;
+  while (made < count && failures < 2 * islands + 2) {
+    std::size_t island = (generation + made + failures) % islands;
+    SourceEntry* parent = nullptr;
+    if (kernel.archive.size(island) > 0) {
+      const evolve::Elite& elite =
+          kernel.archive.select_parent(island, config_.search.archive.exploration, rng_);
+      parent = kernel.by_hash.at(elite.source);
+    } else {
+      std::vector<SourceEntry*> ranked = ranked_sources(kernel);
+      parent = ranked[std::uniform_int_distribution<std::size_t>(0, ranked.size() - 1)(rng_)];
+    }
+    auto [it, fresh] = kernel.mutations.try_emplace(parent->hash);
+    if (fresh) {
+      evolve::MutationReport report = evolve::mutate(parent->text, target.source_name, entry,
+                                                     language, config_.search.source.mutators);
+      if (!report.diagnostics.empty())
+        log::debug("mutators: ", target.source_name, ": ", first_lines(report.diagnostics));
+      it->second = std::move(report.mutations);
+    }
+    std::vector<const evolve::Mutation*> novel;
+    for (const evolve::Mutation& m : it->second) {
+      if (kernel.novelty.check(m.source) == evolve::NoveltyFilter::Verdict::novel)
+        novel.push_back(&m);
+    }
+    if (novel.empty()) {
+      ++failures;
+      continue;
+    }
+    const evolve::Mutation& m =
+        *novel[std::uniform_int_distribution<std::size_t>(0, novel.size() - 1)(rng_)];
+    SourceEntry& s = add_source(kernel, m.source, parent->candidate, island);
+    Planned p = plan(kernel, s, std::nullopt, nullptr, "source", generation);
+    p.record.description = m.mutator + ": " + m.description;
+    outstanding_[p.record.id].record.description = p.record.description;
+    out.push_back(std::move(p));
+    ++made;
+  }
+}
+
+void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
+                            std::uint32_t generation, std::vector<Planned>& out) {
+  std::size_t made = 0;
+  for (SourceEntry* source : ranked_sources(kernel)) {
+    if (made >= count) break;
+    auto space = source->spaces.find(level);
+    if (space == source->spaces.end()) continue;
+    auto& optimizer = source->optimizers[level];
+    if (!optimizer) {
+      bo::Options options;
+      options.seed = config_.search.seed ^ source->hash.low ^ (std::uint64_t(level) << 56);
+      options.initial_samples = config_.search.bo.initial_samples;
+      options.initial_design = config_.search.bo.initial_design == config::InitialDesign::sobol
+                                   ? bo::InitialDesign::sobol
+                                   : bo::InitialDesign::latin_hypercube;
+      options.acquisition = config_.search.bo.acquisition == config::Acquisition::log_ei
+                                ? bo::Acquisition::log_ei
+                                : bo::Acquisition::ucb;
+      options.ucb_beta = config_.search.bo.ucb_beta;
+      optimizer = std::make_unique<bo::Optimizer>(space->second.space, options);
+    }
+    for (const bo::Configuration& c : optimizer->propose(count - made)) {
+      out.push_back(plan(kernel, *source, level, &c, std::string(to_string(level)), generation));
+      ++made;
+    }
+  }
+}
+
+std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count) {
+  if (requested_.size() <= generation) requested_.resize(generation + 1, 0);
+  requested_[generation] = count;
+  std::vector<Planned> out;
+  if (next_id_ == 0) {
+    for (auto& state : states_)
+      out.push_back(
+          plan(*state, *state->sources.front(), std::nullopt, nullptr, "original", generation));
+  }
+  std::size_t left = count > out.size() ? count - out.size() : 0;
+  std::vector<std::size_t> per_kernel = split(left, std::vector<double>(states_.size(), 1.0));
+  for (std::size_t k = 0; k < states_.size(); ++k) {
+    KernelState& kernel = *states_[k];
+    std::size_t n = per_kernel[k];
+    std::vector<double> weights = {config_.search.source.enabled ? config_.search.source.share : 0};
+    for (Level level : kLevels)
+      weights.push_back(levels_.enabled(level) ? levels_.share(level) : 0);
+    std::vector<std::size_t> counts = split(n, weights);
+    std::size_t before = out.size();
+    propose_sources(kernel, counts[0], generation, out);
+    std::size_t spare = counts[0] - (out.size() - before);
+    for (std::size_t i = 0; i < kLevels.size(); ++i) {
+      if (weights[i + 1] <= 0) continue;
+      std::size_t want = counts[i + 1] + spare;
+      std::size_t start = out.size();
+      propose_levels(kernel, kLevels[i], want, generation, out);
+      spare = want - (out.size() - start);
+    }
+    // What no level could use goes to new sources, if there are any left to make.
+    if (spare > 0 && config_.search.source.enabled) propose_sources(kernel, spare, generation, out);
+  }
+  return out;
+}
+
+void Search::observe(const run::CandidateRecord& done) {
+  auto it = outstanding_.find(done.id);
+  if (it == outstanding_.end())
+    throw Error("the search has no candidate " + std::to_string(done.id) + " in flight");
+  Planned planned = std::move(it->second);
+  outstanding_.erase(it);
+  KernelState& kernel = *states_.at(planned.record.kernel);
+  SourceEntry& source = *kernel.by_hash.at(planned.record.source);
+  bool ok = done.outcome == replay::to_string(replay::Outcome::ok);
+  bo::Outcome outcome = ok ? bo::Outcome::success(done.seconds) : bo::Outcome::failed(done.outcome);
+  std::optional<Level> level = parse_level(planned.record.level);
+  json plan = json::parse(planned.record.plan);
+  auto configuration_of = [&](Level l) {
+    return bo::Configuration{
+        plan.at("levels").at(std::string(to_string(l))).get<std::vector<std::vector<int>>>()};
+  };
+  if (level) {
+    source.optimizers.at(*level)->observe(configuration_of(*level), outcome);
+  } else {
+    // A new source ran with every level at its defaults: that is a first observation for each.
+    if (source.candidate < 0) source.candidate = static_cast<std::int64_t>(done.id);
+    for (const auto& [l, space] : source.spaces) {
+      auto& optimizer = source.optimizers[l];
+      if (!optimizer) {
+        bo::Options options;
+        options.seed = config_.search.seed ^ source.hash.low ^ (std::uint64_t(l) << 56);
+        options.initial_samples = config_.search.bo.initial_samples;
+        optimizer = std::make_unique<bo::Optimizer>(space.space, options);
+      }
+      optimizer->observe(space.defaults, outcome);
+    }
+  }
+  if (ok) {
+    if (done.seconds < source.best_time) {
+      source.best_time = done.seconds;
+      source.best_description = done.description;
+      if (level) source.best[*level] = configuration_of(*level);
+    }
+    evolve::KernelResources resources;
+    if (done.registers >= 0)
+      resources.registers_per_thread = static_cast<std::uint32_t>(done.registers);
+    if (done.spilled_bytes >= 0)
+      resources.spill_bytes = static_cast<std::uint64_t>(done.spilled_bytes);
+    if (done.shared_bytes >= 0)
+      resources.shared_memory_bytes = static_cast<std::uint64_t>(done.shared_bytes);
+    if (done.code_bytes > 0) resources.code_bytes = done.code_bytes;
+    if (!level) source.resources = resources;
+    kernel.archive.add(source.island, evolve::Elite{done.id, source.hash, done.seconds,
+                                                    evolve::behaviour_of(resources)});
+  } else {
+    kernel.recent_failures.push_back("candidate " + std::to_string(done.id) + " (" + done.level +
+                                     ", " + done.description + "): " + done.outcome + ": " +
+                                     first_lines(done.message));
+    if (kernel.recent_failures.size() > kRecentFailures) kernel.recent_failures.pop_front();
+  }
+}
+
+void Search::end_generation() {
+  for (auto& state : states_) state->archive.end_generation();
+}
+
+std::vector<evolve::ChatRequest> Search::llm_requests(std::size_t count) {
+  std::vector<evolve::ChatRequest> requests;
+  if (!prompts_) return requests;
+  for (std::size_t i = 0; i < count; ++i) {
+    KernelState& kernel = *states_[i % states_.size()];
+    const KernelTarget& target = kernels_[kernel.index];
+    if (target.source.empty()) continue;
+    std::vector<SourceEntry*> ranked = ranked_sources(kernel);
+    SourceEntry* parent = ranked.front();
+    std::size_t island = i % std::max<std::size_t>(1, kernel.archive.islands());
+    if (kernel.archive.size(island) > 0) {
+      parent = kernel.by_hash.at(
+          kernel.archive.select_parent(island, config_.search.archive.exploration, rng_).source);
+    }
+    std::string entry = target.base.entry.empty() ? target.name : target.base.entry;
+    evolve::PromptContext context;
+    context.entry = entry;
+    context.signature = evolve::entry_signature(parent->text, entry);
+    context.language = backend_ == config::Backend::cuda ? "CUDA" : "C++";
+    context.compiler = backend_ == config::Backend::cuda ? "NVRTC" : "Clang";
+    context.device = device_;
+    context.source = parent->text;
+    context.resources = parent->resources;
+    context.current_time_ms = parent->best_time < kInfinity ? parent->best_time * 1e3 : 0;
+    for (std::size_t r = 0; r < ranked.size() && r < 3; ++r)
+      context.best.push_back({ranked[r]->best_description, ranked[r]->best_time * 1e3});
+    context.failures.assign(kernel.recent_failures.begin(), kernel.recent_failures.end());
+    evolve::ChatRequest request;
+    request.messages = prompts_->build(context);
+    request.tag = next_tag_++;
+    llm_parents_[request.tag] = {kernel.index, parent->hash};
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+void Search::take_llm_answer(const evolve::ChatResult& answer) {
+  auto it = llm_parents_.find(answer.tag);
+  if (it == llm_parents_.end()) return;
+  auto [kernel_index, parent_hash] = it->second;
+  llm_parents_.erase(it);
+  if (answer.status != evolve::ChatStatus::ok) {
+    ++rejected_answers_;
+    log::info("LLM request failed: ", answer.error);
+    return;
+  }
+  KernelState& kernel = *states_[kernel_index];
+  const KernelTarget& target = kernels_[kernel_index];
+  std::string entry = target.base.entry.empty() ? target.name : target.base.entry;
+  evolve::Candidate candidate =
+      evolve::candidate_from_response(kernel.by_hash.at(parent_hash)->text, answer.content, entry);
+  if (!candidate.ok) {
+    ++rejected_answers_;
+    log::info("LLM answer rejected: ", candidate.reason);
+    return;
+  }
+  kernel.llm_sources.emplace_back(std::move(candidate.source), parent_hash);
+}
+
+std::string Search::state() const {
+  std::ostringstream rng;
+  rng << rng_;
+  return json{{"rng", rng.str()}, {"requested", requested_}, {"next_id", next_id_}}.dump();
+}
+
+void Search::restore(const run::RunRecord& record) {
+  json state = json::parse(record.search_state, nullptr, false);
+  if (state.is_discarded() || !state.contains("requested"))
+    throw FormatError("the run database holds no search state to resume from");
+  auto requested = state.at("requested").get<std::vector<std::size_t>>();
+  std::size_t at = 0;
+  for (std::uint32_t g = 0; g < record.generations; ++g) {
+    std::size_t first = at;
+    while (at < record.candidates.size() && record.candidates[at].generation == g) ++at;
+    // Sources the LLM gave come back from the database, in the order they were used.
+    for (std::size_t i = first; i < at; ++i) {
+      const run::CandidateRecord& c = record.candidates[i];
+      if (c.level == "source" && c.description.starts_with("LLM rewrite") &&
+          c.kernel < states_.size()) {
+        KernelState& kernel = *states_[c.kernel];
+        Hash128 parent = kernel.sources.front()->hash;
+        for (const auto& s : kernel.sources) {
+          if (s->candidate == c.parent) parent = s->hash;
+        }
+        kernel.llm_sources.emplace_back(record.sources.at(c.source), parent);
+      }
+    }
+    std::vector<Planned> again = propose(g, g < requested.size() ? requested[g] : at - first);
+    if (again.size() != at - first)
+      throw FormatError("generation " + std::to_string(g) + " had " + std::to_string(at - first) +
+                        " candidates, the search proposes " + std::to_string(again.size()) +
+                        " again: the database belongs to another configuration or r3 version");
+    for (std::size_t i = first; i < at; ++i) {
+      const run::CandidateRecord& c = record.candidates[i];
+      const Planned& p = again[i - first];
+      if (p.record.id != c.id || p.record.source != c.source || p.record.plan != c.plan)
+        throw FormatError("candidate " + std::to_string(c.id) +
+                          " is not what the search proposes again (" + p.record.description +
+                          " instead of " + c.description +
+                          "): the database belongs to another configuration or r3 version");
+    }
+    for (std::size_t i = first; i < at; ++i) observe(record.candidates[i]);
+    end_generation();
+  }
+  std::ostringstream rng;
+  rng << rng_;
+  if (rng.str() != state.at("rng").get<std::string>())
+    log::warning("the resumed search's random state differs from the one recorded");
+}
+
+}  // namespace r3::tune

@@ -1,0 +1,104 @@
+// Rank 0's search: which candidates each generation evaluates. New sources come from the LLM's
+// answers or the built-in mutators, applied to parents the MAP-Elites archive selects; the
+// compiler, launch and parameter levels of the best sources are tuned by one Bayesian optimiser
+// per source and level. Shares of the batch per level come from tune.yaml.
+//
+// Everything the search decides follows from its seed, the candidates it was told about and
+// their outcomes, in order: restore() replays a run database into the state an uninterrupted
+// run had at the same generation, so a resumed run proposes the same next batch.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "levels.hpp"
+#include "r3/bo/optimizer.hpp"
+#include "r3/capture.hpp"
+#include "r3/evolve/archive.hpp"
+#include "r3/evolve/llm_client.hpp"
+#include "r3/evolve/prompt.hpp"
+#include "r3/replay/sandbox.hpp"
+#include "r3/run_database.hpp"
+
+namespace r3::tune {
+
+// A kernel of tune.yaml, resolved against the capture.
+struct KernelTarget {
+  std::size_t capture_index = 0;
+  std::string name;
+  std::vector<std::size_t> launches;  // empty: all
+  std::string source_name;            // file name, for diagnostics
+  std::string source;                 // the original source text; empty: the recorded code
+  replay::Variant base;               // entry, defines, include dirs, flags of tune.yaml
+};
+
+struct Planned {
+  run::CandidateRecord record;  // with id, generation, parent, kernel, source, level, plan
+  replay::Request request;      // request.kernel: the kernel's index in tune.yaml
+};
+
+class Search {
+ public:
+  Search(const config::TuneConfig& config, config::Backend backend,
+         const capture::CaptureReader& capture, std::vector<KernelTarget> kernels);
+  ~Search();
+
+  // Up to `count` candidates for generation `generation` (fewer when the space is spent).
+  std::vector<Planned> propose(std::uint32_t generation, std::size_t count);
+  // The outcome of a proposed candidate (in proposal order within a generation).
+  void observe(const run::CandidateRecord& done);
+  void end_generation();
+
+  // LLM prompts for the next generation's sources (none when no endpoint is configured), and
+  // their answers, which become candidates of a later propose().
+  std::vector<evolve::ChatRequest> llm_requests(std::size_t count);
+  void take_llm_answer(const evolve::ChatResult& answer);
+  std::size_t llm_answers_rejected() const { return rejected_answers_; }
+
+  std::string state() const;  // for the run database
+  // Replays a run database: proposes each recorded generation again and observes its recorded
+  // outcomes. Throws FormatError when the database does not belong to this configuration.
+  void restore(const run::RunRecord& record);
+
+  const std::map<Hash128, std::string>& sources() const { return sources_; }
+  std::uint64_t next_id() const { return next_id_; }
+  const std::vector<KernelTarget>& kernels() const { return kernels_; }
+  std::string describe_source(const Hash128& source) const;
+
+ private:
+  struct SourceEntry;
+  struct KernelState;
+  SourceEntry& add_source(KernelState& kernel, std::string text, std::int64_t parent,
+                          std::size_t island);
+  Planned plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
+               const bo::Configuration* searched_configuration, std::string level_name,
+               std::uint32_t generation);
+  void propose_sources(KernelState& kernel, std::size_t count, std::uint32_t generation,
+                       std::vector<Planned>& out);
+  void propose_levels(KernelState& kernel, Level level, std::size_t count, std::uint32_t generation,
+                      std::vector<Planned>& out);
+  std::vector<SourceEntry*> ranked_sources(KernelState& kernel);
+
+  const config::TuneConfig& config_;
+  config::Backend backend_;
+  LevelBuilder levels_;
+  std::vector<KernelTarget> kernels_;
+  std::vector<std::unique_ptr<KernelState>> states_;
+  std::map<Hash128, std::string> sources_;
+  std::mt19937_64 rng_;
+  std::uint64_t next_id_ = 0;
+  std::map<std::uint64_t, Planned> outstanding_;  // proposed, not yet observed
+  std::unique_ptr<evolve::PromptBuilder> prompts_;
+  capture::DeviceInfo device_;
+  std::size_t rejected_answers_ = 0;
+  std::map<std::uint64_t, std::pair<std::size_t, Hash128>> llm_parents_;  // tag -> kernel, parent
+  std::uint64_t next_tag_ = 1;
+  std::vector<std::size_t> requested_;  // candidates asked for, per generation (for resume)
+};
+
+}  // namespace r3::tune

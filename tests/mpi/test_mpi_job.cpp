@@ -1,0 +1,205 @@
+// The tuning job under mpirun -n 3 with the host backend: a run that improves on the original,
+// a run where a third of the candidates crash, hang or compute wrong results, a run killed with
+// SIGKILL and resumed, and the set-up errors that must end every rank with one message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "r3/run_database.hpp"
+#include "r3/version.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using r3::test::ProcessResult;
+using r3::test::TempDir;
+
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+std::string data(const std::string& file) { return std::string(R3_TEST_DATA_DIR) + "/" + file; }
+
+const std::vector<std::string> kRoot = {"OMPI_ALLOW_RUN_AS_ROOT=1",
+                                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+
+class MpiJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!r3::build_has_llvm()) GTEST_SKIP() << "the host backend needs LLVM 16 in this build";
+    ProcessResult made = r3::test::record_demo(R3_TEST_R3, R3_TEST_EXAMPLE_STENCIL,
+                                               (dir_ / "demo.h5").string(), 512, 2);
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  std::vector<std::string> command(const std::string& yaml, std::vector<std::string> flags) {
+    std::ofstream(dir_ / "tune.yaml") << yaml;
+    std::vector<std::string> argv = {
+        R3_TEST_MPIEXEC,   "-n",           "3",
+        "--oversubscribe", R3_TEST_R3_MPI, (dir_ / "tune.yaml").string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return argv;
+  }
+  ProcessResult mpirun(const std::string& yaml, std::vector<std::string> flags = {},
+                       int timeout_s = 300) {
+    return r3::test::run_process(command(yaml, flags), std::chrono::seconds(timeout_s), kRoot);
+  }
+  r3::run::RunRecord database() { return r3::run::read_run_database(dir_ / "r3-results/run.h5"); }
+  TempDir dir_;
+};
+
+TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
+  ProcessResult result = mpirun(
+      "capture: demo.h5\n"
+      "kernels:\n  - name: stencil2d\n    source: " +
+      data("job/stencil_order.cpp") +
+      "\nsearch:\n  batch_size: 4\n"
+      "budget:\n  evaluations: 24\n");
+  ASSERT_FALSE(result.timed_out) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(count(result.err, "finished after"), 1) << result.err;
+  EXPECT_NE(result.err.find("generation 0: evaluating"), std::string::npos) << result.err;
+  r3::run::RunRecord run = database();
+  ASSERT_GE(run.candidates.size(), 12u);
+  EXPECT_LE(run.candidates.size(), 24u);
+  const r3::run::CandidateRecord& original = run.candidates.at(0);
+  ASSERT_EQ(original.level, "original");
+  ASSERT_EQ(original.outcome, "ok") << original.message;
+  const r3::run::CandidateRecord* best = nullptr;
+  std::set<int> evaluators;
+  for (const auto& c : run.candidates) {
+    if (c.outcome == "ok" && (!best || c.seconds < best->seconds)) best = &c;
+    evaluators.insert(c.evaluator);
+  }
+  ASSERT_NE(best, nullptr);
+  EXPECT_LT(best->seconds, original.seconds / 1.5)
+      << "best: " << best->description << " " << best->seconds << " s, original "
+      << original.seconds << " s";
+  EXPECT_EQ(evaluators, (std::set<int>{1, 2})) << "both evaluators should have worked";
+  std::set<std::string> levels;
+  for (const auto& c : run.candidates) levels.insert(c.level);
+  EXPECT_TRUE(levels.contains("source")) << "no mutated source was tried";
+  EXPECT_TRUE(levels.contains("compiler"));
+  EXPECT_TRUE(levels.contains("parameters"));
+}
+
+TEST_F(MpiJob, CrashingHangingAndWrongCandidatesAreClassifiedAndTheRunFinishes) {
+  ProcessResult result = mpirun(
+      "capture: demo.h5\n"
+      "kernels:\n  - name: stencil2d\n    source: " +
+      data("job/stencil_faulty.cpp") +
+      "\nsearch:\n  batch_size: 4\n  levels:\n"
+      "    source: {enabled: false}\n    compiler: {enabled: false}\n"
+      "timing:\n  candidate_timeout: 3s\n  repeats: 3\n"
+      "budget:\n  evaluations: 30\n");
+  ASSERT_FALSE(result.timed_out) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  r3::run::RunRecord run = database();
+  std::map<std::string, std::string> outcome_of_mode;
+  for (const auto& c : run.candidates) {
+    std::smatch mode;
+    std::string text = c.level == "original" ? "MODE=0" : c.description;
+    if (std::regex_search(text, mode, std::regex("MODE=(\\d)")))
+      outcome_of_mode[mode[1]] = c.outcome;
+  }
+  ASSERT_EQ(outcome_of_mode.size(), 9u) << "every MODE should have been evaluated: " << result.err;
+  for (std::string m : {"0", "1", "2", "3", "4", "5"}) EXPECT_EQ(outcome_of_mode[m], "ok") << m;
+  EXPECT_EQ(outcome_of_mode["6"], "crash");
+  EXPECT_EQ(outcome_of_mode["7"], "timeout");
+  EXPECT_EQ(outcome_of_mode["8"], "wrong result");
+  EXPECT_NE(result.err.find("the search has nothing left to propose"), std::string::npos);
+}
+
+TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
+  std::string yaml =
+      "capture: demo.h5\n"
+      "kernels:\n  - name: stencil2d\n    source: " +
+      data("job/stencil_order.cpp") + "\nsearch:\n  batch_size: 4\nbudget:\n  evaluations: 40\n";
+  std::vector<std::string> argv = command(yaml, {});
+  std::string line;
+  for (const auto& a : argv) line += "'" + a + "' ";
+  // Start the job, wait until generation 3 is being evaluated, then kill every rank at once.
+  std::string log = (dir_ / "killed.log").string();
+  std::string script = line + " > '" + log + "' 2>&1 & job=$!\n" +
+                       "for i in $(seq 1 1200); do grep -q 'generation 3: evaluating' '" + log +
+                       "' && break; sleep 0.1; done\n"
+                       "pkill -9 -f -- '" +
+                       (dir_ / "tune.yaml").string() +
+                       "'\n"
+                       "wait $job; exit 0\n";
+  ProcessResult killed =
+      r3::test::run_process({"bash", "-c", script}, std::chrono::seconds(300), kRoot);
+  ASSERT_FALSE(killed.timed_out);
+  std::ifstream in(log);
+  std::stringstream killed_log;
+  killed_log << in.rdbuf();
+  ASSERT_NE(killed_log.str().find("generation 3: evaluating"), std::string::npos)
+      << killed_log.str();
+  r3::run::RunRecord before = database();
+  ASSERT_GE(before.generations, 3u) << killed_log.str();
+
+  ProcessResult resumed =
+      r3::test::run_process(command(yaml, {"--resume"}), std::chrono::seconds(300), kRoot);
+  ASSERT_FALSE(resumed.timed_out);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  // The generation the killed run was evaluating is proposed again, identically.
+  std::smatch first;
+  ASSERT_TRUE(std::regex_search(
+      resumed.err, first,
+      std::regex("generation (\\d+): evaluating \\d+ candidates \\(batch [0-9a-f]+\\)")))
+      << resumed.err;
+  EXPECT_EQ(std::stoul(first[1]), before.generations);
+  if (killed_log.str().find("generation " + std::string(first[1]) + ": evaluating") !=
+      std::string::npos)
+    EXPECT_NE(killed_log.str().find(first[0].str()), std::string::npos)
+        << "the resumed run proposed another batch than the killed one:\n"
+        << first[0] << "\n"
+        << killed_log.str();
+
+  r3::run::RunRecord after = database();
+  EXPECT_EQ(after.sessions, 2u);
+  ASSERT_GT(after.candidates.size(), before.candidates.size());
+  for (std::size_t i = 0; i < before.candidates.size(); ++i)
+    EXPECT_EQ(after.candidates[i], before.candidates[i]) << "candidate " << i << " changed";
+  std::set<std::pair<std::string, std::string>> distinct;
+  for (std::size_t i = 0; i < after.candidates.size(); ++i) {
+    const auto& c = after.candidates[i];
+    EXPECT_EQ(c.id, i) << "candidate ids must run without gaps";
+    EXPECT_TRUE(distinct.insert({c.source.hex(), c.plan}).second)
+        << "candidate " << c.id << " was evaluated twice";
+  }
+}
+
+TEST_F(MpiJob, SetUpErrorsEndEveryRankWithOneMessage) {
+  struct Case {
+    std::string yaml;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"capture: demo.h5\nkernels: [stencil2d]\nbudget: {evaluations: lots}\n",
+       "budget.evaluations"},
+      {"capture: missing.h5\nkernels: [stencil2d]\n", "missing.h5"},
+      {"capture: demo.h5\nkernels: [saxpy]\n", "kernel 'saxpy' is not in this capture"},
+      {"capture: demo.h5\nkernels:\n  - name: stencil2d\n    source: " +
+           data("job/stencil_order.cpp") +
+           "\nllm:\n  endpoint: http://127.0.0.1:9/v1\n  model: m\n",
+       "llm.endpoint: cannot reach http://127.0.0.1:9/v1"},
+  };
+  for (const Case& c : cases) {
+    ProcessResult result = mpirun(c.yaml, {}, 120);
+    ASSERT_FALSE(result.timed_out) << "the job hung on:\n" << c.yaml;
+    EXPECT_EQ(result.exit_code, 1) << c.yaml << result.err;
+    EXPECT_EQ(count(result.err, c.message), 1) << c.yaml << result.err;
+    EXPECT_EQ(count(result.err, "error:"), 1) << c.yaml << result.err;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,143 @@
+// The evaluation sandbox with the host backend on a recorded demo capture: candidates that
+// work, crash, hang, compute wrong results or do not compile each come back classified, the
+// child is restarted after a crash or hang, and a confined candidate cannot write files, start
+// programs or open network sockets.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "r3/error.hpp"
+#include "r3/replay/sandbox.hpp"
+#include "r3/replay/wire.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using namespace r3::replay;
+using r3::test::TempDir;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto made = r3::test::record_demo(R3_TEST_R3, R3_TEST_EXAMPLE_STENCIL,
+                                      (dir_ / "demo.h5").string(), 64, 2);
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  SandboxSetup setup(double timeout_s = 20) {
+    SandboxSetup s;
+    s.helper = R3_TEST_SANDBOX;
+    s.capture = dir_ / "demo.h5";
+    s.kernels = {{0, {}}};
+    s.timeout_s = timeout_s;
+    return s;
+  }
+  static Request request(const std::string& file, std::map<std::string, std::string> defines = {}) {
+    Request r;
+    r.variant.source_name = file;
+    r.variant.source_text = read(std::string(R3_TEST_DATA_DIR) + "/" + file);
+    r.variant.entry = "stencil2d";
+    r.variant.defines = std::move(defines);
+    r.variant.passes = "default<O2>";
+    r.options.repeats = 3;
+    r.options.warmup = 1;
+    return r;
+  }
+  TempDir dir_;
+};
+
+TEST_F(SandboxTest, ClassifiesEveryKindOfFailureAndRestartsTheChild) {
+  Sandbox sandbox(setup(3));
+  Evaluation ok = sandbox.evaluate(request("job/stencil_faulty.cpp", {{"MODE", "0"}}));
+  EXPECT_EQ(ok.outcome, Outcome::ok) << ok.message;
+  EXPECT_GT(ok.run.seconds, 0);
+  ASSERT_FALSE(ok.run.launches.empty());
+  EXPECT_TRUE(ok.run.launches[0].verified);
+
+  Evaluation crash = sandbox.evaluate(request("job/stencil_faulty.cpp", {{"MODE", "6"}}));
+  EXPECT_EQ(crash.outcome, Outcome::crash) << crash.message;
+  EXPECT_NE(crash.message.find("signal 11"), std::string::npos) << crash.message;
+
+  Evaluation hang = sandbox.evaluate(request("job/stencil_faulty.cpp", {{"MODE", "7"}}));
+  EXPECT_EQ(hang.outcome, Outcome::timeout) << hang.message;
+  EXPECT_LT(hang.seconds, 10);
+
+  Evaluation wrong = sandbox.evaluate(request("job/stencil_faulty.cpp", {{"MODE", "8"}}));
+  EXPECT_EQ(wrong.outcome, Outcome::wrong_result) << wrong.message;
+
+  Evaluation broken = sandbox.evaluate(request("variants/stencil_syntax_error.cpp"));
+  EXPECT_EQ(broken.outcome, Outcome::compile_error);
+  EXPECT_NE(broken.message.find("error"), std::string::npos) << broken.message;
+
+  Evaluation again = sandbox.evaluate(request("job/stencil_faulty.cpp", {{"MODE", "1"}}));
+  EXPECT_EQ(again.outcome, Outcome::ok) << again.message;
+  EXPECT_EQ(sandbox.restarts(), 2u) << "one restart after the crash, one after the hang";
+}
+
+TEST_F(SandboxTest, AConfinedCandidateCannotWriteExecOrConnect) {
+  std::string marker = (dir_ / "escaped").string();
+  ::setenv("R3_TEST_ESCAPE_FILE", marker.c_str(), 1);
+  Sandbox sandbox(setup());
+  Evaluation e = sandbox.evaluate(request("job/stencil_escape.cpp"));
+  ::unsetenv("R3_TEST_ESCAPE_FILE");
+  if (!sandbox.confined()) GTEST_SKIP() << "this build or kernel has no seccomp filter";
+  EXPECT_EQ(e.outcome, Outcome::ok) << "an escape attempt succeeded: " << e.message;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_FALSE(std::filesystem::exists(marker + ".exec"));
+}
+
+TEST_F(SandboxTest, UnconfinedTheSameCandidateEscapes) {
+  // The control for the test above: without the filter the escapes succeed and show.
+  std::string marker = (dir_ / "escaped").string();
+  ::setenv("R3_TEST_ESCAPE_FILE", marker.c_str(), 1);
+  SandboxSetup s = setup();
+  s.confine = false;
+  Sandbox sandbox(s);
+  Evaluation e = sandbox.evaluate(request("job/stencil_escape.cpp"));
+  ::unsetenv("R3_TEST_ESCAPE_FILE");
+  EXPECT_EQ(e.outcome, Outcome::wrong_result) << e.message;
+  EXPECT_TRUE(std::filesystem::exists(marker));
+}
+
+TEST_F(SandboxTest, ACaptureThatCannotBePreparedIsAnErrorNotACandidateFailure) {
+  SandboxSetup s = setup();
+  s.capture = dir_ / "missing.h5";
+  EXPECT_THROW(Sandbox{s}, r3::Error);
+}
+
+TEST(SandboxWire, EvaluationsRoundTrip) {
+  Evaluation e;
+  e.outcome = Outcome::wrong_result;
+  e.message = "region 'out': 3 elements differ";
+  e.resources.registers = 40;
+  e.compile_seconds = 0.125;
+  LaunchResult l;
+  l.launch = 1;
+  l.time.samples = {0.1, 0.2};
+  l.time.median = 0.15;
+  RegionCheck check;
+  check.name = "out";
+  check.type = r3::capture::ElementType::f32;
+  check.first_bad_index = 7;
+  l.regions.push_back(check);
+  e.run.launches.push_back(l);
+  Evaluation back = wire::decode_evaluation(wire::encode(e));
+  EXPECT_EQ(back.outcome, e.outcome);
+  EXPECT_EQ(back.message, e.message);
+  EXPECT_EQ(back.resources.registers, 40);
+  ASSERT_EQ(back.run.launches.size(), 1u);
+  EXPECT_EQ(back.run.launches[0].time.samples, l.time.samples);
+  EXPECT_EQ(back.run.launches[0].regions[0].first_bad_index, 7);
+  EXPECT_EQ(back.run.launches[0].regions[0].type, r3::capture::ElementType::f32);
+  EXPECT_THROW(wire::decode_evaluation("{\"outcome\": \"fine\"}"), r3::FormatError);
+}
+
+}  // namespace
