@@ -12,12 +12,12 @@ mkdir -p "$work"
 if [ "$mode" = static ]; then
   build=$work/build
   cmake -S "$source" -B "$build" -G "$generator" -DBUILD_SHARED_LIBS=OFF -DR3_BUILD_TESTS=OFF \
-    -DR3_ENABLE_CUDA=OFF -DR3_ENABLE_LLVM=OFF -DR3_ENABLE_KOKKOS=OFF -DR3_ENABLE_MPI=OFF \
+    -DR3_ENABLE_CUDA=OFF -DR3_ENABLE_LLVM=OFF -DR3_ENABLE_KOKKOS=OFF -DR3_ENABLE_MPI=OFF -DR3_ENABLE_SECCOMP=OFF \
     >"$work/configure.log"
   cmake --build "$build" -j 2 >"$work/build.log"
 fi
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
-for f in bin/r3 bin/r3-mpi include/r3/capture.hpp include/r3/config.hpp; do
+for f in bin/r3 bin/r3-mpi libexec/r3/r3-sandbox include/r3/capture.hpp include/r3/config.hpp; do
   [ -e "$work/prefix/$f" ] || { echo "install is missing $f" >&2; exit 1; }
 done
 [ -n "$(find "$work/prefix" -name r3Config.cmake)" ] || { echo "install is missing r3Config.cmake" >&2; exit 1; }

@@ -1,11 +1,11 @@
 // Built-in source mutators, for runs without an LLM endpoint: real, semantics-preserving
 // source-to-source rewrites of a kernel, done on Clang's AST, each exposing its factor as an
 // R3_TUNABLE so that the parameter level of the search tunes it:
-//   restrict       __restrict__ on the kernel's pointer parameters     (R3_USE_RESTRICT 0/1)
-//   unroll         #pragma unroll on one loop                          (R3_UNROLL_<n>)
-//   launch_bounds  __launch_bounds__ on a CUDA kernel                  (R3_MAX_THREADS,
-//   R3_MIN_BLOCKS) ldg            reads of const pointer parameters through __ldg     (R3_USE_LDG
-//   0/1) hoist_loads    a loop-invariant load moved before its loop         (R3_HOIST_<n> 0/1)
+//   restrict       __restrict__ on the kernel's pointers   (R3_USE_RESTRICT 0/1)
+//   unroll         #pragma unroll on one loop                (R3_UNROLL_<n>)
+//   launch_bounds  __launch_bounds__ on a CUDA kernel        (R3_MAX_THREADS, R3_MIN_BLOCKS)
+//   ldg            const pointer reads through __ldg         (R3_USE_LDG 0/1)
+//   hoist_loads    a loop-invariant load before its loop     (R3_HOIST_<n> 0/1)
 // Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
 // self-contained (they define R3_TUNABLE and the defaults if the build does not).
 // Lives in libr3llvm; mutators_available() is false in builds without LLVM.
