@@ -241,6 +241,25 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
   }
 }
 
+bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {
+  auto& slot = source.optimizers[level];
+  if (!slot) {
+    const config::BoConfig& c = config_.search.bo;
+    bo::Options options;
+    // Its own seed per source and level, the same in a resumed run.
+    options.seed = config_.search.seed ^ source.hash.low ^ (std::uint64_t(level) << 56);
+    options.initial_samples = c.initial_samples;
+    options.initial_design = c.initial_design == config::InitialDesign::sobol
+                                 ? bo::InitialDesign::sobol
+                                 : bo::InitialDesign::latin_hypercube;
+    options.acquisition = c.acquisition == config::Acquisition::log_ei ? bo::Acquisition::log_ei
+                                                                       : bo::Acquisition::ucb;
+    options.ucb_beta = c.ucb_beta;
+    slot = std::make_unique<bo::Optimizer>(source.spaces.at(level).space, options);
+  }
+  return *slot;
+}
+
 void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
                             std::uint32_t generation, std::vector<Planned>& out) {
   std::size_t made = 0;
@@ -248,21 +267,7 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
     if (made >= count) break;
     auto space = source->spaces.find(level);
     if (space == source->spaces.end()) continue;
-    auto& optimizer = source->optimizers[level];
-    if (!optimizer) {
-      bo::Options options;
-      options.seed = config_.search.seed ^ source->hash.low ^ (std::uint64_t(level) << 56);
-      options.initial_samples = config_.search.bo.initial_samples;
-      options.initial_design = config_.search.bo.initial_design == config::InitialDesign::sobol
-                                   ? bo::InitialDesign::sobol
-                                   : bo::InitialDesign::latin_hypercube;
-      options.acquisition = config_.search.bo.acquisition == config::Acquisition::log_ei
-                                ? bo::Acquisition::log_ei
-                                : bo::Acquisition::ucb;
-      options.ucb_beta = config_.search.bo.ucb_beta;
-      optimizer = std::make_unique<bo::Optimizer>(space->second.space, options);
-    }
-    for (const bo::Configuration& c : optimizer->propose(count - made)) {
+    for (const bo::Configuration& c : optimizer(*source, level).propose(count - made)) {
       out.push_back(plan(kernel, *source, level, &c, std::string(to_string(level)), generation));
       ++made;
     }
@@ -320,20 +325,12 @@ void Search::observe(const run::CandidateRecord& done) {
         plan.at("levels").at(std::string(to_string(l))).get<std::vector<std::vector<int>>>()};
   };
   if (level) {
-    source.optimizers.at(*level)->observe(configuration_of(*level), outcome);
+    optimizer(source, *level).observe(configuration_of(*level), outcome);
   } else {
     // A new source ran with every level at its defaults: that is a first observation for each.
     if (source.candidate < 0) source.candidate = static_cast<std::int64_t>(done.id);
-    for (const auto& [l, space] : source.spaces) {
-      auto& optimizer = source.optimizers[l];
-      if (!optimizer) {
-        bo::Options options;
-        options.seed = config_.search.seed ^ source.hash.low ^ (std::uint64_t(l) << 56);
-        options.initial_samples = config_.search.bo.initial_samples;
-        optimizer = std::make_unique<bo::Optimizer>(space.space, options);
-      }
-      optimizer->observe(space.defaults, outcome);
-    }
+    for (const auto& [l, space] : source.spaces)
+      optimizer(source, l).observe(space.defaults, outcome);
   }
   if (ok) {
     if (done.seconds < source.best_time) {

@@ -83,6 +83,7 @@ class Search {
   void propose_levels(KernelState& kernel, Level level, std::size_t count, std::uint32_t generation,
                       std::vector<Planned>& out);
   std::vector<SourceEntry*> ranked_sources(KernelState& kernel);
+  bo::Optimizer& optimizer(SourceEntry& source, Level level);  // made on first use
 
   const config::TuneConfig& config_;
   config::Backend backend_;

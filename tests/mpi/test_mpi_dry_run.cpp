@@ -15,12 +15,7 @@ namespace fs = std::filesystem;
 using r3::test::ProcessResult;
 using r3::test::TempDir;
 
-int count(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++n;
-  return n;
-}
+using r3::test::count;
 
 class MpiDryRun : public ::testing::Test {
  protected:

@@ -19,6 +19,14 @@ inline bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
+// How often `needle` occurs in `text` (overlapping occurrences too).
+inline int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv,
                           std::chrono::seconds timeout = std::chrono::seconds(120),
                           const std::vector<std::string>& extra_environment = {});
