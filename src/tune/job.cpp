@@ -187,7 +187,7 @@ struct Master {
   std::unique_ptr<LlmWorker> llm;
   run::RunRecord record;
   std::filesystem::path database;
-  std::set<Hash128> stored_sources;
+  std::set<Hash128> sent_sources;  // texts the evaluators of this session already hold
 };
 
 std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size) {
@@ -240,7 +240,6 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size)
       log::warning(c.file.string(), " changed since the run began; resuming with the new text");
     auto t0 = Clock::now();
     m->search->restore(m->record);
-    for (const auto& [hash, text] : m->record.sources) m->stored_sources.insert(hash);
     log::info("resumed ", m->database.string(), ": ", m->record.generations, " generation(s), ",
               m->record.candidates.size(), " candidate(s) replayed into the search in ",
               format_ms(seconds_since(t0)));
@@ -261,6 +260,16 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size)
             ", source level: ",
             c.llm.enabled() ? "LLM at " + c.llm.endpoint : std::string("built-in mutators"));
   return m;
+}
+
+EvaluatorSetup evaluator_setup(const Master& m) {
+  EvaluatorSetup setup;
+  setup.backend = std::string(config::to_string(m.backend));
+  for (const auto& k : m.search->kernels()) setup.kernels.push_back({k.capture_index, k.launches});
+  setup.timeout_s = m.config.timing.candidate_timeout_s;
+  setup.capture = m.config.capture;
+  setup.log_level = std::string(log::to_string(log::level()));
+  return setup;
 }
 
 // Fills the candidate's record from its evaluation.
@@ -380,13 +389,7 @@ int run_generations(Master& m, const Collectives& world) {
   std::optional<double> job_end = job_end_time();
   std::unique_ptr<Evaluator> local;
   if (world.size() == 1) {
-    EvaluatorSetup setup;
-    setup.backend = std::string(config::to_string(m.backend));
-    for (const auto& k : m.search->kernels())
-      setup.kernels.push_back({k.capture_index, k.launches});
-    setup.timeout_s = c.timing.candidate_timeout_s;
-    setup.log_level = std::string(log::to_string(log::level()));
-    local = std::make_unique<Evaluator>(setup, c.capture, 0);
+    local = std::make_unique<Evaluator>(evaluator_setup(m), c.capture, 0);
   }
   double last_generation_s = 0;
   std::string stop_reason;
@@ -432,7 +435,7 @@ int run_generations(Master& m, const Collectives& world) {
     json message{
         {"generation", generation}, {"sources", json::object()}, {"candidates", json::array()}};
     for (const Planned& p : batch) {
-      if (m.stored_sources.insert(p.record.source).second || generation == m.record.generations) {
+      if (m.sent_sources.insert(p.record.source).second) {
         message["sources"][p.record.source.hex()] = m.search->sources().at(p.record.source);
       }
       replay::Request request = p.request;
@@ -441,7 +444,6 @@ int run_generations(Master& m, const Collectives& world) {
                                        {"source", p.record.source.hex()},
                                        {"request", json::parse(replay::wire::encode(request))}});
     }
-    std::string results_text;
     world.broadcast(json{{"batch", message}}.dump());
     std::vector<std::string> gathered =
         local ? std::vector<std::string>{local->evaluate(message, 0, 1)}
@@ -574,14 +576,8 @@ int run_job(const JobOptions& options, const Collectives& world) {
   }
   try {
     if (world.size() > 1) {
-      EvaluatorSetup setup;
-      setup.backend = std::string(config::to_string(master->backend));
-      for (const auto& k : master->search->kernels())
-        setup.kernels.push_back({k.capture_index, k.launches});
-      setup.timeout_s = master->config.timing.candidate_timeout_s;
+      EvaluatorSetup setup = evaluator_setup(*master);
       setup.has_capture_bytes = true;
-      setup.capture = master->config.capture;
-      setup.log_level = std::string(log::to_string(log::level()));
       world.broadcast(encode(setup));
       // Read here once, sent to every evaluator: no rank but this one reads the shared file.
       world.broadcast(read_file(master->config.capture, "the capture"));
