@@ -247,6 +247,19 @@ void Optimizer::observe(const Configuration& configuration, const Outcome& outco
   std::erase_if(pending_, [&](const Configuration& c) { return c.hash() == hash; });
 }
 
+void Optimizer::add_pending(const Configuration& configuration) {
+  if (!space_.valid(configuration)) {
+    throw Error("add_pending: " + space_.describe(configuration) + " is not a valid configuration");
+  }
+  const Hash128 hash = configuration.hash();
+  auto same = [&](const Configuration& c) { return c.hash() == hash; };
+  if (std::any_of(pending_.begin(), pending_.end(), same)) return;
+  if (std::any_of(observations_.begin(), observations_.end(),
+                  [&](const Observation& o) { return same(o.configuration); }))
+    return;
+  pending_.push_back(configuration);
+}
+
 std::optional<Observation> Optimizer::best() const {
   std::optional<Observation> best;
   for (const Observation& o : observations_) {

@@ -7,7 +7,7 @@
 
 #include "r3/record.hpp"
 
-extern "C" void stencil2d(const float* in, float* out, int n, float alpha);
+extern "C" void stencil2d(const float* in, float* out, int n, float alpha, double* change);
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 512;
@@ -23,18 +23,20 @@ int main(int argc, char** argv) {
   }
   float* in = a.data();
   float* out = b.data();
+  double change = 0;
   for (int step = 0; step < steps; ++step) {
     r3::record::call(
         "stencil2d",
         [&](r3::record::Call& c) {
-          c.source(R3_KERNEL_SOURCE).arg(in).arg(out).arg(n).arg(alpha);
-          c.region("in", in, a.size()).region("out", out, a.size());
+          c.source(R3_KERNEL_SOURCE).arg(in).arg(out).arg(n).arg(alpha).arg(&change);
+          c.region("in", in, a.size()).region("out", out, a.size()).region("change", &change, 1);
         },
-        [&] { stencil2d(in, out, n, alpha); });
+        [&] { stencil2d(in, out, n, alpha, &change); });
     std::swap(in, out);
   }
   double heat = 0;
   for (std::size_t i = 0; i < a.size(); ++i) heat += in[i];
-  std::printf("stencil: %d steps on %d x %d, total heat %.3f\n", steps, n, n, heat);
+  std::printf("stencil: %d steps on %d x %d, total heat %.3f, last change %.6g\n", steps, n, n,
+              heat, change);
   return 0;
 }

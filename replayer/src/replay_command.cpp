@@ -41,6 +41,7 @@ Variant make_variant(const ReplayOptions& options) {
     variant.source_name = options.source.filename().string();
     variant.include_dirs.push_back(std::filesystem::absolute(options.source).parent_path());
   }
+  for (const auto& dir : options.include_dirs) variant.include_dirs.push_back(dir);
   variant.entry = options.entry;
   variant.passes = options.passes;
   variant.block = options.block;
@@ -69,6 +70,44 @@ void print_region(const RegionCheck& check, std::ostream& out) {
 }
 
 }  // namespace
+
+ReplayOptions options_from_tune_yaml(const config::TuneConfig& config, const std::string& kernel) {
+  const config::KernelSelection* selection = nullptr;
+  std::string known;
+  for (const auto& k : config.kernels) {
+    known += (known.empty() ? "" : ", ") + k.name;
+    if (k.name == kernel) selection = &k;
+  }
+  if (kernel.empty()) {
+    if (config.kernels.size() != 1)
+      throw UsageError(config.file.string() + " names " + std::to_string(config.kernels.size()) +
+                       " kernels; choose one with -k (" + known + ")");
+    selection = &config.kernels.front();
+  }
+  if (!selection)
+    throw UsageError("kernel '" + kernel + "' is not in " + config.file.string() + " (it has " +
+                     known + ")");
+  ReplayOptions o;
+  o.capture = config.capture;
+  o.kernel = selection->name;
+  o.source = selection->source;
+  o.entry = selection->entry;
+  for (const auto& flag : selection->flags) o.flags += (o.flags.empty() ? "" : " ") + flag;
+  o.passes = selection->passes;
+  for (const auto& [name, value] : selection->defines) o.defines.push_back(name + "=" + value);
+  if (!selection->source.empty()) {
+    // Sources that declare R3_TUNABLEs are compiled with the marker defined away, as in the search.
+    std::string text = read_file(selection->source);
+    if (text.find("R3_TUNABLE(") != std::string::npos) o.defines.push_back("R3_TUNABLE(...)=");
+  }
+  o.include_dirs = selection->include_dirs;
+  if (selection->block.size() == 3)
+    o.block = capture::Dim3{selection->block[0], selection->block[1], selection->block[2]};
+  o.launches = selection->launches;
+  o.warmup = config.timing.warmup;
+  o.repeats = config.timing.repeats;
+  return o;
+}
 
 int replay_capture(const ReplayOptions& options, std::ostream& out) {
   auto capture = capture::CaptureReader::open(options.capture);

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,8 @@
 #include "r3/log.hpp"
 #include "r3/record_command.hpp"
 #include "r3/replay/replay_command.hpp"
+#include "r3/report/results.hpp"
+#include "r3/run_database.hpp"
 #include "r3/version.hpp"
 
 namespace {
@@ -30,6 +34,9 @@ struct ReplayArgs {
   std::string capture;
   std::string source;
   std::string block;
+  std::string config;
+  CLI::Option* repeats_option = nullptr;
+  CLI::Option* warmup_option = nullptr;
 };
 
 struct InspectArgs {
@@ -78,33 +85,47 @@ void add_replay(CLI::App& app, ReplayArgs& a) {
   CLI::App* replay = app.add_subcommand(
       "replay",
       "Replay recorded launches of a kernel, optionally as a variant, verify and time them");
-  replay->add_option("capture", a.capture, "Capture file")->required();
+  replay->add_option("capture", a.capture, "Capture file (not with --config)");
+  CLI::Option* config = replay->add_option(
+      "--config", a.config,
+      "Replay a kernel as a tune.yaml describes it (its capture, source, defines, flags, passes, "
+      "block, launches, timing), e.g. the best.yaml of a tuning run's results");
   replay->add_option(
       "-k,--kernel", o.kernel,
       "Kernel: name, demangled name, Kokkos label or #index (default: the only one)");
-  replay->add_option("--source", a.source,
-                     "Variant source file to compile instead of the recorded code");
+  replay
+      ->add_option("--source", a.source,
+                   "Variant source file to compile instead of the recorded code")
+      ->excludes(config);
   replay->add_option("--entry", o.entry,
                      "The kernel function in --source (default: the recorded kernel's name)");
-  replay->add_option("--flags", o.flags, "Compiler flags for the variant, e.g. '-ffast-math'");
-  replay->add_option("--passes", o.passes,
-                     "LLVM pass pipeline in textual syntax, e.g. 'default<O3>' (default: "
-                     "default<O2>)");
-  replay->add_option("--block", a.block,
-                     "Block shape X,Y,Z (GPU backends; the grid keeps the total thread count)");
-  replay->add_option("-D", o.defines, "Define NAME=VALUE for the variant (repeatable)");
-  replay->add_option("--launch", o.launches, "Replay only these recorded launches (repeatable)");
-  replay->add_option("-n,--repeats", o.repeats, "Timed runs per launch")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  replay->add_option("--warmup", o.warmup, "Untimed runs per launch before timing")
-      ->capture_default_str();
+  replay->add_option("--flags", o.flags, "Compiler flags for the variant, e.g. '-ffast-math'")
+      ->excludes(config);
+  replay
+      ->add_option("--passes", o.passes,
+                   "LLVM pass pipeline in textual syntax, e.g. 'default<O3>' (default: "
+                   "default<O2>)")
+      ->excludes(config);
+  replay
+      ->add_option("--block", a.block,
+                   "Block shape X,Y,Z (GPU backends; the grid keeps the total thread count)")
+      ->excludes(config);
+  replay->add_option("-D", o.defines, "Define NAME=VALUE for the variant (repeatable)")
+      ->excludes(config);
+  replay->add_option("--launch", o.launches, "Replay only these recorded launches (repeatable)")
+      ->excludes(config);
+  a.repeats_option = replay->add_option("-n,--repeats", o.repeats, "Timed runs per launch")
+                         ->capture_default_str()
+                         ->check(CLI::PositiveNumber);
+  a.warmup_option =
+      replay->add_option("--warmup", o.warmup, "Untimed runs per launch before timing")
+          ->capture_default_str();
 }
 
 void add_inspect(CLI::App& app, InspectArgs& o) {
   CLI::App* inspect = app.add_subcommand(
       "inspect", "Print what an r3 file holds: device, kernels, launches, regions and sizes");
-  inspect->add_option("file", o.file, "Capture file")->required();
+  inspect->add_option("file", o.file, "Capture file or run database (run.h5)")->required();
   inspect->add_flag("--regions", o.options.list_regions, "List every region of every launch shown");
   inspect->add_option("--launches", o.options.launches_shown, "Launches shown per kernel")
       ->capture_default_str();
@@ -117,10 +138,46 @@ void add_report(CLI::App& app, ReportOptions& o) {
       "report",
       "Write the results directory and report.html of a tuning run from its run database");
   report->add_option("run", o.run, "Run database (run.h5)")->required();
-  report->add_option("-o,--output", o.output, "Directory to write (default: next to run.h5)");
+  report->add_option("-o,--output", o.output,
+                     "Directory to write (default: the directory run.h5 is in)");
+}
+
+void print_run_summary(const r3::run::RunRecord& record, std::ostream& out) {
+  std::map<std::string, std::size_t> outcomes;
+  for (const auto& c : record.candidates) ++outcomes[c.outcome];
+  out << "run       " << record.tune_file << " (r3 " << record.r3_version << ")\n"
+      << "progress  " << record.generations << " generation(s), " << record.candidates.size()
+      << " candidates, " << record.sessions << " session(s), " << record.elapsed_seconds
+      << " s\noutcomes ";
+  for (const auto& [why, n] : outcomes) out << " " << n << " " << why << ";";
+  out << "\n";
+  for (const std::string& line :
+       r3::report::summary_lines(r3::report::analyse(record, r3::report::kernel_names(record))))
+    out << "kernel    " << line << "\n";
+}
+
+int run_report(const ReportOptions& o) {
+  r3::run::RunRecord record = r3::run::read_run_database(o.run);
+  std::filesystem::path directory = o.output.empty()
+                                        ? std::filesystem::absolute(o.run).parent_path()
+                                        : std::filesystem::path(o.output);
+  r3::report::ResultsFiles files = r3::report::write_results(record, directory);
+  print_run_summary(record, std::cout);
+  for (const auto& k : files.kernels) {
+    for (const auto& path : {k.source, k.diff, k.fragment})
+      if (!path.empty()) std::cout << "wrote     " << path.string() << "\n";
+  }
+  std::cout << "wrote     " << files.candidates_csv.string() << "\n"
+            << "wrote     " << files.confirmations_csv.string() << "\n"
+            << "report    " << files.report.string() << "\n";
+  return r3::exit_ok;
 }
 
 int run_inspect(const InspectArgs& args) {
+  if (r3::run::is_run_database(args.file)) {
+    print_run_summary(r3::run::read_run_database(args.file), std::cout);
+    return r3::exit_ok;
+  }
   auto capture = r3::capture::CaptureReader::open(args.file);
   if (args.verify) capture.verify_contents();
   r3::inspect_capture(capture, args.options, std::cout);
@@ -142,14 +199,25 @@ r3::capture::Dim3 parse_block(const std::string& text) {
 }
 
 int run_replay(ReplayArgs& args) {
+  if (!args.config.empty()) {
+    if (!args.capture.empty())
+      throw r3::UsageError("--config " + args.config +
+                           " names its own capture; leave out the capture argument");
+    r3::config::TuneConfig config = r3::config::load_tune_config(args.config);
+    auto capture = r3::capture::CaptureReader::open(config.capture);
+    r3::config::check_against_capture(config, capture);
+    r3::replay::ReplayOptions o = r3::replay::options_from_tune_yaml(config, args.options.kernel);
+    // Repetitions given on the command line win over the file's timing.
+    if (args.repeats_option->count() > 0) o.repeats = args.options.repeats;
+    if (args.warmup_option->count() > 0) o.warmup = args.options.warmup;
+    return r3::replay::replay_capture(o, std::cout);
+  }
+  if (args.capture.empty())
+    throw r3::UsageError("r3 replay needs a capture file, or --config TUNE.yaml");
   args.options.capture = args.capture;
   args.options.source = args.source;
   if (!args.block.empty()) args.options.block = parse_block(args.block);
   return r3::replay::replay_capture(args.options, std::cout);
-}
-
-[[noreturn]] void not_built(const std::string& command, const std::string& what) {
-  throw r3::NotAvailableError("'r3 " + command + "' is not built yet: " + what);
 }
 
 }  // namespace
@@ -192,11 +260,7 @@ int main(int argc, char** argv) {
       return r3::record::record_application(record.options, std::cerr);
     }
     if (app.got_subcommand("replay")) return run_replay(replay);
-    if (app.got_subcommand("report")) {
-      not_built("report",
-                "run databases are written by the tuning job, which this version of "
-                "r3 does not contain yet");
-    }
+    if (app.got_subcommand("report")) return run_report(report);
   } catch (...) {
     return r3::exit_status_of_current_exception();
   }

@@ -21,6 +21,7 @@ namespace {
 struct Options {
   std::string tune_file;
   bool resume = false;
+  bool resume_if_present = false;
   bool dry_run = false;
   std::string log_level;
 };
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
       ->required();
   app.add_flag("--resume", options.resume,
                "Continue the run recorded in the run database (output.run_database)");
+  app.add_flag("--resume-if-present", options.resume_if_present,
+               "Continue the run database if there is one, start a new run otherwise (for batch "
+               "jobs that may be requeued)")
+      ->excludes("--resume");
   app.add_flag("--dry-run", options.dry_run,
                "Check tune.yaml against its capture and print the resolved configuration");
   app.add_option("--log-level", options.log_level,
@@ -85,7 +90,8 @@ int main(int argc, char** argv) {
   }
   if (!options.log_level.empty()) r3::log::set_level(*r3::log::parse_level(options.log_level));
 
-  if (!options.dry_run) return r3::tune::run_job({options.tune_file, options.resume}, world);
+  if (!options.dry_run)
+    return r3::tune::run_job({options.tune_file, options.resume, options.resume_if_present}, world);
 
   int status = r3::exit_ok;
   if (world.rank() == 0) {

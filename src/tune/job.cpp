@@ -26,6 +26,7 @@
 #include "r3/log.hpp"
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
+#include "r3/report/results.hpp"
 #include "r3/run_database.hpp"
 #include "r3/tune_config.hpp"
 #include "r3/version.hpp"
@@ -143,8 +144,10 @@ class Evaluator {
     rank_ = rank;
   }
 
-  // Runs this evaluator's share of a batch; returns the results message.
+  // Runs this evaluator's share of a batch (all of it when the batch says "everyone", as the
+  // winner confirmation does); returns the results message.
   std::string evaluate(const json& batch, int share, int shares) {
+    if (batch.value("everyone", false)) share = 0, shares = 1;
     for (const auto& [hex, text] : batch.at("sources").items())
       sources_[hex] = text.get<std::string>();
     json results = json::array();
@@ -216,6 +219,8 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size)
     k.base.defines = s.defines;
     k.base.include_dirs = s.include_dirs;
     k.base.flags = s.flags;
+    k.base.passes = s.passes;
+    if (!s.block.empty()) k.base.block = capture::Dim3{s.block[0], s.block[1], s.block[2]};
     k.base.compiler =
         m->backend == config::Backend::cuda ? config::Compiler::nvrtc : config::Compiler::clang;
     kernels.push_back(std::move(k));
@@ -231,7 +236,9 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size)
     c.fail("output.directory",
            "cannot create " + m->database.parent_path().string() + ": " + ec.message());
   m->search = std::make_unique<Search>(c, m->backend, *m->capture, std::move(kernels));
-  if (options.resume) {
+  const bool resume =
+      options.resume || (options.resume_if_present && std::filesystem::exists(m->database));
+  if (resume) {
     if (!std::filesystem::exists(m->database))
       throw UsageError("--resume: there is no run database at " + m->database.string() +
                        " to resume (start the run without --resume)");
@@ -366,6 +373,178 @@ std::string progress_line(const Master& m, std::uint32_t generation, std::size_t
   return line.str();
 }
 
+// One candidate to evaluate: `request` without its source text, which goes by hash.
+struct BatchItem {
+  std::uint64_t id = 0;
+  Hash128 source;
+  replay::Request request;
+};
+
+struct BatchResult {
+  std::uint64_t id = 0;
+  replay::Evaluation evaluation;
+  int rank = 0;
+};
+
+// Broadcasts `items` (each source text once per session), lets the evaluators run them — a share
+// each, or all of them each when `everyone` — and gathers the results. `busy` is the evaluators'
+// summed evaluation time.
+std::vector<BatchResult> run_batch(Master& m, const Collectives& world, Evaluator* local,
+                                   std::uint32_t generation, const std::vector<BatchItem>& items,
+                                   bool everyone, double& busy) {
+  json message{{"generation", generation},
+               {"everyone", everyone},
+               {"sources", json::object()},
+               {"candidates", json::array()}};
+  for (const BatchItem& item : items) {
+    if (m.sent_sources.insert(item.source).second)
+      message["sources"][item.source.hex()] = m.record.sources.at(item.source);
+    replay::Request request = item.request;
+    request.variant.source_text.clear();
+    message["candidates"].push_back({{"id", item.id},
+                                     {"source", item.source.hex()},
+                                     {"request", json::parse(replay::wire::encode(request))}});
+  }
+  world.broadcast(json{{"batch", message}}.dump());
+  std::vector<std::string> gathered = local
+                                          ? std::vector<std::string>{local->evaluate(message, 0, 1)}
+                                          : world.gather(std::string());
+  std::vector<BatchResult> results;
+  busy = 0;
+  for (const std::string& text : gathered) {
+    if (text.empty()) continue;  // rank 0's own empty contribution
+    json part = json::parse(text);
+    busy += part.at("busy").get<double>();
+    int rank = part.at("rank").get<int>();
+    for (const json& r : part.at("results"))
+      results.push_back({r.at("id").get<std::uint64_t>(),
+                         replay::wire::decode_evaluation(r.at("evaluation").dump()), rank});
+  }
+  return results;
+}
+
+// What the winner confirmation of a kernel re-measures: its original (first) and its best
+// distinct verified candidates (at most timing.confirm_top); empty when the original did not
+// verify or nothing else did.
+std::vector<const run::CandidateRecord*> confirmation_set(const Master& m, std::size_t kernel) {
+  const run::CandidateRecord* original = nullptr;
+  std::vector<const run::CandidateRecord*> ranked;
+  for (const auto& c : m.record.candidates) {
+    if (c.kernel != kernel || c.outcome != "ok" || c.configuration.empty()) continue;
+    if (c.level == "original") {
+      if (!original) original = &c;
+    } else {
+      ranked.push_back(&c);
+    }
+  }
+  if (!original || ranked.empty() || m.config.timing.confirm_top == 0) return {};
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto* a, const auto* b) { return a->seconds < b->seconds; });
+  std::vector<const run::CandidateRecord*> out{original};
+  std::set<std::pair<Hash128, std::string>> seen{{original->source, original->configuration}};
+  for (const auto* c : ranked) {
+    if (out.size() > m.config.timing.confirm_top) break;
+    if (seen.insert({c->source, c->configuration}).second) out.push_back(c);
+  }
+  return out;
+}
+
+// Wall time the confirmation will take, from the measurements so far (each evaluator runs every
+// re-measurement).
+double confirmation_estimate(const Master& m) {
+  const config::TimingConfig& t = m.config.timing;
+  double total = 0;
+  for (std::size_t k = 0; k < m.search->kernels().size(); ++k) {
+    for (const auto* c : confirmation_set(m, k)) {
+      double per_run = c->seconds > 0 ? c->seconds : 0;
+      total += t.confirm_rounds * (c->compile_seconds + (t.warmup + t.confirm_repeats) * per_run +
+                                   std::max(0.0, c->evaluation_seconds - c->compile_seconds -
+                                                     (t.warmup + t.repeats) * per_run));
+    }
+  }
+  return total;
+}
+
+// Re-measures the best candidates of each kernel and its original, interleaved, with more
+// repetitions, on every evaluator, and commits the measurements to the run database.
+void confirm_winners(Master& m, const Collectives& world, Evaluator* local) {
+  const config::TimingConfig& t = m.config.timing;
+  for (const auto& c : m.record.confirmations) {
+    if (c.after_generation == m.record.generations) {
+      log::info("the run was confirmed after generation ", c.after_generation,
+                " already (a resumed run with nothing left to do)");
+      return;
+    }
+  }
+  struct Slot {
+    std::uint64_t candidate;
+    std::uint32_t kernel;
+    std::uint32_t round;
+  };
+  std::vector<BatchItem> items;
+  std::vector<Slot> slots;
+  std::size_t kernels = 0, measured = 0;
+  for (std::size_t k = 0; k < m.search->kernels().size(); ++k) {
+    std::vector<const run::CandidateRecord*> set = confirmation_set(m, k);
+    if (set.empty()) {
+      if (t.confirm_top > 0)
+        log::warning("kernel ", m.search->kernels()[k].name,
+                     ": nothing to confirm (the original or every other candidate failed)");
+      continue;
+    }
+    ++kernels;
+    measured += set.size();
+    for (std::uint32_t round = 0; round < t.confirm_rounds; ++round) {
+      for (std::size_t j = 0; j < set.size(); ++j) {
+        // Rotated each round, so that no candidate always follows the same one.
+        const run::CandidateRecord& c = *set[(j + round) % set.size()];
+        BatchItem item;
+        item.id = items.size();
+        item.source = c.source;
+        item.request.kernel = c.kernel;
+        item.request.variant = replay::wire::decode_variant(c.configuration);
+        item.request.options.warmup = t.warmup;
+        item.request.options.repeats = t.confirm_repeats;
+        item.request.options.verify_after_timing = m.config.verify.after_timing;
+        item.request.options.verify = m.config.verify;
+        items.push_back(std::move(item));
+        slots.push_back({c.id, c.kernel, round});
+      }
+    }
+  }
+  if (items.empty()) return;
+  const int evaluators = world.size() > 1 ? world.size() - 1 : 1;
+  log::info("confirming: ", measured, " candidates of ", kernels,
+            " kernel(s) including the originals, ", t.confirm_rounds, " interleaved round(s) of ",
+            t.confirm_repeats, " timed runs on each of ", evaluators, " evaluator(s)");
+  auto start = Clock::now();
+  double busy = 0;
+  std::vector<BatchResult> results =
+      run_batch(m, world, local, m.record.generations, items, true, busy);
+  for (const BatchResult& r : results) {
+    if (r.id >= slots.size()) continue;
+    const Slot& slot = slots[r.id];
+    run::ConfirmationRecord c;
+    c.candidate = slot.candidate;
+    c.kernel = slot.kernel;
+    c.after_generation = m.record.generations;
+    c.round = slot.round;
+    c.evaluator = r.rank;
+    c.repeats = t.confirm_repeats;
+    c.outcome = std::string(replay::to_string(r.evaluation.outcome));
+    c.message = r.evaluation.message.substr(0, 4000);
+    if (r.evaluation.outcome == replay::Outcome::ok) {
+      c.seconds = r.evaluation.run.seconds;
+      for (const auto& l : r.evaluation.run.launches) {
+        c.min_seconds += l.time.min;
+        c.max_seconds += l.time.max;
+      }
+    }
+    m.record.confirmations.push_back(std::move(c));
+  }
+  log::info("confirmation took ", seconds_since(start), " s");
+}
+
 int run_generations(Master& m, const Collectives& world);
 
 // Runs the generations; every rank learns how the job ended, whatever happens on rank 0.
@@ -398,14 +577,17 @@ int run_generations(Master& m, const Collectives& world) {
   while (true) {
     std::size_t evaluated = m.record.candidates.size();
     double elapsed = elapsed_before + seconds_since(session_start);
+    // The confirmation at the end must fit too.
+    double reserve = confirmation_estimate(m);
     if (evaluated >= c.budget.evaluations) {
       stop_reason = "budget.evaluations (" + std::to_string(c.budget.evaluations) + ") reached";
     } else if (generation >= c.budget.generations) {
       stop_reason = "budget.generations (" + std::to_string(c.budget.generations) + ") reached";
-    } else if (elapsed + last_generation_s > c.budget.wall_time_s) {
+    } else if (elapsed + last_generation_s + reserve > c.budget.wall_time_s) {
       stop_reason = "budget.wall_time (" + config::format_duration(c.budget.wall_time_s) +
-                    ") would be passed by another generation";
-    } else if (job_end && now_epoch() + last_generation_s + c.budget.job_end_margin_s > *job_end) {
+                    ") would be passed by another generation and the confirmation";
+    } else if (job_end &&
+               now_epoch() + last_generation_s + reserve + c.budget.job_end_margin_s > *job_end) {
       stop_reason = "the batch job's time limit is near (budget.job_end_margin " +
                     config::format_duration(c.budget.job_end_margin_s) + ")";
     }
@@ -432,35 +614,15 @@ int run_generations(Master& m, const Collectives& world) {
     }
     log::info("generation ", generation, ": evaluating ", batch.size(), " candidates (batch ",
               batch_digest(batch), ")");
-    json message{
-        {"generation", generation}, {"sources", json::object()}, {"candidates", json::array()}};
+    std::vector<BatchItem> items;
     for (const Planned& p : batch) {
-      if (m.sent_sources.insert(p.record.source).second) {
-        message["sources"][p.record.source.hex()] = m.search->sources().at(p.record.source);
-      }
-      replay::Request request = p.request;
-      request.variant.source_text.clear();
-      message["candidates"].push_back({{"id", p.record.id},
-                                       {"source", p.record.source.hex()},
-                                       {"request", json::parse(replay::wire::encode(request))}});
+      m.record.sources.emplace(p.record.source, m.search->sources().at(p.record.source));
+      items.push_back({p.record.id, p.record.source, p.request});
     }
-    world.broadcast(json{{"batch", message}}.dump());
-    std::vector<std::string> gathered =
-        local ? std::vector<std::string>{local->evaluate(message, 0, 1)}
-              : world.gather(std::string());
-    std::map<std::uint64_t, std::pair<replay::Evaluation, int>> results;
     double busy = 0;
-    int reporting = 0;
-    for (const std::string& text : gathered) {
-      if (text.empty()) continue;  // rank 0's own empty contribution
-      json part = json::parse(text);
-      busy += part.at("busy").get<double>();
-      ++reporting;
-      int rank = part.at("rank").get<int>();
-      for (const json& r : part.at("results"))
-        results[r.at("id").get<std::uint64_t>()] = {
-            replay::wire::decode_evaluation(r.at("evaluation").dump()), rank};
-    }
+    std::map<std::uint64_t, std::pair<replay::Evaluation, int>> results;
+    for (BatchResult& r : run_batch(m, world, local.get(), generation, items, false, busy))
+      results[r.id] = {std::move(r.evaluation), r.rank};
     double generation_s = seconds_since(generation_start);
     std::size_t first = m.record.candidates.size();
     for (Planned& p : batch) {
@@ -478,16 +640,20 @@ int run_generations(Master& m, const Collectives& world) {
       m.record.candidates.push_back(std::move(r));
     }
     m.search->end_generation();
-    for (const Planned& p : batch)
-      m.record.sources.emplace(p.record.source, m.search->sources().at(p.record.source));
     m.record.generations = ++generation;
     m.record.search_state = m.search->state();
     m.record.elapsed_seconds = elapsed_before + seconds_since(session_start);
+    for (std::size_t i = first; i < m.record.candidates.size(); ++i)
+      m.record.candidates[i].run_seconds = m.record.elapsed_seconds;
     run::write_run_database(m.database, m.record);
     last_generation_s = seconds_since(generation_start);
     double busy_fraction = generation_s > 0 ? busy / (evaluators * generation_s) : 0;
     log::info(progress_line(m, generation - 1, first, last_generation_s, busy_fraction, latencies));
   }
+  confirm_winners(m, world, local.get());
+  m.record.elapsed_seconds = elapsed_before + seconds_since(session_start);
+  run::write_run_database(m.database, m.record);
+  report::ResultsFiles files = report::write_results(m.record, c.output.directory);
   // The summary.
   std::ostringstream summary;
   summary << "finished after " << m.record.generations << " generation(s): " << stop_reason << "\n";
@@ -496,28 +662,18 @@ int run_generations(Master& m, const Collectives& world) {
   summary << "  " << m.record.candidates.size() << " candidates:";
   for (const auto& [why, n] : outcomes) summary << " " << n << " " << why << ";";
   summary << "\n";
-  auto per_kernel = bests(m.record, m.search->kernels().size());
-  for (std::size_t k = 0; k < per_kernel.size(); ++k) {
-    const KernelBest& b = per_kernel[k];
-    summary << "  kernel " << m.search->kernels()[k].name << ": ";
-    if (!b.best) {
-      summary << "no candidate passed verification\n";
-      continue;
-    }
-    summary << "original " << (b.original > 0 ? format_ms(b.original) : std::string("(failed)"))
-            << ", best " << format_ms(b.best->seconds);
-    summary.precision(3);
-    if (b.original > 0) summary << " (" << b.original / b.best->seconds << "x)";
-    summary << " from candidate " << b.best->id << " (" << b.best->level << ": "
-            << b.best->description << ")\n";
-  }
+  for (const std::string& line :
+       report::summary_lines(report::analyse(m.record, report::kernel_names(m.record))))
+    summary << "  kernel " << line << "\n";
   if (m.llm) {
     evolve::Usage u = m.llm->usage();
     summary << "  LLM: " << u.prompt_tokens << " prompt + " << u.completion_tokens
             << " completion tokens, cost " << u.cost << ", " << m.search->llm_answers_rejected()
             << " answer(s) rejected\n";
   }
-  summary << "  run database: " << m.database.string();
+  summary << "  run database: " << m.database.string() << "\n";
+  summary << "  results: " << files.directory.string() << "\n";
+  summary << "  report: " << files.report.string();
   log::info(summary.str());
   return exit_ok;
 }

@@ -8,6 +8,7 @@
 #include "r3/error.hpp"
 #include "r3/evolve/mutators.hpp"
 #include "r3/log.hpp"
+#include "r3/replay/wire.hpp"
 
 namespace r3::tune {
 namespace {
@@ -131,7 +132,7 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   v = target.base;
   v.source_text = source.text;
   v.source_name = target.source_name;
-  v.passes = config_.search.compiler.passes.baseline;
+  if (v.passes.empty()) v.passes = config_.search.compiler.passes.baseline;
   json levels = json::object();
   std::string description;
   for (const auto& [level, space] : source.spaces) {
@@ -147,6 +148,11 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
       description += (description.empty() ? "" : " ") + space.space.describe(*c);
   }
   if (!source.tunables.empty()) v.defines[evolve::kTunableMacro] = "";
+  // A source run at its defaults: no level's optimiser may propose the same point meanwhile.
+  if (!searched) {
+    for (const auto& [level, space] : source.spaces)
+      optimizer(source, level).add_pending(space.defaults);
+  }
   p.request.kernel = kernel.index;
   p.request.options.warmup = config_.timing.warmup;
   p.request.options.repeats = config_.timing.repeats;
@@ -160,6 +166,9 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   r.source = source.hash;
   r.level = std::move(level_name);
   r.plan = json{{"levels", levels}}.dump();
+  replay::Variant shown = v;
+  shown.source_text.clear();
+  r.configuration = replay::wire::encode(shown);
   r.description = description.empty() ? std::string("defaults") : description;
   outstanding_[r.id] = p;
   return p;

@@ -112,7 +112,7 @@ TEST_F(RecordReplay, VariantsAreVerifiedAndBrokenOnesExplained) {
   ProcessResult syntax = replay_variant("stencil_syntax_error.cpp");
   EXPECT_EQ(syntax.exit_code, 1);
   EXPECT_TRUE(contains(syntax.out, "compile   FAILED")) << syntax.out;
-  EXPECT_TRUE(contains(syntax.out, "stencil_syntax_error.cpp:6:")) << syntax.out;
+  EXPECT_TRUE(contains(syntax.out, "stencil_syntax_error.cpp:7:")) << syntax.out;
   EXPECT_TRUE(contains(syntax.out, "result    compile error")) << syntax.out;
 
   ProcessResult undefined = replay_variant("stencil_tunable.cpp");

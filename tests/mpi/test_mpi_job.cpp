@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "r3/report/analysis.hpp"
 #include "r3/run_database.hpp"
 #include "r3/version.hpp"
 #include "support/process.hpp"
@@ -21,6 +22,20 @@ using r3::test::ProcessResult;
 using r3::test::TempDir;
 
 using r3::test::count;
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// "total median 170.5 us" of `r3 replay`, in seconds.
+double replayed_seconds(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("total median ([0-9.]+) us"))) return 0;
+  return std::stod(m[1]) * 1e-6;
+}
 
 std::string data(const std::string& file) { return std::string(R3_TEST_DATA_DIR) + "/" + file; }
 
@@ -84,6 +99,56 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
   EXPECT_TRUE(levels.contains("source")) << "no mutated source was tried";
   EXPECT_TRUE(levels.contains("compiler"));
   EXPECT_TRUE(levels.contains("parameters"));
+
+  // The winner was confirmed against the original on both evaluators.
+  std::set<int> confirming;
+  for (const auto& c : run.confirmations) confirming.insert(c.evaluator);
+  EXPECT_EQ(confirming, (std::set<int>{1, 2}));
+  const r3::report::KernelResult k = r3::report::analyse(run, {"stencil2d"}).at(0);
+  ASSERT_TRUE(k.confirmed) << result.err;
+  EXPECT_GT(k.speedup_low, 1.5) << result.err;
+  EXPECT_EQ(count(result.err, "x confirmed ("), 1) << result.err;
+  fs::path results = dir_ / "r3-results";
+  EXPECT_NE(result.err.find("report: " + (results / "report.html").string()), std::string::npos)
+      << result.err;
+
+  // The results: the winner's source (the diff turns the original into it), the report.
+  fs::path best_source = results / "stencil2d/stencil_order.cpp";
+  ASSERT_TRUE(fs::exists(best_source));
+  fs::create_directories(dir_ / "patched");
+  fs::copy_file(data("job/stencil_order.cpp"), dir_ / "patched/stencil_order.cpp");
+  if (fs::exists(results / "stencil2d/best.diff")) {
+    ProcessResult patched =
+        r3::test::run_process({"patch", "-p1", "-s", "-d", (dir_ / "patched").string(), "-i",
+                               (results / "stencil2d/best.diff").string()});
+    ASSERT_EQ(patched.exit_code, 0) << patched.out << patched.err;
+  }
+  EXPECT_EQ(read(dir_ / "patched/stencil_order.cpp"), read(best_source));
+  std::string html = read(results / "report.html");
+  for (const char* section :
+       {"id=\"speedup\"", "id=\"progress-evaluations\"", "id=\"progress-wall\"", "id=\"levels\"",
+        "id=\"failures\"", "id=\"lineage\"", "id=\"confirmation\""})
+    EXPECT_NE(html.find(section), std::string::npos) << section;
+  EXPECT_EQ(count(read(results / "candidates.csv"), "\n"),
+            static_cast<int>(run.candidates.size()) + 1);
+
+  // best.yaml, fed back to r3 replay, runs the winner: verified, at its confirmed time within
+  // noise, and far from the original's.
+  ProcessResult replayed = r3::test::run_process(
+      {R3_TEST_R3, "replay", "--config", (results / "stencil2d/best.yaml").string(), "-n", "50"});
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+  double seconds = replayed_seconds(replayed.out);
+  EXPECT_GT(seconds, k.winner_seconds / 2) << replayed.out;
+  EXPECT_LT(seconds, k.winner_seconds * 2) << replayed.out;
+  EXPECT_LT(seconds, k.original_seconds / 1.5) << replayed.out;
+
+  // r3 report rebuilds the same results from the database alone.
+  ProcessResult again = r3::test::run_process(
+      {R3_TEST_R3, "report", (results / "run.h5").string(), "-o", (dir_ / "again").string()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(read(dir_ / "again/stencil2d/stencil_order.cpp"), read(best_source));
+  EXPECT_EQ(read(dir_ / "again/candidates.csv"), read(results / "candidates.csv"));
+  EXPECT_NE(again.out.find("x confirmed ("), std::string::npos) << again.out;
 }
 
 TEST_F(MpiJob, CrashingHangingAndWrongCandidatesAreClassifiedAndTheRunFinishes) {
@@ -153,11 +218,12 @@ TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
       << resumed.err;
   EXPECT_EQ(std::stoul(first[1]), before.generations);
   if (killed_log.str().find("generation " + std::string(first[1]) + ": evaluating") !=
-      std::string::npos)
+      std::string::npos) {
     EXPECT_NE(killed_log.str().find(first[0].str()), std::string::npos)
         << "the resumed run proposed another batch than the killed one:\n"
         << first[0] << "\n"
         << killed_log.str();
+  }
 
   r3::run::RunRecord after = database();
   EXPECT_EQ(after.sessions, 2u);

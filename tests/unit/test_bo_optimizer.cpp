@@ -317,4 +317,25 @@ TEST(BoOptimizer, ProposesTheRestOfASmallSpaceWhenEverythingFailed) {
   EXPECT_TRUE(optimizer.propose(4).empty());
 }
 
+TEST(BoOptimizer, NeverProposesAConfigurationMarkedPendingFromOutside) {
+  // The search runs a source at its defaults itself; the optimiser must not offer them again.
+  Space space({Parameter::ordinal("order", {0, 1}), Parameter::categorical("b", {"x", "y"})});
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    Options options;
+    options.seed = seed;
+    Optimizer optimizer(space, options);
+    Configuration defaults{{{1}, {0}}};
+    optimizer.add_pending(defaults);
+    optimizer.add_pending(defaults);  // once is enough
+    EXPECT_EQ(optimizer.pending().size(), 1u);
+    std::vector<Configuration> batch = optimizer.propose(4);
+    EXPECT_EQ(batch.size(), 3u) << "seed " << seed;
+    for (const Configuration& c : batch) EXPECT_NE(c, defaults) << "seed " << seed;
+    optimizer.observe(defaults, Outcome::success(1.0));
+    EXPECT_EQ(optimizer.pending().size(), 3u);
+    optimizer.add_pending(defaults);  // observed already: not pending again
+    EXPECT_EQ(optimizer.pending().size(), 3u);
+  }
+}
+
 }  // namespace

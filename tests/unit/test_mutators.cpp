@@ -305,7 +305,9 @@ TEST(Mutators, HostRewritesComputeTheSameResults) {
   for (float& v : in) v = std::uniform_real_distribution<float>(0, 1)(rng);
   auto stencil = [&](const compiler::HostCompileResult& compiled) {
     std::vector<float> out(in);
-    test::KernelArgs().add(in.data()).add(out.data()).add(n).add(0.2f).call(compiled);
+    double change = 0;
+    test::KernelArgs().add(in.data()).add(out.data()).add(n).add(0.2f).add(&change).call(compiled);
+    out.push_back(static_cast<float>(change));
     return out;
   };
 

@@ -43,7 +43,23 @@ RunRecord sample(std::size_t candidates) {
     c.registers = -1;
     c.code_bytes = 1000 + i;
     c.evaluator = static_cast<std::int32_t>(1 + i % 2);
+    c.configuration = R"({"flags":["-ffast-math"],"passes":"default<O3>"})";
+    c.run_seconds = 0.5 * static_cast<double>(c.generation + 1);
     r.candidates.push_back(c);
+  }
+  for (std::uint32_t round = 0; round < 3; ++round) {
+    ConfirmationRecord c;
+    c.candidate = round % 2 ? 0 : 3;
+    c.after_generation = 3;
+    c.round = round;
+    c.evaluator = 2;
+    c.repeats = 50;
+    c.outcome = round == 2 ? "timeout" : "ok";
+    c.message = round == 2 ? "took longer than 30 s" : "";
+    c.seconds = 1e-3 * (round + 1);
+    c.min_seconds = 0.9e-3;
+    c.max_seconds = 4e-3;
+    r.confirmations.push_back(c);
   }
   return r;
 }
@@ -64,6 +80,7 @@ TEST(RunDatabase, RoundTripsEveryField) {
   ASSERT_EQ(read.candidates.size(), written.candidates.size());
   for (std::size_t i = 0; i < read.candidates.size(); ++i)
     EXPECT_EQ(read.candidates[i], written.candidates[i]) << "candidate " << i;
+  EXPECT_EQ(read.confirmations, written.confirmations);
 }
 
 TEST(RunDatabase, ACommitReplacesTheFileAndLeavesNoTemporary) {

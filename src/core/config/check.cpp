@@ -55,6 +55,10 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
         config.fail(key + ".include_dirs", "include directory " + dir.string() + " does not exist");
       }
     }
+    if (!selection.block.empty() && recorded == Backend::host) {
+      config.fail(key + ".block", "kernel '" + selection.name +
+                                      "' runs on the host backend, which has no launch shape");
+    }
   }
   // Last, so that mistakes in the file are reported whatever this build contains.
   if (recorded == Backend::cuda && !build_has_cuda()) {

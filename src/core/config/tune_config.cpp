@@ -141,6 +141,14 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
                         });
   }
   map.read("flags", kernel.flags);
+  map.read("passes", kernel.passes);
+  // [] (what the resolved configuration writes) means: as recorded.
+  if (YAML::Node block = map.get("block");
+      block.IsDefined() && !(block.IsSequence() && block.size() == 0)) {
+    map.read("block", kernel.block, 1, 1u << 20);
+    if (!kernel.block.empty() && kernel.block.size() != 3)
+      map.fail("block", "give the block shape as [x, y, z] (or [] for the recorded one)");
+  }
   map.finish();
   return kernel;
 }
@@ -376,6 +384,7 @@ void parse_timing(Map& map, TimingConfig& timing) {
   if (timing.candidate_timeout_s <= 0) map.fail("candidate_timeout", "must be positive");
   map.read("confirm_top", timing.confirm_top, 0, 1u << 16);
   map.read("confirm_repeats", timing.confirm_repeats, 1, 1u << 20);
+  map.read("confirm_rounds", timing.confirm_rounds, 1, 1000);
   map.finish();
 }
 

@@ -54,6 +54,8 @@ void emit_kernel(YAML::Emitter& out, const KernelSelection& kernel) {
   for (const auto& dir : kernel.include_dirs) dirs.push_back(dir.string());
   flow_list(out, "include_dirs", dirs);
   flow_list(out, "flags", kernel.flags);
+  pair(out, "passes", kernel.passes);
+  flow_list(out, "block", kernel.block);
   out << YAML::EndMap;
 }
 
@@ -190,6 +192,7 @@ std::string to_yaml(const TuneConfig& config) {
   duration(out, "candidate_timeout", timing.candidate_timeout_s);
   pair(out, "confirm_top", timing.confirm_top);
   pair(out, "confirm_repeats", timing.confirm_repeats);
+  pair(out, "confirm_rounds", timing.confirm_rounds);
   out << YAML::EndMap;
 
   out << YAML::Key << "output" << YAML::Value << YAML::BeginMap;

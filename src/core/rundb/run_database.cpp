@@ -80,60 +80,84 @@ class ColumnReader {
   std::size_t at_ = 0;
 };
 
-// One field of CandidateRecord and how it is stored.
+// One field of a record and how it is stored.
+template <class Record>
 struct Column {
   const char* name;
-  std::function<void(const CandidateRecord&, ColumnWriter&)> put;
-  std::function<void(CandidateRecord&, ColumnReader&)> get;
+  std::function<void(const Record&, ColumnWriter&)> put;
+  std::function<void(Record&, ColumnReader&)> get;
+  std::uint64_t since = 1;  // the format version that added it; older files keep the default
 };
 
-template <class T>
-Column word_column(const char* name, T CandidateRecord::*field) {
-  return {name,
-          [field](const CandidateRecord& c, ColumnWriter& w) {
-            w.word(static_cast<std::uint64_t>(c.*field));
-          },
-          [field](CandidateRecord& c, ColumnReader& r) { c.*field = static_cast<T>(r.word()); }};
+template <class Record, class T>
+Column<Record> word_column(const char* name, T Record::*field, std::uint64_t since = 1) {
+  return {
+      name,
+      [field](const Record& c, ColumnWriter& w) { w.word(static_cast<std::uint64_t>(c.*field)); },
+      [field](Record& c, ColumnReader& r) { c.*field = static_cast<T>(r.word()); }, since};
 }
 
-Column number_column(const char* name, double CandidateRecord::*field) {
-  return {name, [field](const CandidateRecord& c, ColumnWriter& w) { w.number(c.*field); },
-          [field](CandidateRecord& c, ColumnReader& r) { c.*field = r.number(); }};
+template <class Record>
+Column<Record> number_column(const char* name, double Record::*field, std::uint64_t since = 1) {
+  return {name, [field](const Record& c, ColumnWriter& w) { w.number(c.*field); },
+          [field](Record& c, ColumnReader& r) { c.*field = r.number(); }, since};
 }
 
-Column text_column(const char* name, std::string CandidateRecord::*field) {
-  return {name, [field](const CandidateRecord& c, ColumnWriter& w) { w.text(c.*field); },
-          [field](CandidateRecord& c, ColumnReader& r) { c.*field = r.text(); }};
+template <class Record>
+Column<Record> text_column(const char* name, std::string Record::*field, std::uint64_t since = 1) {
+  return {name, [field](const Record& c, ColumnWriter& w) { w.text(c.*field); },
+          [field](Record& c, ColumnReader& r) { c.*field = r.text(); }, since};
 }
 
-const std::vector<Column>& columns() {
-  static const std::vector<Column> all = {
-      word_column("id", &CandidateRecord::id),
-      word_column("generation", &CandidateRecord::generation),
-      word_column("parent", &CandidateRecord::parent),
-      word_column("kernel", &CandidateRecord::kernel),
-      {"source", [](const CandidateRecord& c, ColumnWriter& w) { w.text(c.source.hex()); },
-       [](CandidateRecord& c, ColumnReader& r) {
+const std::vector<Column<CandidateRecord>>& candidate_columns() {
+  using C = CandidateRecord;
+  static const std::vector<Column<C>> all = {
+      word_column("id", &C::id),
+      word_column("generation", &C::generation),
+      word_column("parent", &C::parent),
+      word_column("kernel", &C::kernel),
+      {"source", [](const C& c, ColumnWriter& w) { w.text(c.source.hex()); },
+       [](C& c, ColumnReader& r) {
          std::string hex = r.text();
          auto hash = Hash128::from_hex(hex);
          if (!hash) throw FormatError("column 'source' holds '" + hex + "', not a hash");
          c.source = *hash;
        }},
-      text_column("level", &CandidateRecord::level),
-      text_column("plan", &CandidateRecord::plan),
-      text_column("description", &CandidateRecord::description),
-      text_column("outcome", &CandidateRecord::outcome),
-      text_column("message", &CandidateRecord::message),
-      number_column("seconds", &CandidateRecord::seconds),
-      number_column("min_seconds", &CandidateRecord::min_seconds),
-      number_column("max_seconds", &CandidateRecord::max_seconds),
-      number_column("compile_seconds", &CandidateRecord::compile_seconds),
-      number_column("evaluation_seconds", &CandidateRecord::evaluation_seconds),
-      word_column("registers", &CandidateRecord::registers),
-      word_column("spilled_bytes", &CandidateRecord::spilled_bytes),
-      word_column("shared_bytes", &CandidateRecord::shared_bytes),
-      word_column("code_bytes", &CandidateRecord::code_bytes),
-      word_column("evaluator", &CandidateRecord::evaluator),
+      text_column("level", &C::level),
+      text_column("plan", &C::plan),
+      text_column("description", &C::description),
+      text_column("outcome", &C::outcome),
+      text_column("message", &C::message),
+      number_column("seconds", &C::seconds),
+      number_column("min_seconds", &C::min_seconds),
+      number_column("max_seconds", &C::max_seconds),
+      number_column("compile_seconds", &C::compile_seconds),
+      number_column("evaluation_seconds", &C::evaluation_seconds),
+      word_column("registers", &C::registers),
+      word_column("spilled_bytes", &C::spilled_bytes),
+      word_column("shared_bytes", &C::shared_bytes),
+      word_column("code_bytes", &C::code_bytes),
+      word_column("evaluator", &C::evaluator),
+      text_column("configuration", &C::configuration, 2),
+      number_column("run_seconds", &C::run_seconds, 2),
+  };
+  return all;
+}
+
+const std::vector<Column<ConfirmationRecord>>& confirmation_columns() {
+  using C = ConfirmationRecord;
+  static const std::vector<Column<C>> all = {
+      word_column("candidate", &C::candidate),
+      word_column("kernel", &C::kernel),
+      word_column("after_generation", &C::after_generation),
+      word_column("round", &C::round),
+      word_column("evaluator", &C::evaluator),
+      word_column("repeats", &C::repeats),
+      text_column("outcome", &C::outcome),
+      text_column("message", &C::message),
+      number_column("seconds", &C::seconds),
+      number_column("min_seconds", &C::min_seconds),
+      number_column("max_seconds", &C::max_seconds),
   };
   return all;
 }
@@ -166,6 +190,29 @@ void sync_file(const std::filesystem::path& path, bool directory) {
     throw IoError("fsync", path.string() + ": " + std::strerror(error));
 }
 
+template <class Record>
+void write_table(hid_t root, const char* name, const std::vector<Record>& rows,
+                 const std::vector<Column<Record>>& columns) {
+  Handle group = h5::create_group(root, name, name);
+  for (const Column<Record>& column : columns) {
+    ColumnWriter writer;
+    for (const Record& row : rows) column.put(row, writer);
+    h5::write_bytes(group, column.name, writer.bytes(), kStored);
+  }
+}
+
+template <class Record>
+void read_table(hid_t root, const char* name, std::uint64_t version, std::vector<Record>& rows,
+                const std::vector<Column<Record>>& columns) {
+  Handle group = h5::open_group(root, name, name);
+  for (const Column<Record>& column : columns) {
+    if (column.since > version) continue;
+    ColumnReader reader(read_all(group, column.name, column.name), column.name);
+    for (Record& row : rows) column.get(row, reader);
+    reader.finish();
+  }
+}
+
 void write_file(const std::filesystem::path& path, const RunRecord& record) {
   h5::Session session(path.string());
   Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
@@ -184,17 +231,14 @@ void write_file(const std::filesystem::path& path, const RunRecord& record) {
   h5::write_uint_attribute(root, "sessions", record.sessions);
   h5::write_uint_attribute(root, "candidate_count", record.candidates.size());
   h5::write_uint_attribute(root, "source_count", record.sources.size());
+  h5::write_uint_attribute(root, "confirmation_count", record.confirmations.size());
   h5::write_bytes(root, "tune_yaml", as_bytes(record.tune_yaml), kStored);
   h5::write_bytes(root, "search_state", as_bytes(record.search_state), kStored);
   Handle sources = h5::create_group(root, "sources", "sources");
   for (const auto& [hash, text] : record.sources)
     h5::write_bytes(sources, hash.hex(), as_bytes(text), kStored);
-  Handle candidates = h5::create_group(root, "candidates", "candidates");
-  for (const Column& column : columns()) {
-    ColumnWriter writer;
-    for (const CandidateRecord& c : record.candidates) column.put(c, writer);
-    h5::write_bytes(candidates, column.name, writer.bytes(), kStored);
-  }
+  write_table(root, "candidates", record.candidates, candidate_columns());
+  write_table(root, "confirmations", record.confirmations, confirmation_columns());
   h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush", "run database");
 }
 
@@ -285,11 +329,11 @@ RunRecord read_run_database(const std::filesystem::path& file) {
       throw FormatError("holds " + std::to_string(record.sources.size()) + " sources, expected " +
                         std::to_string(source_count));
     record.candidates.resize(count);
-    Handle candidates = h5::open_group(root, "candidates", "candidates");
-    for (const Column& column : columns()) {
-      ColumnReader reader(read_all(candidates, column.name, column.name), column.name);
-      for (CandidateRecord& c : record.candidates) column.get(c, reader);
-      reader.finish();
+    read_table(root, "candidates", version, record.candidates, candidate_columns());
+    if (version >= 2) {
+      record.confirmations.resize(
+          h5::read_uint_attribute(root, "confirmation_count", "run database"));
+      read_table(root, "confirmations", version, record.confirmations, confirmation_columns());
     }
     for (const CandidateRecord& c : record.candidates) {
       if (!record.sources.contains(c.source))

@@ -60,6 +60,9 @@ class Optimizer {
   // Up to `count` configurations for idle workers: valid, distinct, neither observed nor
   // pending; they become pending. Fewer only when the space has no more to offer.
   std::vector<Configuration> propose(std::size_t count);
+  // Marks a configuration that is being evaluated without having been proposed here (e.g. the
+  // defaults, run with a new source), so that propose() does not offer it too.
+  void add_pending(const Configuration& configuration);
   // Forgets the pending proposals (their evaluations were lost).
   void clear_pending() { pending_.clear(); }
 

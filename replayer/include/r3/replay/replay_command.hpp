@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "r3/capture.hpp"
+#include "r3/tune_config.hpp"
 
 namespace r3::replay {
 
@@ -19,12 +20,18 @@ struct ReplayOptions {
   std::string entry;
   std::string flags;  // compiler flags, separated by spaces
   std::string passes;
-  std::vector<std::string> defines;  // NAME=VALUE
+  std::vector<std::string> defines;                 // NAME=VALUE
+  std::vector<std::filesystem::path> include_dirs;  // besides the source's own directory
   std::optional<capture::Dim3> block;
   std::vector<std::size_t> launches;  // empty: all
   unsigned warmup = 2;
   unsigned repeats = 10;
 };
+
+// The options that replay a kernel as a tune.yaml describes it — its source, entry, defines,
+// include directories, flags, passes, block, launches and timing — which is what the best.yaml
+// of a tuning run's results holds. `kernel`: a name in tune.yaml's kernels; empty: the only one.
+ReplayOptions options_from_tune_yaml(const config::TuneConfig& config, const std::string& kernel);
 
 // Returns 0 when every launch verified, 1 otherwise (compile error, wrong result, ...).
 int replay_capture(const ReplayOptions& options, std::ostream& out);

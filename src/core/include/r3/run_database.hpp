@@ -16,7 +16,8 @@
 namespace r3::run {
 
 inline constexpr const char* kRunFormat = "r3-run";
-inline constexpr std::uint32_t kRunVersion = 1;
+inline constexpr std::uint32_t kRunVersion =
+    2;  // 2 added configuration, run_seconds and /confirmations
 
 struct CandidateRecord {
   std::uint64_t id = 0;
@@ -24,7 +25,7 @@ struct CandidateRecord {
   std::int64_t parent = -1;  // the candidate whose source this one's came from; -1: none
   std::uint32_t kernel = 0;  // index in tune.yaml's kernels
   Hash128 source;            // its source text, in RunRecord::sources
-  std::string level;         // original, source, compiler, launch, parameters, confirm
+  std::string level;         // original, source, compiler, launch, parameters
   std::string plan;          // the search's own encoding of the candidate (for resume)
   std::string description;   // the configuration for people ("opt=3 passes=[licm] TILE=16")
   std::string outcome;       // ok, compile error, launch error, wrong result, timeout, crash
@@ -39,7 +40,28 @@ struct CandidateRecord {
   std::int32_t shared_bytes = -1;
   std::uint64_t code_bytes = 0;
   std::int32_t evaluator = -1;  // the rank that evaluated it
+  // What was compiled and launched, as JSON: entry, defines, flags, passes, compiler, block
+  // (replay::Variant without its source text), so results can be rebuilt from the database.
+  std::string configuration;
+  double run_seconds = 0;  // the run's wall time when the candidate's result was committed
   friend bool operator==(const CandidateRecord&, const CandidateRecord&) = default;
+};
+
+// One re-measurement of a candidate in the winner confirmation at the end of a session: the
+// best candidates and the original, interleaved, with more repetitions, on several evaluators.
+struct ConfirmationRecord {
+  std::uint64_t candidate = 0;  // the candidate measured (the original's id too)
+  std::uint32_t kernel = 0;
+  std::uint32_t after_generation = 0;  // generations committed when it ran (one confirmation each)
+  std::uint32_t round = 0;  // interleaving round: same round, same evaluator = neighbours
+  std::int32_t evaluator = -1;
+  std::uint32_t repeats = 0;
+  std::string outcome;  // as for candidates
+  std::string message;
+  double seconds = 0;  // median over `repeats` runs, summed over the recorded launches
+  double min_seconds = 0;
+  double max_seconds = 0;
+  friend bool operator==(const ConfirmationRecord&, const ConfirmationRecord&) = default;
 };
 
 struct RunRecord {
@@ -52,6 +74,7 @@ struct RunRecord {
   std::string search_state;       // the search's own encoding of what it needs to resume
   std::map<Hash128, std::string> sources;
   std::vector<CandidateRecord> candidates;  // in the order they were proposed
+  std::vector<ConfirmationRecord> confirmations;
 };
 
 // Writes `record` to `file` atomically (temporary file, fsync, rename). Throws IoError.

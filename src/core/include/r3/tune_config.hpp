@@ -52,6 +52,10 @@ struct KernelSelection {
   std::map<std::string, std::string> defines;       // -D NAME=VALUE for every compile
   std::vector<std::filesystem::path> include_dirs;  // absolute
   std::vector<std::string> flags;                   // extra compiler flags for every compile
+  // The pipeline every compile uses unless the compiler level searches it; empty:
+  // search.compiler.passes.baseline. A result's tune.yaml fragment sets it.
+  std::string passes;
+  std::vector<std::uint32_t> block;  // launch with this block shape (x, y, z); empty: as recorded
 };
 
 struct SourceLevel {
@@ -165,6 +169,7 @@ struct TimingConfig {
   double candidate_timeout_s = 30;
   std::uint32_t confirm_top = 3;  // best candidates re-measured before one is declared best
   std::uint32_t confirm_repeats = 50;
+  std::uint32_t confirm_rounds = 3;  // interleaved rounds per evaluator
 };
 
 struct OutputConfig {

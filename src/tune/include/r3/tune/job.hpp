@@ -12,6 +12,8 @@ namespace r3::tune {
 struct JobOptions {
   std::string tune_file;
   bool resume = false;
+  // Resume when the run database exists, start afresh otherwise (batch jobs that are requeued).
+  bool resume_if_present = false;
 };
 
 // Runs the job on every rank (collective). Errors in the configuration, the capture or the LLM

@@ -1,0 +1,46 @@
+// The results directory of a tuning run, written from its run database alone (by r3-mpi at the
+// end of a session and by `r3 report RUN.h5`):
+//   report.html           self-contained (inline SVG, no scripts, nothing fetched)
+//   candidates.csv        every candidate, one row each
+//   confirmations.csv     every re-measurement of the winner confirmation
+//   <kernel>/<source>     the winner's source, named as the original file
+//   <kernel>/best.diff    unified diff against the original (patch -p1 in the source's directory)
+//   <kernel>/best.yaml    the winner's configuration as tune.yaml (`r3 replay --config` replays it)
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "r3/report/analysis.hpp"
+#include "r3/run_database.hpp"
+
+namespace r3::report {
+
+struct KernelFiles {
+  std::string name;
+  std::filesystem::path source;    // empty when the kernel has no source in tune.yaml
+  std::filesystem::path diff;      // empty when the winner's source is the original
+  std::filesystem::path fragment;  // empty when no candidate verified
+};
+
+struct ResultsFiles {
+  std::filesystem::path directory;
+  std::filesystem::path report;
+  std::filesystem::path candidates_csv;
+  std::filesystem::path confirmations_csv;
+  std::vector<KernelFiles> kernels;
+};
+
+// Writes (or overwrites) the results of `record` under `directory`. Throws IoError naming the
+// file that could not be written, ConfigError when the stored tune.yaml no longer parses.
+ResultsFiles write_results(const run::RunRecord& record, const std::filesystem::path& directory);
+
+// tune.yaml's kernel names, read from the text stored in the run database.
+std::vector<std::string> kernel_names(const run::RunRecord& record);
+
+// One line per kernel, for the end of a job: "stencil2d: 1.31x confirmed (1.25-1.36, 6 pairs on 2
+// evaluators), 0.174 ms -> 0.133 ms, candidate 57 (compiler: opt=2 ...)".
+std::vector<std::string> summary_lines(const std::vector<KernelResult>& results);
+
+}  // namespace r3::report

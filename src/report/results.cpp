@@ -1,0 +1,266 @@
+#include "r3/report/results.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "html.hpp"
+#include "r3/error.hpp"
+#include "r3/report/diff.hpp"
+#include "r3/tune_config.hpp"
+#include "svg.hpp"
+
+namespace r3::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void write_text(const fs::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) throw IoError("write", "cannot write " + path.string() + ": " + std::strerror(errno));
+}
+
+// A kernel's directory name: its tune.yaml name with anything unsafe in a path replaced.
+std::string directory_name(const std::string& kernel) {
+  std::string out;
+  for (char c : kernel)
+    out +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
+  if (out.empty() || out == "." || out == "..") out = "kernel";
+  return out;
+}
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string yaml_string(std::string_view text) { return json(std::string(text)).dump(); }
+
+bool is_identifier(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+std::string candidates_csv(const run::RunRecord& record, const std::vector<KernelResult>& results) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "id,generation,kernel,level,parent,source,outcome,seconds,min_seconds,max_seconds,"
+         "speedup,compile_seconds,evaluation_seconds,registers,spilled_bytes,shared_bytes,"
+         "code_bytes,evaluator,run_seconds,description,message\n";
+  for (const auto& c : record.candidates) {
+    double original = c.kernel < results.size() && results[c.kernel].original
+                          ? results[c.kernel].original->seconds
+                          : 0;
+    std::string name =
+        c.kernel < results.size() ? results[c.kernel].name : std::to_string(c.kernel);
+    std::string message = c.message.substr(0, c.message.find('\n'));
+    out << c.id << ',' << c.generation << ',' << csv_field(name) << ',' << c.level << ','
+        << c.parent << ',' << c.source.hex() << ',' << csv_field(c.outcome) << ',';
+    if (c.outcome == "ok") {
+      out << c.seconds << ',' << c.min_seconds << ',' << c.max_seconds << ',';
+      if (original > 0 && c.seconds > 0) out << original / c.seconds;
+    } else {
+      out << ",,,";
+    }
+    out << ',' << c.compile_seconds << ',' << c.evaluation_seconds << ',' << c.registers << ','
+        << c.spilled_bytes << ',' << c.shared_bytes << ',' << c.code_bytes << ',' << c.evaluator
+        << ',' << c.run_seconds << ',' << csv_field(c.description) << ',' << csv_field(message)
+        << '\n';
+  }
+  return out.str();
+}
+
+std::string confirmations_csv(const run::RunRecord& record,
+                              const std::vector<KernelResult>& results) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "kernel,candidate,after_generation,round,evaluator,repeats,outcome,seconds,min_seconds,"
+         "max_seconds,message\n";
+  for (const auto& c : record.confirmations) {
+    std::string name =
+        c.kernel < results.size() ? results[c.kernel].name : std::to_string(c.kernel);
+    out << csv_field(name) << ',' << c.candidate << ',' << c.after_generation << ',' << c.round
+        << ',' << c.evaluator << ',' << c.repeats << ',' << csv_field(c.outcome) << ',' << c.seconds
+        << ',' << c.min_seconds << ',' << c.max_seconds << ','
+        << csv_field(c.message.substr(0, c.message.find('\n'))) << '\n';
+  }
+  return out.str();
+}
+
+// The winner's configuration as a tune.yaml that replays it (and can start a new search there).
+std::string fragment(const config::TuneConfig& config, const config::KernelSelection& selection,
+                     const KernelResult& k, const fs::path& source_file) {
+  const run::CandidateRecord& w = *k.winner;
+  json c =
+      json::parse(w.configuration.empty() ? std::string("{}") : w.configuration, nullptr, false);
+  if (c.is_discarded()) c = json::object();
+  std::ostringstream out;
+  out << "# r3 result for kernel '" << k.name << "': candidate " << w.id << " (" << w.level << ": "
+      << w.description << ")\n";
+  if (k.confirmed) {
+    out << "# confirmed speedup " << svg::number(k.speedup) << "x (" << svg::number(k.speedup_low)
+        << "-" << svg::number(k.speedup_high) << " over " << k.pairs << " neighbouring pairs), "
+        << format_seconds(k.original_seconds) << " -> " << format_seconds(k.winner_seconds) << "\n";
+  } else {
+    out << "# not confirmed: a single sample of " << format_seconds(k.winner_seconds) << "\n";
+  }
+  out << "# replay it: r3 replay --config "
+      << "best.yaml\n";
+  out << "# from run database of " << config.file.string() << "\n";
+  out << "capture: " << yaml_string(config.capture.string()) << "\n";
+  out << "backend: " << config::to_string(config.backend) << "\n";
+  out << "kernels:\n  - name: " << yaml_string(selection.name) << "\n";
+  if (!source_file.empty()) out << "    source: " << yaml_string(source_file.string()) << "\n";
+  if (c.contains("entry") && !c["entry"].get<std::string>().empty())
+    out << "    entry: " << yaml_string(c["entry"].get<std::string>()) << "\n";
+  if (!selection.launches.empty()) {
+    out << "    launches: [";
+    for (std::size_t i = 0; i < selection.launches.size(); ++i)
+      out << (i ? ", " : "") << selection.launches[i];
+    out << "]\n";
+  }
+  if (c.contains("defines")) {
+    std::string defines;
+    for (const auto& [name, value] : c["defines"].items()) {
+      // The search defines R3_TUNABLE(...) away; the sources guard it themselves.
+      if (!is_identifier(name)) continue;
+      defines += (defines.empty() ? "" : ", ") + yaml_string(name) + ": " +
+                 yaml_string(value.get<std::string>());
+    }
+    if (!defines.empty()) out << "    defines: {" << defines << "}\n";
+  }
+  if (c.contains("include_dirs") && !c["include_dirs"].empty()) {
+    out << "    include_dirs: [";
+    bool first = true;
+    for (const auto& dir : c["include_dirs"]) {
+      out << (first ? "" : ", ") << yaml_string(dir.get<std::string>());
+      first = false;
+    }
+    out << "]\n";
+  }
+  if (c.contains("flags") && !c["flags"].empty()) {
+    out << "    flags: [";
+    bool first = true;
+    for (const auto& flag : c["flags"]) {
+      out << (first ? "" : ", ") << yaml_string(flag.get<std::string>());
+      first = false;
+    }
+    out << "]\n";
+  }
+  if (c.contains("passes") && !c["passes"].get<std::string>().empty())
+    out << "    passes: " << yaml_string(c["passes"].get<std::string>()) << "\n";
+  if (c.contains("block")) {
+    out << "    block: [" << c["block"][0] << ", " << c["block"][1] << ", " << c["block"][2]
+        << "]\n";
+  }
+  out << "timing:\n  warmup: " << config.timing.warmup << "\n  repeats: " << config.timing.repeats
+      << "\n";
+  return out.str();
+}
+
+config::TuneConfig stored_config(const run::RunRecord& record) {
+  return config::parse_tune_config(record.tune_yaml, record.tune_file);
+}
+
+}  // namespace
+
+std::vector<std::string> kernel_names(const run::RunRecord& record) {
+  std::vector<std::string> names;
+  for (const auto& k : stored_config(record).kernels) names.push_back(k.name);
+  return names;
+}
+
+std::vector<std::string> summary_lines(const std::vector<KernelResult>& results) {
+  std::vector<std::string> lines;
+  for (const KernelResult& k : results) {
+    std::ostringstream line;
+    line << k.name << ": ";
+    if (!k.winner) {
+      line << "no candidate passed verification";
+    } else if (k.confirmed) {
+      line << svg::number(k.speedup) << "x confirmed (" << svg::number(k.speedup_low) << "-"
+           << svg::number(k.speedup_high) << " over " << k.pairs << " neighbouring pairs on "
+           << k.evaluators.size() << " evaluator(s)), " << format_seconds(k.original_seconds)
+           << " -> " << format_seconds(k.winner_seconds);
+    } else if (k.original) {
+      line << svg::number(k.speedup) << "x in a single sample (not confirmed), "
+           << format_seconds(k.original_seconds) << " -> " << format_seconds(k.winner_seconds);
+    } else {
+      line << "best " << format_seconds(k.winner_seconds) << " (the original did not verify)";
+    }
+    if (k.winner)
+      line << ", candidate " << k.winner->id << " (" << k.winner->level << ": "
+           << k.winner->description << ")";
+    lines.push_back(line.str());
+  }
+  return lines;
+}
+
+ResultsFiles write_results(const run::RunRecord& record, const fs::path& directory) {
+  config::TuneConfig config = stored_config(record);
+  std::vector<std::string> names;
+  for (const auto& k : config.kernels) names.push_back(k.name);
+  std::vector<KernelResult> results = analyse(record, names);
+  ResultsFiles files;
+  files.directory = directory;
+  std::error_code ec;
+  fs::create_directories(directory, ec);
+  if (ec) throw IoError("mkdir", "cannot create " + directory.string() + ": " + ec.message());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const KernelResult& k = results[i];
+    const config::KernelSelection& selection = config.kernels[i];
+    KernelFiles kf;
+    kf.name = k.name;
+    files.kernels.push_back(kf);
+    if (!k.winner) continue;
+    fs::path dir = directory / directory_name(k.name);
+    fs::create_directories(dir, ec);
+    if (ec) throw IoError("mkdir", "cannot create " + dir.string() + ": " + ec.message());
+    fs::path source_name;
+    const run::CandidateRecord* first = nullptr;  // the original, whatever its outcome
+    for (const auto& c : record.candidates) {
+      if (c.kernel == i && c.level == "original") {
+        first = &c;
+        break;
+      }
+    }
+    if (!selection.source.empty() && first) {
+      source_name = selection.source.filename();
+      const std::string& best = record.sources.at(k.winner->source);
+      const std::string& original = record.sources.at(first->source);
+      kf.source = dir / source_name;
+      write_text(kf.source, best);
+      std::string patch = unified_diff(original, best, source_name.string());
+      fs::path diff = dir / "best.diff";
+      if (!patch.empty()) {
+        write_text(diff, patch);
+        kf.diff = diff;
+      } else {
+        fs::remove(diff, ec);
+      }
+    }
+    kf.fragment = dir / "best.yaml";
+    write_text(kf.fragment, fragment(config, selection, k, source_name));
+    files.kernels.back() = kf;
+  }
+  files.candidates_csv = directory / "candidates.csv";
+  write_text(files.candidates_csv, candidates_csv(record, results));
+  files.confirmations_csv = directory / "confirmations.csv";
+  write_text(files.confirmations_csv, confirmations_csv(record, results));
+  files.report = directory / "report.html";
+  write_text(files.report, render_html(record, results, files));
+  return files;
+}
+
+}  // namespace r3::report
