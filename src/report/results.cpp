@@ -140,20 +140,12 @@ std::string fragment(const config::TuneConfig& config, const config::KernelSelec
     }
     if (!defines.empty()) out << "    defines: {" << defines << "}\n";
   }
-  if (c.contains("include_dirs") && !c["include_dirs"].empty()) {
-    out << "    include_dirs: [";
+  for (const char* key : {"include_dirs", "flags"}) {
+    if (!c.contains(key) || c[key].empty()) continue;
+    out << "    " << key << ": [";
     bool first = true;
-    for (const auto& dir : c["include_dirs"]) {
-      out << (first ? "" : ", ") << yaml_string(dir.get<std::string>());
-      first = false;
-    }
-    out << "]\n";
-  }
-  if (c.contains("flags") && !c["flags"].empty()) {
-    out << "    flags: [";
-    bool first = true;
-    for (const auto& flag : c["flags"]) {
-      out << (first ? "" : ", ") << yaml_string(flag.get<std::string>());
+    for (const auto& item : c[key]) {
+      out << (first ? "" : ", ") << yaml_string(item.get<std::string>());
       first = false;
     }
     out << "]\n";

@@ -12,23 +12,19 @@
 #include "r3/report/analysis.hpp"
 #include "r3/run_database.hpp"
 #include "r3/version.hpp"
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
+
+using r3::test::read_text_file;
 
 namespace fs = std::filesystem;
 using r3::test::ProcessResult;
 using r3::test::TempDir;
 
 using r3::test::count;
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // "total median 170.5 us" of `r3 replay`, in seconds.
 double replayed_seconds(const std::string& out) {
@@ -123,13 +119,13 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
                                (results / "stencil2d/best.diff").string()});
     ASSERT_EQ(patched.exit_code, 0) << patched.out << patched.err;
   }
-  EXPECT_EQ(read(dir_ / "patched/stencil_order.cpp"), read(best_source));
-  std::string html = read(results / "report.html");
+  EXPECT_EQ(read_text_file(dir_ / "patched/stencil_order.cpp"), read_text_file(best_source));
+  std::string html = read_text_file(results / "report.html");
   for (const char* section :
        {"id=\"speedup\"", "id=\"progress-evaluations\"", "id=\"progress-wall\"", "id=\"levels\"",
         "id=\"failures\"", "id=\"lineage\"", "id=\"confirmation\""})
     EXPECT_NE(html.find(section), std::string::npos) << section;
-  EXPECT_EQ(count(read(results / "candidates.csv"), "\n"),
+  EXPECT_EQ(count(read_text_file(results / "candidates.csv"), "\n"),
             static_cast<int>(run.candidates.size()) + 1);
 
   // best.yaml, fed back to r3 replay, runs the winner: verified, at its confirmed time within
@@ -146,8 +142,10 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
   ProcessResult again = r3::test::run_process(
       {R3_TEST_R3, "report", (results / "run.h5").string(), "-o", (dir_ / "again").string()});
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(read(dir_ / "again/stencil2d/stencil_order.cpp"), read(best_source));
-  EXPECT_EQ(read(dir_ / "again/candidates.csv"), read(results / "candidates.csv"));
+  EXPECT_EQ(read_text_file(dir_ / "again/stencil2d/stencil_order.cpp"),
+            read_text_file(best_source));
+  EXPECT_EQ(read_text_file(dir_ / "again/candidates.csv"),
+            read_text_file(results / "candidates.csv"));
   EXPECT_NE(again.out.find("x confirmed ("), std::string::npos) << again.out;
 }
 

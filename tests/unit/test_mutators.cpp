@@ -13,20 +13,15 @@
 #include "nvrtc_check.hpp"
 #include "r3/compiler/host_compiler.hpp"
 #include "r3/evolve/mutators.hpp"
+#include "support/files.hpp"
 #include "support/kernel_args.hpp"
 
 namespace r3::evolve {
 namespace {
 
-const std::vector<std::string> kAll = {"restrict", "unroll", "launch_bounds", "ldg", "hoist_loads"};
+using r3::test::read_text_file;
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) ADD_FAILURE() << "cannot read " << path;
-  return text.str();
-}
+const std::vector<std::string> kAll = {"restrict", "unroll", "launch_bounds", "ldg", "hoist_loads"};
 
 struct Kernel {
   std::string path, entry;
@@ -87,7 +82,7 @@ TEST(Mutators, EveryRewriteOfTheBundledKernelsCompilesAtEveryTunableValue) {
   std::map<std::string, int> produced;
   for (const Kernel& k : kernels()) {
     SCOPED_TRACE(k.path);
-    const std::string source = read(k.path);
+    const std::string source = read_text_file(k.path);
     MutationReport report = mutate(source, k.path, k.entry, k.language, kAll);
     EXPECT_EQ(report.diagnostics, "");
     EXPECT_TRUE(report.rejected.empty())
@@ -117,8 +112,8 @@ TEST(Mutators, CudaRewritesCompileWithNvrtc) {
     if (k.language != SourceLanguage::cuda) continue;
     SCOPED_TRACE(k.path);
     std::string log;
-    ASSERT_TRUE(bench::nvrtc_compiles(read(k.path), k.path, {}, log)) << log;
-    for (const Mutation& m : mutations_of(read(k.path), k.entry, k.language)) {
+    ASSERT_TRUE(bench::nvrtc_compiles(read_text_file(k.path), k.path, {}, log)) << log;
+    for (const Mutation& m : mutations_of(read_text_file(k.path), k.entry, k.language)) {
       SCOPED_TRACE(m.mutator + ": " + m.description);
       for (const std::string& defines : assignments(m.tunables)) {
         std::string compile_log;
@@ -160,7 +155,7 @@ TEST(Mutators, CompileCheckSeesTheCudaHeadersAndRejectsErrors) {
 }
 
 TEST(Mutators, RestrictQualifiesEveryUnqualifiedPointerParameter) {
-  const std::string source = read(std::string(R3_TEST_DATA_DIR) + "/kernels/saxpy.cu");
+  const std::string source = read_text_file(std::string(R3_TEST_DATA_DIR) + "/kernels/saxpy.cu");
   std::optional<Mutation> m =
       find(mutations_of(source, "saxpy", SourceLanguage::cuda, {"restrict"}), "restrict");
   ASSERT_TRUE(m.has_value());
@@ -172,7 +167,8 @@ TEST(Mutators, RestrictQualifiesEveryUnqualifiedPointerParameter) {
   EXPECT_EQ(find(mutations_of(m->source, "saxpy", SourceLanguage::cuda, {"restrict"}), "restrict"),
             std::nullopt);
   // C++: the spelling GCC and Clang both accept.
-  const std::string cpp = read(std::string(R3_TEST_SOURCE_DIR) + "/examples/spmv/spmv.cpp");
+  const std::string cpp =
+      read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/spmv/spmv.cpp");
   std::optional<Mutation> host =
       find(mutations_of(cpp, "spmv_csr", SourceLanguage::cpp, {"restrict"}), "restrict");
   ASSERT_TRUE(host.has_value());
@@ -198,7 +194,7 @@ TEST(Mutators, UnrollGivesEachLoopItsOwnFactorAndSkipsPragmaLoops) {
 }
 
 TEST(Mutators, LaunchBoundsOnlyOnCudaKernelsWithoutThem) {
-  const std::string source = read(std::string(R3_TEST_DATA_DIR) + "/kernels/saxpy.cu");
+  const std::string source = read_text_file(std::string(R3_TEST_DATA_DIR) + "/kernels/saxpy.cu");
   std::optional<Mutation> m =
       find(mutations_of(source, "saxpy", SourceLanguage::cuda, {"launch_bounds"}), "launch_bounds");
   ASSERT_TRUE(m.has_value());
@@ -209,12 +205,13 @@ TEST(Mutators, LaunchBoundsOnlyOnCudaKernelsWithoutThem) {
   EXPECT_EQ(find(mutations_of(m->source, "saxpy", SourceLanguage::cuda, {"launch_bounds"}),
                  "launch_bounds"),
             std::nullopt);
-  const std::string cpp = read(std::string(R3_TEST_SOURCE_DIR) + "/examples/spmv/spmv.cpp");
+  const std::string cpp =
+      read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/spmv/spmv.cpp");
   EXPECT_TRUE(mutations_of(cpp, "spmv_csr", SourceLanguage::cpp, {"launch_bounds", "ldg"}).empty());
 }
 
 TEST(Mutators, LdgWrapsReadsOfConstParametersIncludingNestedOnes) {
-  const std::string source = read(std::string(R3_TEST_DATA_DIR) + "/kernels/spmv_csr.cu");
+  const std::string source = read_text_file(std::string(R3_TEST_DATA_DIR) + "/kernels/spmv_csr.cu");
   std::optional<Mutation> m =
       find(mutations_of(source, "spmv_csr", SourceLanguage::cuda, {"ldg"}), "ldg");
   ASSERT_TRUE(m.has_value());
@@ -316,7 +313,7 @@ TEST(Mutators, HostRewritesComputeTheSameResults) {
   for (const auto& [path, entry] :
        {std::pair{root + "/examples/spmv/spmv.cpp", std::string("spmv_csr")},
         std::pair{root + "/examples/demo/stencil.cpp", std::string("stencil2d")}}) {
-    const std::string source = read(path);
+    const std::string source = read_text_file(path);
     const bool is_spmv = entry == "spmv_csr";
     auto run = [&](const compiler::HostCompileResult& c) {
       return is_spmv ? std::vector<double>(spmv(c)) : [&] {

@@ -11,10 +11,13 @@
 #include "r3/report/diff.hpp"
 #include "r3/report/results.hpp"
 #include "r3/tune_config.hpp"
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
+
+using r3::test::read_text_file;
 
 namespace fs = std::filesystem;
 using namespace r3::report;
@@ -22,13 +25,6 @@ using r3::run::CandidateRecord;
 using r3::run::ConfirmationRecord;
 using r3::run::RunRecord;
 using r3::test::TempDir;
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Applies `patch` with patch(1) to a copy of `before` and returns the result.
 std::string apply_with_patch(const std::string& before, const std::string& diff,
@@ -39,7 +35,7 @@ std::string apply_with_patch(const std::string& before, const std::string& diff,
   r3::test::ProcessResult r = r3::test::run_process(
       {"patch", "-p1", "-s", "-d", dir.path().string(), "-i", (dir / "change.diff").string()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n" << diff;
-  return read(dir / name);
+  return read_text_file(dir / name);
 }
 
 TEST(ReportDiff, PatchAppliesItAndGetsTheNewText) {
@@ -202,11 +198,12 @@ TEST(ReportResults, TheDirectoryHoldsEverySectionAndFileAndTheFragmentParses) {
   ASSERT_EQ(files.kernels.size(), 1u);
   const KernelFiles& k = files.kernels[0];
   EXPECT_EQ(k.source, dir / "results/stencil2d/stencil.cpp");
-  EXPECT_EQ(read(k.source),
+  EXPECT_EQ(read_text_file(k.source),
             run.sources.at(r3::hash_string("int k(int x) {\n  return x + 0;\n}\n")));
-  EXPECT_EQ(apply_with_patch(run.sources.at(run.candidates[0].source), read(k.diff), "stencil.cpp"),
-            read(k.source));
-  std::string html = read(files.report);
+  EXPECT_EQ(apply_with_patch(run.sources.at(run.candidates[0].source), read_text_file(k.diff),
+                             "stencil.cpp"),
+            read_text_file(k.source));
+  std::string html = read_text_file(files.report);
   for (const char* section :
        {"id=\"speedup\"", "id=\"progress-evaluations\"", "id=\"progress-wall\"", "id=\"levels\"",
         "id=\"failures\"", "id=\"lineage\"", "id=\"confirmation\""})
@@ -215,7 +212,7 @@ TEST(ReportResults, TheDirectoryHoldsEverySectionAndFileAndTheFragmentParses) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_NE(html.find("1.97x"), std::string::npos) << "the confirmed speedup, median of 4 pairs";
-  std::string csv = read(files.candidates_csv);
+  std::string csv = read_text_file(files.candidates_csv);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6) << csv;
   EXPECT_NE(csv.find(",crash,"), std::string::npos);
   // The fragment is a tune.yaml: the winner's source next to it, its configuration.
@@ -237,7 +234,7 @@ TEST(ReportResults, TheFragmentCarriesDefinesFlagsAndPasses) {
   const auto& kernel = fragment.kernels.at(0);
   EXPECT_EQ(kernel.defines, (std::map<std::string, std::string>{{"TILE", "16"}}));
   EXPECT_EQ(kernel.passes, "default<O2>");
-  EXPECT_NE(read(files.kernels.at(0).fragment).find("not confirmed"), std::string::npos);
+  EXPECT_NE(read_text_file(files.kernels.at(0).fragment).find("not confirmed"), std::string::npos);
 }
 
 }  // namespace

@@ -10,20 +10,16 @@
 #include "r3/error.hpp"
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
+using r3::test::read_text_file;
+
 using namespace r3::replay;
 using r3::test::TempDir;
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 class SandboxTest : public ::testing::Test {
  protected:
@@ -43,7 +39,7 @@ class SandboxTest : public ::testing::Test {
   static Request request(const std::string& file, std::map<std::string, std::string> defines = {}) {
     Request r;
     r.variant.source_name = file;
-    r.variant.source_text = read(std::string(R3_TEST_DATA_DIR) + "/" + file);
+    r.variant.source_text = read_text_file(std::string(R3_TEST_DATA_DIR) + "/" + file);
     r.variant.entry = "stencil2d";
     r.variant.defines = std::move(defines);
     r.variant.passes = "default<O2>";
