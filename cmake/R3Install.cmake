@@ -28,3 +28,7 @@ install(FILES "${R3_GENERATED_INCLUDE_DIR}/r3/config.hpp"
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/" DESTINATION "${CMAKE_INSTALL_DOCDIR}"
   COMPONENT documentation)
+
+# The batch scripts (jobs/README.md), to copy next to a tune.yaml on a cluster.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/jobs/" DESTINATION "${CMAKE_INSTALL_DATADIR}/r3/jobs"
+  COMPONENT runtime USE_SOURCE_PERMISSIONS)

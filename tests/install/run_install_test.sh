@@ -17,11 +17,21 @@ if [ "$mode" = static ]; then
   cmake --build "$build" -j 2 >"$work/build.log"
 fi
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
-for f in bin/r3 bin/r3-mpi libexec/r3/r3-sandbox include/r3/capture.hpp include/r3/config.hpp; do
+for f in bin/r3 bin/r3-mpi libexec/r3/r3-sandbox include/r3/capture.hpp include/r3/config.hpp \
+  share/r3/prompts share/r3/examples/smoke.h5 share/r3/examples/demo/tune.yaml \
+  share/r3/examples/demo/stencil.cpp share/r3/jobs/README.md share/r3/jobs/slurm/tune.sbatch; do
   [ -e "$work/prefix/$f" ] || { echo "install is missing $f" >&2; exit 1; }
 done
 [ -n "$(find "$work/prefix" -name r3Config.cmake)" ] || { echo "install is missing r3Config.cmake" >&2; exit 1; }
 "$work/prefix/bin/r3" --version | head -1
+[ -x "$work/prefix/share/r3/jobs/slurm/tune.sbatch" ] || { echo "installed job scripts are not executable" >&2; exit 1; }
+"$work/prefix/bin/r3" inspect "$work/prefix/share/r3/examples/smoke.h5" >"$work/inspect.log"
+# The installed tools replay the installed capture where they can compile (the shared build has LLVM).
+version=$("$work/prefix/bin/r3" --version)
+if grep -q 'LLVM/Clang: yes' <<<"$version"; then
+  "$work/prefix/bin/r3" replay "$work/prefix/share/r3/examples/smoke.h5" >"$work/replay.log" ||
+    { cat "$work/replay.log" >&2; echo "the installed r3 cannot replay share/r3/examples/smoke.h5" >&2; exit 1; }
+fi
 cmake -S "$source/tests/install/consumer" -B "$work/consumer" -G "$generator" \
   -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/consumer-configure.log"
 cmake --build "$work/consumer" >"$work/consumer-build.log"

@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "r3/tune_config.hpp"
 #include "r3/version.hpp"
@@ -122,6 +125,66 @@ TEST_F(Cli, VersionHelpAndUsageErrors) {
   EXPECT_EQ(r3({"bogus"}).exit_code, 2);
   EXPECT_EQ(r3({"inspect"}).exit_code, 2);
   EXPECT_EQ(r3({"record", "--capture", "some", "--", "./app"}).exit_code, 2);
+}
+
+// The options a --help prints ("-k,--kernel TEXT" -> -k, --kernel), and those one section of
+// docs/commands.md lists in its table (`-k`, `--kernel` in the first column).
+std::set<std::string> help_options(const std::string& help) {
+  std::set<std::string> out;
+  std::istringstream lines(help.substr(help.find("Options:")));
+  std::regex option(R"(^  (-[-\w]+(,-[-\w]+)*))");
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Subcommands:", 0) == 0) break;
+    std::smatch m;
+    if (!std::regex_search(line, m, option)) continue;
+    std::istringstream names(m[1].str());
+    for (std::string name; std::getline(names, name, ',');) out.insert(name);
+  }
+  return out;
+}
+
+std::set<std::string> documented_options(const std::string& doc, const std::string& heading) {
+  std::size_t start = doc.find("\n## " + heading + "\n");
+  EXPECT_NE(start, std::string::npos) << "docs/commands.md has no section '## " << heading << "'";
+  if (start == std::string::npos) return {};
+  std::size_t end = doc.find("\n## ", start + 1);
+  std::istringstream lines(doc.substr(start, end == std::string::npos ? end : end - start));
+  std::set<std::string> out;
+  std::regex option("`(-[-\\w]+)`");
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `-", 0) != 0) continue;
+    std::string first_column = line.substr(0, line.find('|', 1));
+    for (std::sregex_iterator it(first_column.begin(), first_column.end(), option), last;
+         it != last; ++it)
+      out.insert((*it)[1].str());
+  }
+  return out;
+}
+
+TEST_F(Cli, HelpMatchesTheCommandReference) {
+  std::ifstream in(std::string(R3_TEST_SOURCE_DIR) + "/docs/commands.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  struct Command {
+    std::string heading;
+    std::vector<std::string> argv;
+  };
+  for (const Command& c : std::vector<Command>{{"r3", {R3_TEST_R3, "--help"}},
+                                               {"r3 record", {R3_TEST_R3, "record", "--help"}},
+                                               {"r3 replay", {R3_TEST_R3, "replay", "--help"}},
+                                               {"r3 inspect", {R3_TEST_R3, "inspect", "--help"}},
+                                               {"r3 report", {R3_TEST_R3, "report", "--help"}},
+                                               {"r3-mpi", {R3_TEST_R3_MPI, "--help"}}}) {
+    ProcessResult help = run_process(c.argv);
+    ASSERT_EQ(help.exit_code, 0) << c.heading;
+    std::set<std::string> printed = help_options(help.out);
+    // Every subcommand's -h/--help is documented once, in the r3 section.
+    if (c.heading.rfind("r3 ", 0) == 0) printed.erase("-h"), printed.erase("--help");
+    EXPECT_FALSE(printed.empty()) << help.out;
+    EXPECT_EQ(documented_options(doc.str(), c.heading), printed)
+        << "docs/commands.md, section '" << c.heading << "', and --help differ:\n"
+        << help.out;
+  }
 }
 
 TEST_F(Cli, SubcommandsNotBuiltYetSaySo) {
