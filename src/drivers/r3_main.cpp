@@ -142,7 +142,8 @@ void add_report(CLI::App& app, ReportOptions& o) {
                      "Directory to write (default: the directory run.h5 is in)");
 }
 
-void print_run_summary(const r3::run::RunRecord& record, std::ostream& out) {
+void print_run_summary(const r3::run::RunRecord& record,
+                       const std::vector<r3::report::KernelResult>& results, std::ostream& out) {
   std::map<std::string, std::size_t> outcomes;
   for (const auto& c : record.candidates) ++outcomes[c.outcome];
   out << "run       " << record.tune_file << " (r3 " << record.r3_version << ")\n"
@@ -151,8 +152,7 @@ void print_run_summary(const r3::run::RunRecord& record, std::ostream& out) {
       << " s\noutcomes ";
   for (const auto& [why, n] : outcomes) out << " " << n << " " << why << ";";
   out << "\n";
-  for (const std::string& line :
-       r3::report::summary_lines(r3::report::analyse(record, r3::report::kernel_names(record))))
+  for (const std::string& line : r3::report::summary_lines(results))
     out << "kernel    " << line << "\n";
 }
 
@@ -162,7 +162,7 @@ int run_report(const ReportOptions& o) {
                                         ? std::filesystem::absolute(o.run).parent_path()
                                         : std::filesystem::path(o.output);
   r3::report::ResultsFiles files = r3::report::write_results(record, directory);
-  print_run_summary(record, std::cout);
+  print_run_summary(record, files.results, std::cout);
   for (const auto& k : files.kernels) {
     for (const auto& path : {k.source, k.diff, k.fragment})
       if (!path.empty()) std::cout << "wrote     " << path.string() << "\n";
@@ -175,7 +175,9 @@ int run_report(const ReportOptions& o) {
 
 int run_inspect(const InspectArgs& args) {
   if (r3::run::is_run_database(args.file)) {
-    print_run_summary(r3::run::read_run_database(args.file), std::cout);
+    r3::run::RunRecord record = r3::run::read_run_database(args.file);
+    print_run_summary(record, r3::report::analyse(record, r3::report::kernel_names(record)),
+                      std::cout);
     return r3::exit_ok;
   }
   auto capture = r3::capture::CaptureReader::open(args.file);

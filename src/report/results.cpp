@@ -167,10 +167,14 @@ config::TuneConfig stored_config(const run::RunRecord& record) {
 
 }  // namespace
 
-std::vector<std::string> kernel_names(const run::RunRecord& record) {
+std::vector<std::string> kernel_names(const config::TuneConfig& config) {
   std::vector<std::string> names;
-  for (const auto& k : stored_config(record).kernels) names.push_back(k.name);
+  for (const auto& k : config.kernels) names.push_back(k.name);
   return names;
+}
+
+std::vector<std::string> kernel_names(const run::RunRecord& record) {
+  return kernel_names(stored_config(record));
 }
 
 std::vector<std::string> summary_lines(const std::vector<KernelResult>& results) {
@@ -201,9 +205,7 @@ std::vector<std::string> summary_lines(const std::vector<KernelResult>& results)
 
 ResultsFiles write_results(const run::RunRecord& record, const fs::path& directory) {
   config::TuneConfig config = stored_config(record);
-  std::vector<std::string> names;
-  for (const auto& k : config.kernels) names.push_back(k.name);
-  std::vector<KernelResult> results = analyse(record, names);
+  std::vector<KernelResult> results = analyse(record, kernel_names(config));
   ResultsFiles files;
   files.directory = directory;
   std::error_code ec;
@@ -252,6 +254,7 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
   write_text(files.confirmations_csv, confirmations_csv(record, results));
   files.report = directory / "report.html";
   write_text(files.report, render_html(record, results, files));
+  files.results = std::move(results);
   return files;
 }
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "llm_worker.hpp"
 #include "r3/capture.hpp"
@@ -26,6 +27,7 @@
 #include "r3/log.hpp"
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
+#include "r3/report/analysis.hpp"
 #include "r3/report/results.hpp"
 #include "r3/run_database.hpp"
 #include "r3/tune_config.hpp"
@@ -279,10 +281,25 @@ EvaluatorSetup evaluator_setup(const Master& m) {
   return setup;
 }
 
+// What the run database keeps of an evaluation's message.
+std::string stored_message(const std::string& message) {
+  return message.size() > 4000 ? message.substr(0, 4000) + " ..." : message;
+}
+
+// The fastest and slowest time of each recorded launch, summed (as `run.seconds` sums medians).
+std::pair<double, double> summed_min_max(const replay::Evaluation& e) {
+  std::pair<double, double> sums{0, 0};
+  for (const auto& l : e.run.launches) {
+    sums.first += l.time.min;
+    sums.second += l.time.max;
+  }
+  return sums;
+}
+
 // Fills the candidate's record from its evaluation.
 void record_result(run::CandidateRecord& r, const replay::Evaluation& e, int evaluator) {
   r.outcome = std::string(replay::to_string(e.outcome));
-  r.message = e.message.size() > 4000 ? e.message.substr(0, 4000) + " ..." : e.message;
+  r.message = stored_message(e.message);
   r.compile_seconds = e.compile_seconds;
   r.evaluation_seconds = e.seconds;
   r.registers = e.resources.registers;
@@ -292,11 +309,7 @@ void record_result(run::CandidateRecord& r, const replay::Evaluation& e, int eva
   r.evaluator = evaluator;
   if (e.outcome == replay::Outcome::ok) {
     r.seconds = e.run.seconds;
-    r.min_seconds = r.max_seconds = 0;
-    for (const auto& l : e.run.launches) {
-      r.min_seconds += l.time.min;
-      r.max_seconds += l.time.max;
-    }
+    std::tie(r.min_seconds, r.max_seconds) = summed_min_max(e);
   }
 }
 
@@ -307,21 +320,6 @@ std::string batch_digest(const std::vector<Planned>& batch) {
     hasher.update_field(p.record.plan);
   }
   return hasher.digest().hex().substr(0, 12);
-}
-
-struct KernelBest {
-  double original = 0;
-  const run::CandidateRecord* best = nullptr;
-};
-
-std::vector<KernelBest> bests(const run::RunRecord& record, std::size_t kernels) {
-  std::vector<KernelBest> out(kernels);
-  for (const auto& c : record.candidates) {
-    if (c.outcome != "ok" || c.kernel >= kernels) continue;
-    if (c.level == "original") out[c.kernel].original = c.seconds;
-    if (!out[c.kernel].best || c.seconds < out[c.kernel].best->seconds) out[c.kernel].best = &c;
-  }
-  return out;
 }
 
 std::string progress_line(const Master& m, std::uint32_t generation, std::size_t first,
@@ -348,12 +346,13 @@ std::string progress_line(const Master& m, std::uint32_t generation, std::size_t
     }
     line << ", " << n << " failed (" << classes << ")";
   }
-  for (const KernelBest& b : bests(m.record, m.search->kernels().size())) {
-    if (!b.best) continue;
-    line << "; best " << format_ms(b.best->seconds);
-    if (b.original > 0) {
+  for (const report::KernelResult& k : report::analyse(m.record, report::kernel_names(m.config))) {
+    if (!k.best_sample) continue;
+    line << "; best " << format_ms(k.best_sample->seconds);
+    if (k.original) {
       line.precision(3);
-      line << " (" << b.original / b.best->seconds << "x over " << format_ms(b.original) << ")";
+      line << " (" << k.original->seconds / k.best_sample->seconds << "x over "
+           << format_ms(k.original->seconds) << ")";
     }
   }
   if (m.llm) {
@@ -532,13 +531,10 @@ void confirm_winners(Master& m, const Collectives& world, Evaluator* local) {
     c.evaluator = r.rank;
     c.repeats = t.confirm_repeats;
     c.outcome = std::string(replay::to_string(r.evaluation.outcome));
-    c.message = r.evaluation.message.substr(0, 4000);
+    c.message = stored_message(r.evaluation.message);
     if (r.evaluation.outcome == replay::Outcome::ok) {
       c.seconds = r.evaluation.run.seconds;
-      for (const auto& l : r.evaluation.run.launches) {
-        c.min_seconds += l.time.min;
-        c.max_seconds += l.time.max;
-      }
+      std::tie(c.min_seconds, c.max_seconds) = summed_min_max(r.evaluation);
     }
     m.record.confirmations.push_back(std::move(c));
   }
@@ -662,8 +658,7 @@ int run_generations(Master& m, const Collectives& world) {
   summary << "  " << m.record.candidates.size() << " candidates:";
   for (const auto& [why, n] : outcomes) summary << " " << n << " " << why << ";";
   summary << "\n";
-  for (const std::string& line :
-       report::summary_lines(report::analyse(m.record, report::kernel_names(m.record))))
+  for (const std::string& line : report::summary_lines(files.results))
     summary << "  kernel " << line << "\n";
   if (m.llm) {
     evolve::Usage u = m.llm->usage();

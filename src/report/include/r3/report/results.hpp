@@ -14,6 +14,7 @@
 
 #include "r3/report/analysis.hpp"
 #include "r3/run_database.hpp"
+#include "r3/tune_config.hpp"
 
 namespace r3::report {
 
@@ -30,13 +31,16 @@ struct ResultsFiles {
   std::filesystem::path candidates_csv;
   std::filesystem::path confirmations_csv;
   std::vector<KernelFiles> kernels;
+  std::vector<KernelResult> results;  // the analysis the files show; points into the record
 };
 
-// Writes (or overwrites) the results of `record` under `directory`. Throws IoError naming the
-// file that could not be written, ConfigError when the stored tune.yaml no longer parses.
+// Writes (or overwrites) the results of `record` under `directory`; `record` must outlive the
+// returned analysis. Throws IoError naming the file that could not be written, ConfigError when
+// the stored tune.yaml no longer parses.
 ResultsFiles write_results(const run::RunRecord& record, const std::filesystem::path& directory);
 
-// tune.yaml's kernel names, read from the text stored in the run database.
+// tune.yaml's kernel names, in order; from the text stored in the run database.
+std::vector<std::string> kernel_names(const config::TuneConfig& config);
 std::vector<std::string> kernel_names(const run::RunRecord& record);
 
 // One line per kernel, for the end of a job: "stencil2d: 1.31x confirmed (1.25-1.36, 6 pairs on 2
