@@ -20,6 +20,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 namespace r3::compiler {
 namespace {
@@ -41,6 +43,8 @@ extern "C" __device__ void __syncthreads(void);
 template <class T> __device__ T __ldg(const T* p) { return *p; }
 )";
 
+}  // namespace
+
 std::filesystem::path cuda_toolkit() {
   for (const char* variable : {"CUDA_PATH", "CUDA_HOME"}) {
     if (const char* path = std::getenv(variable); path != nullptr && *path != '\0') return path;
@@ -50,6 +54,8 @@ std::filesystem::path cuda_toolkit() {
     return "/usr/local/cuda";
   return {};
 }
+
+namespace {
 
 // The virtual files the front end may read: the CUDA 13 headers Clang 16 expects but CUDA 13
 // no longer ships (empty is enough), the prelude for parsing without the toolkit, and the
@@ -83,8 +89,8 @@ struct Precompiled {
   std::string generate;  // or: write a PCH of the source's headers to this file
 };
 
-bool run(const Source& source, Dialect dialect, clang::FrontendAction& action,
-         std::string& diagnostics, const Precompiled& pch) {
+bool run(const Source& source, Dialect dialect, const std::string& cuda_arch,
+         clang::FrontendAction& action, std::string& diagnostics, const Precompiled& pch) {
   llvm::raw_string_ostream out(diagnostics);
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> options = new clang::DiagnosticOptions();
   options->ShowColors = false;
@@ -105,8 +111,8 @@ bool run(const Source& source, Dialect dialect, clang::FrontendAction& action,
   } else {
     arguments.insert(
         arguments.end(),
-        {"-x", "cuda", "-std=c++17", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-nocudalib",
-         "-Wno-unknown-cuda-version", "-I" + std::string(kVirtualDirectory)});
+        {"-x", "cuda", "-std=c++17", "--cuda-device-only", "--cuda-gpu-arch=" + cuda_arch,
+         "-nocudalib", "-Wno-unknown-cuda-version", "-I" + std::string(kVirtualDirectory)});
     if (std::filesystem::path toolkit = cuda_toolkit(); !toolkit.empty()) {
       arguments.push_back("--cuda-path=" + toolkit.string());
     } else {
@@ -166,45 +172,50 @@ bool run(const Source& source, Dialect dialect, clang::FrontendAction& action,
 // that failed (then every parse reads the headers).
 class CudaHeaders {
  public:
-  static const std::string& pch() {
+  // The precompiled headers for `arch`, made on first use.
+  static std::string pch(const std::string& arch) {
     static CudaHeaders instance;
-    return instance.path_;
+    std::lock_guard lock(instance.mutex_);
+    auto [it, added] = instance.paths_.emplace(arch, "");
+    if (added) it->second = make(arch);
+    return it->second;
   }
 
  private:
-  CudaHeaders() {
-    if (cuda_toolkit().empty()) return;  // the prelude is small
+  static std::string make(const std::string& arch) {
+    if (cuda_toolkit().empty()) return "";  // the prelude is small
     std::string path = (std::filesystem::temp_directory_path() / "r3-cuda-headers-XXXXXX").string();
     const int fd = mkstemp(path.data());
-    if (fd < 0) return;
+    if (fd < 0) return "";
     close(fd);
     Source empty;
     empty.name = std::string(kVirtualDirectory) + "/r3_precompiled_cuda.cuh";
     clang::GeneratePCHAction action;
     std::string diagnostics;
-    if (run(empty, Dialect::cuda, action, diagnostics, {"", path})) {
-      path_ = path;
-    } else {
-      // Slower, not wrong: every parse then reads the headers, and reports what is wrong with
-      // them itself.
-      std::filesystem::remove(path);
-    }
+    if (run(empty, Dialect::cuda, arch, action, diagnostics, {"", path})) return path;
+    // Slower, not wrong: every parse then reads the headers, and reports what is wrong with
+    // them itself.
+    std::filesystem::remove(path);
+    return "";
   }
   ~CudaHeaders() {
     std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove(path_, ec);
+    for (const auto& [arch, path] : paths_) {
+      if (!path.empty()) std::filesystem::remove(path, ec);
+    }
   }
-  std::string path_;
+  std::mutex mutex_;
+  std::map<std::string, std::string> paths_;
 };
 
 }  // namespace
 
 bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& action,
-                  std::string& diagnostics) {
+                  std::string& diagnostics, const std::string& cuda_arch) {
   // Extra flags may change the language options a PCH must share; defines may not.
-  const bool precompiled =
-      dialect == Dialect::cuda && source.flags.empty() && !CudaHeaders::pch().empty();
-  return run(source, dialect, action, diagnostics, {precompiled ? CudaHeaders::pch() : "", ""});
+  std::string pch;
+  if (dialect == Dialect::cuda && source.flags.empty()) pch = CudaHeaders::pch(cuda_arch);
+  return run(source, dialect, cuda_arch, action, diagnostics, {pch, ""});
 }
 
 std::unique_ptr<llvm::Module> emit_ir(const Source& source, llvm::LLVMContext& context,

@@ -81,9 +81,10 @@ extern "C" void __r3_entry(const unsigned char* args, const unsigned long* offse
 
 std::string to_text(llvm::Error error) { return llvm::toString(std::move(error)); }
 
-// Runs `passes` over `module`; returns LLVM's message for a pipeline it cannot parse.
-std::string run_passes(llvm::Module& module, llvm::TargetMachine* machine,
-                       std::string_view passes) {
+}  // namespace
+
+std::string run_pass_pipeline(llvm::Module& module, llvm::TargetMachine* machine,
+                              std::string_view passes) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
@@ -102,8 +103,6 @@ std::string run_passes(llvm::Module& module, llvm::TargetMachine* machine,
   return "";
 }
 
-}  // namespace
-
 HostEntry entry_of(const HostKernel& kernel) { return kernel.entry(); }
 
 std::string_view llvm_version() { return LLVM_VERSION_STRING; }
@@ -118,7 +117,7 @@ std::string check_pass_pipeline(std::string_view passes) {
   initialise_native_target();
   llvm::LLVMContext context;
   llvm::Module empty("r3-pipeline-check", context);
-  return run_passes(empty, nullptr, passes.empty() ? "default<O2>" : passes);
+  return run_pass_pipeline(empty, nullptr, passes.empty() ? "default<O2>" : passes);
 }
 
 HostCompileResult compile_host_kernel(const Source& source, std::string_view entry,
@@ -161,7 +160,7 @@ HostCompileResult compile_host_kernel(const Source& source, std::string_view ent
 
   start = Clock::now();
   std::string pass_error =
-      run_passes(*module, machine->get(), passes.empty() ? "default<O2>" : passes);
+      run_pass_pipeline(*module, machine->get(), passes.empty() ? "default<O2>" : passes);
   result.passes_seconds = seconds_since(start);
   if (!pass_error.empty()) {
     result.failed_at = Stage::passes;

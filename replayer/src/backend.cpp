@@ -3,6 +3,9 @@
 #include "r3/config.hpp"
 #include "r3/error.hpp"
 
+#if R3_HAVE_CUDA
+#include "cuda_backend.hpp"
+#endif
 #if R3_HAVE_LLVM
 #include "host_backend.hpp"
 #include "r3/compiler/host_compiler.hpp"
@@ -67,7 +70,13 @@ std::unique_ptr<Backend> make_backend(std::string_view backend) {
 #endif
   }
   if (backend == "cuda") {
-    throw NotAvailableError("the CUDA replay backend is not built yet in this version of r3");
+#if R3_HAVE_CUDA
+    return make_cuda_backend();
+#else
+    throw NotAvailableError(
+        "the CUDA backend needs the CUDA Toolkit (>= 12.4), which this build of r3 was "
+        "configured without");
+#endif
   }
   throw Error("no replay backend for captures recorded with '" + std::string(backend) + "'");
 }

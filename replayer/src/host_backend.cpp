@@ -11,13 +11,13 @@
 #include "host_memory.hpp"
 #include "r3/compiler/host_compiler.hpp"
 #include "r3/error.hpp"
+#include "recorded.hpp"
 #include "verify.hpp"
 
 namespace r3::replay {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Bytes = std::shared_ptr<const std::vector<std::byte>>;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -40,18 +40,6 @@ struct PreparedLaunch {
   }
 };
 
-TimeStats summarise(std::vector<double> samples) {
-  TimeStats stats;
-  stats.samples = samples;
-  if (samples.empty()) return stats;
-  std::sort(samples.begin(), samples.end());
-  stats.min = samples.front();
-  stats.max = samples.back();
-  std::size_t n = samples.size();
-  stats.median = n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
-  return stats;
-}
-
 class HostBackend final : public Backend {
  public:
   std::string_view name() const override { return "host"; }
@@ -68,30 +56,11 @@ class HostBackend final : public Backend {
           in_file(capture.path().string()));
     }
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
-    if (launches.empty()) {
-      for (std::size_t i = 0; i < kernel.launches.size(); ++i) launches.push_back(i);
-    }
-    std::vector<Span> spans;
-    for (std::size_t index : launches) {
-      if (index >= kernel.launches.size()) {
-        throw Error("kernel '" + kernel.name + "' has no recorded launch " + std::to_string(index));
-      }
-      const capture::Launch& launch = kernel.launches[index];
-      for (const auto* table : {&launch.prologue, &launch.globals, &launch.epilogue}) {
-        for (const capture::Region& region : *table) spans.push_back({region.address, region.size});
-      }
-    }
-    memory_.place(spans);
+    launches = resolve_launches(kernel, std::move(launches));
+    memory_.place(region_spans(kernel, launches));
     prepared_.clear();
-    std::map<std::pair<Hash128, std::uint64_t>, Bytes> contents;  // (content, address) -> bytes
-    auto content = [&](const capture::Region& region) {
-      auto key = std::make_pair(region.content, region.address);
-      auto it = contents.find(key);
-      if (it != contents.end()) return it->second;
-      auto bytes = std::make_shared<std::vector<std::byte>>(capture.read_content(region.content));
-      memory_.relocate_words(*bytes, region.address);
-      return contents.emplace(key, std::move(bytes)).first->second;
-    };
+    RelocatedContents contents(capture, memory_.map());
+    auto content = [&](const capture::Region& region) { return contents.get(region); };
     for (std::size_t index : launches) {
       const capture::Launch& launch = kernel.launches[index];
       PreparedLaunch prepared;
@@ -122,12 +91,7 @@ class HostBackend final : public Backend {
       prepared_.push_back(std::move(prepared));
     }
     kernel_name_ = kernel.name;
-    recorded_source_.clear();
-    if (auto it = kernel.images.find(std::string(capture::kImageSource));
-        it != kernel.images.end()) {
-      std::vector<std::byte> text = capture.read_content(it->second);
-      recorded_source_.assign(reinterpret_cast<const char*>(text.data()), text.size());
-    }
+    recorded_source_ = recorded_image(capture, kernel, capture::kImageSource);
     std::lock_guard lock(cache_mutex_);
     cache_.clear();
   }
@@ -257,18 +221,6 @@ class HostBackend final : public Backend {
     out.verified = passed;
     out.verify_seconds = seconds_since(start);
     return passed;
-  }
-
-  static std::string first_failure(const LaunchResult& launch) {
-    for (const RegionCheck& check : launch.regions) {
-      if (check.passed) continue;
-      return "region '" + check.name + "' " +
-             (check.expected_to_change ? "differs from the recorded result"
-                                       : "was modified but must stay untouched") +
-             " (" + std::to_string(check.mismatches) + " of " + std::to_string(check.elements) +
-             " elements, first at index " + std::to_string(check.first_bad_index) + ")";
-    }
-    return "verification failed";
   }
 
   HostMemory memory_;

@@ -34,8 +34,17 @@ std::size_t select_kernel(const capture::CaptureReader& capture, const std::stri
                    " kernels; choose one with -k (" + known + ")");
 }
 
-Variant make_variant(const ReplayOptions& options) {
+Variant make_variant(const ReplayOptions& options, std::string_view backend) {
   Variant variant;
+  if (!options.compiler.empty()) {
+    auto compiler = config::parse_compiler(options.compiler);
+    if (!compiler)
+      throw UsageError("--compiler " + options.compiler + ": expected nvrtc, clang or recorded");
+    variant.compiler = *compiler;
+  } else if (backend == "cuda") {
+    variant.compiler =
+        options.source.empty() ? config::Compiler::recorded : config::Compiler::nvrtc;
+  }
   if (!options.source.empty()) {
     variant.source_text = read_file(options.source);
     variant.source_name = options.source.filename().string();
@@ -106,6 +115,7 @@ ReplayOptions options_from_tune_yaml(const config::TuneConfig& config, const std
   o.launches = selection->launches;
   o.warmup = config.timing.warmup;
   o.repeats = config.timing.repeats;
+  o.flush_l2 = config.timing.flush_l2;
   return o;
 }
 
@@ -116,13 +126,16 @@ int replay_capture(const ReplayOptions& options, std::ostream& out) {
   std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
   backend->prepare(capture, kernel_index, options.launches);
 
-  Variant variant = make_variant(options);
+  Variant variant = make_variant(options, backend->name());
   out << "kernel    " << kernel.name << " (#" << kernel_index << ") from "
       << options.capture.string() << ", backend " << backend->name() << "\n";
   out << "variant   " << (options.source.empty() ? "the recorded code" : options.source.string());
   if (!variant.passes.empty()) out << ", passes " << variant.passes;
   for (const auto& [name, value] : variant.defines) out << ", -D" << name << "=" << value;
   if (!variant.flags.empty()) out << ", flags " << options.flags;
+  if (backend->name() == "cuda") out << ", compiler " << config::to_string(variant.compiler);
+  if (variant.block)
+    out << ", block " << variant.block->x << "," << variant.block->y << "," << variant.block->z;
   out << "\n";
   out << "memory    " << backend->placement() << "\n";
 
@@ -142,6 +155,7 @@ int replay_capture(const ReplayOptions& options, std::ostream& out) {
   RunOptions run_options;
   run_options.warmup = options.warmup;
   run_options.repeats = options.repeats;
+  run_options.flush_l2 = options.flush_l2;
   RunResult result = backend->run(compiled, run_options);
   for (const LaunchResult& launch : result.launches) {
     out << "launch " << launch.launch << "  " << (launch.verified ? "verified" : "NOT VERIFIED");

@@ -230,6 +230,7 @@ Evaluation Sandbox::evaluate(const Request& request) {
   }
   Evaluation evaluation = wire::decode_evaluation(answer);
   evaluation.seconds = seconds_since(start_time);
+  if (evaluation.process_lost) stop();  // a sticky CUDA error: the next candidate gets a new child
   return evaluation;
 }
 

@@ -103,8 +103,10 @@ int sandbox_child_main(int in_fd, int out_fd) {
         evaluation.message = "no kernel #" + std::to_string(request.kernel) + " was prepared";
       } else {
         evaluation = evaluate(*prepared.backends[request.kernel], request);
+        evaluation.process_lost = prepared.backends[request.kernel]->lost();
       }
       if (!wire::write_message(out_fd, wire::encode(evaluation))) return 0;
+      if (evaluation.process_lost) return 0;  // the parent starts a new child
     } catch (const std::exception& e) {
       log::error("r3-sandbox: ", e.what());
       return 1;

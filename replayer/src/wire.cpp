@@ -5,6 +5,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "r3/error.hpp"
@@ -30,10 +31,7 @@ constexpr std::array kOutcomes = {Outcome::ok,           Outcome::compile_error,
                                   Outcome::timeout,      Outcome::crash};
 
 config::Compiler parse_compiler(std::string_view text) {
-  for (auto compiler :
-       {config::Compiler::nvrtc, config::Compiler::clang, config::Compiler::recorded}) {
-    if (config::to_string(compiler) == text) return compiler;
-  }
+  if (auto compiler = config::parse_compiler(text)) return *compiler;
   throw FormatError("unknown compiler '" + std::string(text) + "'");
 }
 
@@ -88,6 +86,7 @@ json options_json(const RunOptions& o) {
   return json{{"warmup", o.warmup},
               {"repeats", o.repeats},
               {"verify_after_timing", o.verify_after_timing},
+              {"flush_l2", o.flush_l2},
               {"types", types},
               {"regions", regions}};
 }
@@ -97,6 +96,7 @@ RunOptions options_from(const json& j) {
   o.warmup = j.at("warmup").get<std::uint32_t>();
   o.repeats = j.at("repeats").get<std::uint32_t>();
   o.verify_after_timing = j.at("verify_after_timing").get<bool>();
+  o.flush_l2 = j.at("flush_l2").get<bool>();
   o.verify.types.clear();
   for (const auto& [name, tolerance] : j.at("types").items()) {
     auto type = capture::parse_element_type(name);
@@ -151,7 +151,8 @@ json evaluation_json(const Evaluation& e) {
                 {"message", e.run.message},
                 {"seconds", e.run.seconds},
                 {"launches", launches}}},
-              {"seconds", e.seconds}};
+              {"seconds", e.seconds},
+              {"process_lost", e.process_lost}};
 }
 
 Evaluation evaluation_from(const json& j) {
@@ -184,7 +185,9 @@ Evaluation evaluation_from(const json& j) {
       check.passed = g.at("passed").get<bool>();
       check.elements = g.at("elements").get<std::uint64_t>();
       check.mismatches = g.at("mismatches").get<std::uint64_t>();
-      check.max_error = g.at("max_error").get<double>();
+      // JSON has no infinity (a NaN where a number was expected): it travels as null.
+      check.max_error = g.at("max_error").is_null() ? std::numeric_limits<double>::infinity()
+                                                    : g.at("max_error").get<double>();
       check.first_bad_index = g.at("first_bad_index").get<std::int64_t>();
       check.tolerance = g.at("tolerance").get<std::string>();
       launch.regions.push_back(std::move(check));
@@ -198,6 +201,7 @@ Evaluation evaluation_from(const json& j) {
     e.run.launches.push_back(std::move(launch));
   }
   e.seconds = j.at("seconds").get<double>();
+  e.process_lost = j.at("process_lost").get<bool>();
   return e;
 }
 

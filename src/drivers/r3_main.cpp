@@ -102,6 +102,12 @@ void add_replay(CLI::App& app, ReplayArgs& a) {
   replay->add_option("--flags", o.flags, "Compiler flags for the variant, e.g. '-ffast-math'")
       ->excludes(config);
   replay
+      ->add_option("--compiler", o.compiler,
+                   "CUDA captures: nvrtc, clang (Clang/NVPTX with --passes) or recorded (the "
+                   "capture's cubin/PTX) (default: nvrtc with --source, else recorded)")
+      ->check(CLI::IsMember({"nvrtc", "clang", "recorded"}))
+      ->excludes(config);
+  replay
       ->add_option("--passes", o.passes,
                    "LLVM pass pipeline in textual syntax, e.g. 'default<O3>' (default: "
                    "default<O2>)")
@@ -120,6 +126,8 @@ void add_replay(CLI::App& app, ReplayArgs& a) {
   a.warmup_option =
       replay->add_option("--warmup", o.warmup, "Untimed runs per launch before timing")
           ->capture_default_str();
+  replay->add_flag("--flush-l2", o.flush_l2,
+                   "GPU backends: evict the L2 cache before every timed launch");
 }
 
 void add_inspect(CLI::App& app, InspectArgs& o) {

@@ -505,6 +505,7 @@ void confirm_winners(Master& m, const Collectives& world, Evaluator* local) {
         item.request.options.warmup = t.warmup;
         item.request.options.repeats = t.confirm_repeats;
         item.request.options.verify_after_timing = m.config.verify.after_timing;
+        item.request.options.flush_l2 = t.flush_l2;
         item.request.options.verify = m.config.verify;
         items.push_back(std::move(item));
         slots.push_back({c.id, c.kernel, round});

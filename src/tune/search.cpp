@@ -157,6 +157,7 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   p.request.options.warmup = config_.timing.warmup;
   p.request.options.repeats = config_.timing.repeats;
   p.request.options.verify_after_timing = config_.verify.after_timing;
+  p.request.options.flush_l2 = config_.timing.flush_l2;
   p.request.options.verify = config_.verify;
   run::CandidateRecord& r = p.record;
   r.id = next_id_++;

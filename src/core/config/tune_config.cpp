@@ -430,6 +430,13 @@ void parse_document(const YAML::Node& root, TuneConfig& config) {
 
 std::string_view to_string(Backend value) { return kBackends.name(value); }
 std::string_view to_string(Compiler value) { return kCompilers.name(value); }
+
+std::optional<Compiler> parse_compiler(std::string_view text) {
+  for (const auto& [name, value] : kCompilers.table) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
 std::string_view to_string(Acquisition value) { return kAcquisitions.name(value); }
 std::string_view to_string(BatchStrategy value) { return kBatchStrategies.name(value); }
 std::string_view to_string(InitialDesign value) { return kInitialDesigns.name(value); }

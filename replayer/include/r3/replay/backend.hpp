@@ -102,6 +102,7 @@ struct RunOptions {
   std::uint32_t warmup = 2;
   std::uint32_t repeats = 10;
   bool verify_after_timing = true;
+  bool flush_l2 = false;  // GPU backends: evict the L2 cache before every timed launch
   config::VerifyConfig verify;
 };
 
@@ -124,6 +125,10 @@ class Backend {
 
   // Runs a compiled variant on every prepared launch: restore, run, verify, time.
   virtual RunResult run(const Compiled& compiled, const RunOptions& options) = 0;
+
+  // True once an error left the device unusable for the rest of this process (a sticky CUDA
+  // error): nothing more runs here, and the sandbox replaces its child process.
+  virtual bool lost() const { return false; }
 };
 
 // "" when `passes` is an LLVM pass pipeline this build can run, else LLVM's message (builds

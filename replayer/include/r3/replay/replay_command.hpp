@@ -20,12 +20,14 @@ struct ReplayOptions {
   std::string entry;
   std::string flags;  // compiler flags, separated by spaces
   std::string passes;
-  std::vector<std::string> defines;                 // NAME=VALUE
+  std::string compiler;              // nvrtc, clang or recorded; empty: the backend's default
+  std::vector<std::string> defines;  // NAME=VALUE
   std::vector<std::filesystem::path> include_dirs;  // besides the source's own directory
   std::optional<capture::Dim3> block;
   std::vector<std::size_t> launches;  // empty: all
   unsigned warmup = 2;
   unsigned repeats = 10;
+  bool flush_l2 = false;
 };
 
 // The options that replay a kernel as a tune.yaml describes it — its source, entry, defines,

@@ -45,6 +45,7 @@ struct Evaluation {
   bool from_cache = false;
   RunResult run;       // launches, verification and times, when it ran
   double seconds = 0;  // the whole evaluation as the parent saw it (spawn and compile included)
+  bool process_lost = false;  // the candidate left the child's device unusable; it was replaced
 };
 
 struct Request {

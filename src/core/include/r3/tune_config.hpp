@@ -23,6 +23,8 @@ enum class InitialDesign { sobol, latin_hypercube };
 
 std::string_view to_string(Backend value);
 std::string_view to_string(Compiler value);
+// "nvrtc", "clang" or "recorded"; nullopt for anything else.
+std::optional<Compiler> parse_compiler(std::string_view text);
 std::string_view to_string(Acquisition value);
 std::string_view to_string(BatchStrategy value);
 std::string_view to_string(InitialDesign value);

@@ -1,0 +1,661 @@
+#include "cuda_backend.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "device_memory.hpp"
+#include "driver.hpp"
+#include "gpu_compare.hpp"
+#include "launch_shape.hpp"
+#include "nvrtc_compiler.hpp"
+#include "r3/config.hpp"
+#include "r3/log.hpp"
+#include "recorded.hpp"
+#include "verify.hpp"
+
+#if R3_HAVE_LLVM
+#include "r3/compiler/cuda_compiler.hpp"
+#endif
+
+namespace r3::replay {
+namespace {
+
+using cuda::CudaError;
+using cuda::Device;
+using cuda::driver;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A content the replay restores from or compares with: always on the host, and on the device
+// too unless device memory ran short.
+struct Copy {
+  Bytes host;
+  CUdeviceptr device = 0;
+};
+
+struct PreparedRegion {
+  capture::Region recorded;
+  std::shared_ptr<Copy> before;  // prologue; null if the launch did not read it
+  std::shared_ptr<Copy> after;   // epilogue; null when the launch left the region unchanged
+};
+
+struct PreparedLaunch {
+  std::size_t index = 0;
+  capture::Launch shape;        // grid, block and dynamic shared memory (no regions)
+  std::vector<std::byte> args;  // relocated
+  std::vector<PreparedRegion> regions;
+};
+
+// What a compiled variant is: a cubin for this device, the kernel's name in it, and the launch
+// shape the variant asks for.
+struct CudaCode {
+  Hash128 key;
+  std::string cubin;
+  std::string function;
+  std::optional<capture::Dim3> block;
+};
+
+struct Loaded {
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+};
+
+// What build() made of a variant before it is loaded: a cubin, or PTX for the driver's JIT.
+struct Image {
+  bool ok = false;
+  std::string diagnostics;
+  std::string bytes;
+  bool ptx = false;
+  std::string function;
+};
+
+std::string jit_log(const char* error_log, const char* info_log) {
+  std::string out = error_log;
+  if (*info_log) out += (out.empty() ? "" : "\n") + std::string(info_log);
+  return out;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() : device_(Device::instance()) {}
+  ~CudaBackend() override {
+    try {
+      release_copies();
+    } catch (...) {  // never throw from a destructor; the context may be gone
+    }
+  }
+
+  std::string_view name() const override { return "cuda"; }
+  AddressMode address_mode() const override { return memory_.map().mode(); }
+  std::string placement() const override {
+    return memory_.map().describe() + " on " + device_.name() +
+           (short_of_memory_ ? ", restored from host memory" : "");
+  }
+
+  void prepare(const capture::CaptureReader& capture, std::size_t kernel_index,
+               std::vector<std::size_t> launches) override {
+    if (capture.info().device.backend != "cuda") {
+      throw Error(
+          "the CUDA backend replays captures recorded on a GPU; this one was recorded "
+          "with backend '" +
+              capture.info().device.backend + "'",
+          in_file(capture.path().string()));
+    }
+    const capture::Kernel& kernel = capture.kernels().at(kernel_index);
+    launches = resolve_launches(kernel, std::move(launches));
+    kernel_name_ = kernel.name;
+    recorded_source_ = recorded_image(capture, kernel, capture::kImageSource);
+    recorded_ptx_ = recorded_image(capture, kernel, capture::kImagePtx);
+    recorded_cubin_ = recorded_image(capture, kernel, capture::kImageCubin);
+    recorded_architecture_ = capture.info().device.architecture;
+
+    device_.make_current();
+    release_copies();
+    memory_.place(region_spans(kernel, launches, capture::RegionKind::allocation));
+    prepared_.clear();
+    RelocatedContents contents(capture, memory_.map());
+    std::map<std::pair<Hash128, std::uint64_t>, std::shared_ptr<Copy>> copies;
+    auto copy = [&](const capture::Region& region) {
+      auto key = std::make_pair(region.content, region.address);
+      auto& slot = copies[key];
+      if (!slot) slot = std::make_shared<Copy>(Copy{contents.get(region), 0});
+      return slot;
+    };
+    for (std::size_t index : launches) {
+      const capture::Launch& launch = kernel.launches[index];
+      PreparedLaunch prepared;
+      prepared.index = index;
+      prepared.shape.grid = launch.grid;
+      prepared.shape.block = launch.block;
+      prepared.shape.shared_memory_bytes = launch.shared_memory_bytes;
+      prepared.args = launch.args;
+      memory_.map().relocate_words(prepared.args, 0);
+      std::map<std::pair<int, std::uint64_t>, std::size_t> by_address;
+      for (const auto* table : {&launch.prologue, &launch.globals}) {
+        for (const capture::Region& region : *table) {
+          by_address[{static_cast<int>(region.kind), region.address}] = prepared.regions.size();
+          prepared.regions.push_back({region, copy(region), nullptr});
+        }
+      }
+      for (const capture::Region& region : launch.epilogue) {
+        auto it = by_address.find({static_cast<int>(region.kind), region.address});
+        if (it == by_address.end())
+          prepared.regions.push_back({region, nullptr, copy(region)});
+        else
+          prepared.regions[it->second].after = copy(region);
+      }
+      prepared_.push_back(std::move(prepared));
+    }
+    copies_.clear();
+    for (auto& [key, c] : copies) copies_.push_back(c);
+    upload_copies();
+    std::lock_guard lock(cache_mutex_);
+    cache_.clear();
+    loaded_.clear();
+  }
+
+  Compiled compile(const Variant& variant) override {
+    device_.make_current();
+    const Hash128 key = cache_key(variant);
+    {
+      std::lock_guard lock(cache_mutex_);
+      if (auto it = cache_.find(key); it != cache_.end()) {
+        Compiled cached = it->second;
+        cached.from_cache = true;
+        cached.seconds = 0;
+        return cached;
+      }
+    }
+    const auto start = Clock::now();
+    Compiled compiled;
+    compiled.key = key;
+    cuda::CudaFlags flags = cuda::split_flags(variant.flags);
+    Image image = build(variant, flags);
+    if (image.ok && image.ptx) image = link_ptx(std::move(image), flags.jit);
+    if (!image.ok) {
+      compiled.diagnostics = image.diagnostics;
+    } else {
+      auto code =
+          std::make_shared<CudaCode>(CudaCode{key, image.bytes, image.function, variant.block});
+      std::string why;
+      Loaded loaded = load(*code, why);
+      if (!why.empty()) {
+        compiled.diagnostics = why;
+      } else {
+        compiled.ok = true;
+        compiled.diagnostics = image.diagnostics;
+        compiled.resources = resources(loaded.function, code->cubin.size());
+        compiled.code = code;
+        std::lock_guard lock(cache_mutex_);
+        loaded_[key] = loaded;
+      }
+    }
+    compiled.seconds = seconds_since(start);
+    std::lock_guard lock(cache_mutex_);
+    cache_.emplace(key, compiled);
+    return compiled;
+  }
+
+  RunResult run(const Compiled& compiled, const RunOptions& options) override {
+    RunResult result;
+    if (!compiled.ok || !compiled.code) {
+      result.outcome = Outcome::compile_error;
+      result.message = compiled.diagnostics;
+      return result;
+    }
+    auto code = std::static_pointer_cast<const CudaCode>(compiled.code);
+    std::size_t current = 0;
+    try {
+      device_.make_current();
+      ensure_stream();
+      Loaded loaded = loaded_for(*code);
+      for (const PreparedLaunch& launch : prepared_) {
+        current = launch.index;
+        LaunchResult launch_result;
+        launch_result.launch = launch.index;
+        const LaunchShape shape = derive_shape(launch.shape, code->block);
+        if (std::string why = check_shape(shape, limits(loaded.function)); !why.empty()) {
+          result.outcome = Outcome::launch_error;
+          result.message = "launch " + std::to_string(launch.index) + ": " + why;
+          return result;
+        }
+        prepare_function(loaded.function, shape);
+        restore(launch, loaded, /*all=*/true);
+        launch_kernel(loaded.function, shape, launch);
+        R3_CU(driver().cuStreamSynchronize(stream_));
+        if (!verify(launch, loaded, options, launch_result)) {
+          result.outcome = Outcome::wrong_result;
+          result.message =
+              "launch " + std::to_string(launch.index) + ": " + first_failure(launch_result);
+          result.launches.push_back(std::move(launch_result));
+          return result;
+        }
+        time(launch, loaded, shape, options, launch_result);
+        if (options.verify_after_timing && options.repeats > 0 &&
+            !verify(launch, loaded, options, launch_result)) {
+          result.outcome = Outcome::wrong_result;
+          result.message =
+              "launch " + std::to_string(launch.index) +
+              " (verified again after the timed runs): " + first_failure(launch_result);
+          result.launches.push_back(std::move(launch_result));
+          return result;
+        }
+        result.seconds += launch_result.time.median;
+        result.launches.push_back(std::move(launch_result));
+      }
+    } catch (const CudaError& e) {
+      result.outcome = Outcome::launch_error;
+      result.message = "launch " + std::to_string(current) + ": " + e.message();
+      if (e.sticky()) {
+        // CUDA cannot make a new context in this process: the sandbox replaces the process.
+        device_.mark_lost(e.message());
+        result.message += " (this process's CUDA context is lost; the sandbox restarts it)";
+      }
+    } catch (const Error& e) {
+      result.outcome = Outcome::launch_error;
+      result.message = "launch " + std::to_string(current) + ": " + e.message();
+    }
+    return result;
+  }
+
+  bool lost() const override { return device_.lost(); }
+
+ private:
+  Hash128 cache_key(const Variant& variant) const {
+    Hasher hasher;
+    hasher.update_field(variant.key().hex()).update_field(device_.architecture());
+    hasher.update_field(kernel_name_);
+    if (variant.source_text.empty()) {
+      hasher.update_field(recorded_source_).update_field(recorded_ptx_);
+      hasher.update_field(recorded_cubin_);
+    }
+    return hasher.digest();
+  }
+
+  // The variant's code before it is loaded: NVRTC and the recorded cubin give a cubin, Clang
+  // and the recorded PTX give PTX.
+  Image build(const Variant& variant, const cuda::CudaFlags& flags) const {
+    Image image;
+    const std::string entry = variant.entry.empty() ? kernel_name_ : variant.entry;
+    const std::string& text = variant.source_text.empty() ? recorded_source_ : variant.source_text;
+    if (variant.compiler == config::Compiler::recorded || text.empty()) {
+      if (!flags.error.empty()) {
+        image.diagnostics = flags.error;
+        return image;
+      }
+      const bool jit_asked = flags.jit.opt_level || flags.jit.max_registers || flags.jit.cache_mode;
+      const bool cubin_fits = !recorded_cubin_.empty() &&
+                              recorded_architecture_ == device_.architecture() && !jit_asked;
+      image.function = entry;
+      if (cubin_fits) {
+        image.bytes = recorded_cubin_;
+      } else if (!recorded_ptx_.empty()) {
+        image.bytes = recorded_ptx_;
+        image.ptx = true;
+      } else {
+        image.diagnostics =
+            "the capture holds no code for kernel '" + kernel_name_ + "' that runs on " +
+            device_.architecture() +
+            (recorded_cubin_.empty() ? "" : " (its cubin is for " + recorded_architecture_ + ")") +
+            ": give the variant's source (r3 replay --source FILE)";
+        return image;
+      }
+      image.ok = true;
+      return image;
+    }
+    const std::string name =
+        variant.source_name.empty() ? kernel_name_ + ".cu" : variant.source_name;
+    if (variant.compiler == config::Compiler::nvrtc) {
+      cuda::NvrtcOutput out =
+          cuda::compile_nvrtc(name, text, entry, variant.defines, variant.include_dirs, flags,
+                              device_.compute_capability());
+      image.ok = out.ok;
+      image.diagnostics = out.log;
+      image.bytes = std::move(out.image);
+      image.function = out.function_name;
+      return image;
+    }
+#if R3_HAVE_LLVM
+    if (!flags.error.empty()) {
+      image.diagnostics = flags.error;
+      return image;
+    }
+    compiler::Source source;
+    source.name = name;
+    source.text = text;
+    source.defines = variant.defines;
+    source.include_dirs = variant.include_dirs;
+    source.flags = flags.nvrtc;
+    compiler::CudaCompileResult out =
+        compiler::compile_cuda_kernel(source, entry, variant.passes, device_.architecture());
+    image.ok = out.ok();
+    image.diagnostics = out.diagnostics;
+    image.bytes = std::move(out.ptx);
+    image.function = out.function_name;
+    image.ptx = true;
+#else
+    image.diagnostics =
+        "the Clang/NVPTX compile path needs Clang/LLVM 16, which this build of r3 was "
+        "configured without; use the nvrtc compiler";
+#endif
+    return image;
+  }
+
+  // PTX through the driver's JIT (with the variant's ptxas settings) into a cubin for this GPU.
+  Image link_ptx(Image image, const cuda::JitSettings& jit) const {
+    char error_log[8192] = {};
+    char info_log[8192] = {};
+    std::vector<CUjit_option> keys = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                                      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    std::vector<void*> values = {error_log, reinterpret_cast<void*>(sizeof error_log), info_log,
+                                 reinterpret_cast<void*>(sizeof info_log)};
+    if (jit.opt_level) {
+      keys.push_back(CU_JIT_OPTIMIZATION_LEVEL);
+      values.push_back(reinterpret_cast<void*>(static_cast<std::uintptr_t>(*jit.opt_level)));
+    }
+    if (jit.max_registers) {
+      keys.push_back(CU_JIT_MAX_REGISTERS);
+      values.push_back(reinterpret_cast<void*>(static_cast<std::uintptr_t>(*jit.max_registers)));
+    }
+    if (jit.cache_mode) {
+      keys.push_back(CU_JIT_CACHE_MODE);
+      values.push_back(reinterpret_cast<void*>(static_cast<std::uintptr_t>(
+          *jit.cache_mode == "ca" ? CU_JIT_CACHE_OPTION_CA : CU_JIT_CACHE_OPTION_CG)));
+    }
+    const cuda::Driver& d = driver();
+    CUlinkState state = nullptr;
+    R3_CU(d.cuLinkCreate(static_cast<unsigned>(keys.size()), keys.data(), values.data(), &state));
+    CUresult status = d.cuLinkAddData(state, CU_JIT_INPUT_PTX, image.bytes.data(),
+                                      image.bytes.size(), "variant.ptx", 0, nullptr, nullptr);
+    void* cubin = nullptr;
+    std::size_t size = 0;
+    if (status == CUDA_SUCCESS) status = d.cuLinkComplete(state, &cubin, &size);
+    if (status == CUDA_SUCCESS) {
+      image.bytes.assign(static_cast<const char*>(cubin), size);
+      image.ptx = false;
+      std::string log = jit_log(error_log, info_log);
+      if (!log.empty()) image.diagnostics += (image.diagnostics.empty() ? "" : "\n") + log;
+    } else {
+      image.ok = false;
+      image.diagnostics += (image.diagnostics.empty() ? "" : "\n") + std::string("ptxas (JIT): ") +
+                           cuda::describe(status) + "\n" + jit_log(error_log, info_log);
+    }
+    d.cuLinkDestroy(state);
+    return image;
+  }
+
+  // Loads a cubin into the current context; `why` says what failed (a result, not an error).
+  Loaded load(const CudaCode& code, std::string& why) const {
+    Loaded loaded;
+    char error_log[8192] = {};
+    CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {error_log, reinterpret_cast<void*>(sizeof error_log)};
+    const cuda::Driver& d = driver();
+    CUresult status = d.cuModuleLoadDataEx(&loaded.module, code.cubin.data(), 2, keys, values);
+    if (status != CUDA_SUCCESS) {
+      why = "cuModuleLoadDataEx: " + cuda::describe(status) + (*error_log ? "\n" : "") + error_log;
+      return loaded;
+    }
+    status = d.cuModuleGetFunction(&loaded.function, loaded.module, code.function.c_str());
+    if (status != CUDA_SUCCESS) {
+      d.cuModuleUnload(loaded.module);
+      why = "the compiled code has no kernel '" + code.function + "' (" + cuda::describe(status) +
+            "); name it with the variant's entry";
+    }
+    return loaded;
+  }
+
+  // The variant's module (loaded again if it was compiled by another backend object).
+  Loaded loaded_for(const CudaCode& code) {
+    {
+      std::lock_guard lock(cache_mutex_);
+      if (auto it = loaded_.find(code.key); it != loaded_.end()) return it->second;
+    }
+    std::string why;
+    Loaded loaded = load(code, why);
+    if (!why.empty()) throw Error(why);
+    std::lock_guard lock(cache_mutex_);
+    loaded_[code.key] = loaded;
+    return loaded;
+  }
+
+  Resources resources(CUfunction function, std::size_t code_bytes) const {
+    Resources r;
+    const cuda::Driver& d = driver();
+    d.cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function);
+    d.cuFuncGetAttribute(&r.spilled_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function);
+    d.cuFuncGetAttribute(&r.shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
+    r.code_bytes = code_bytes;
+    return r;
+  }
+
+  LaunchLimits limits(CUfunction function) const {
+    LaunchLimits l;
+    auto device = [&](CUdevice_attribute a) {
+      return static_cast<std::uint32_t>(device_.attribute(a));
+    };
+    auto of_function = [&](CUfunction_attribute a) {
+      int value = 0;
+      R3_CU(driver().cuFuncGetAttribute(&value, a, function));
+      return value;
+    };
+    l.max_threads_per_block = device(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    l.function_max_threads =
+        static_cast<std::uint32_t>(of_function(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+    l.max_block = {device(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+                   device(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+                   device(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)};
+    l.max_grid = {device(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+                  device(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+                  device(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)};
+    l.max_shared_bytes = device(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    l.static_shared_bytes =
+        static_cast<std::uint64_t>(of_function(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
+    l.registers = of_function(CU_FUNC_ATTRIBUTE_NUM_REGS);
+    return l;
+  }
+
+  static void prepare_function(CUfunction function, const LaunchShape& shape) {
+    // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+    if (shape.dynamic_shared_bytes > 48 * 1024) {
+      R3_CU(driver().cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        static_cast<int>(shape.dynamic_shared_bytes)));
+    }
+  }
+
+  void launch_kernel(CUfunction function, const LaunchShape& shape,
+                     const PreparedLaunch& launch) const {
+    // The recorded parameter buffer is passed as it was launched.
+    std::size_t size = launch.args.size();
+    void* buffer = const_cast<std::byte*>(launch.args.data());
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    R3_CU(driver().cuLaunchKernel(function, shape.grid.x, shape.grid.y, shape.grid.z, shape.block.x,
+                                  shape.block.y, shape.block.z, shape.dynamic_shared_bytes, stream_,
+                                  nullptr, size > 0 ? extra : nullptr));
+  }
+
+  // Where a region lives for this module: allocations where they were placed, globals in the
+  // module (each variant's module has its own).
+  CUdeviceptr live(const capture::Region& region, const Loaded& loaded) const {
+    if (region.kind == capture::RegionKind::allocation) return memory_.live(region.address);
+    CUdeviceptr address = 0;
+    std::size_t size = 0;
+    CUresult status =
+        driver().cuModuleGetGlobal(&address, &size, loaded.module, region.name.c_str());
+    if (status != CUDA_SUCCESS || size < region.size)
+      throw Error("the compiled code has no global '" + region.name + "' of " +
+                  std::to_string(region.size) + " bytes, which the recorded launch used");
+    return address;
+  }
+
+  void restore(const PreparedLaunch& launch, const Loaded& loaded, bool all) const {
+    const cuda::Driver& d = driver();
+    for (const PreparedRegion& region : launch.regions) {
+      if (!region.before || (!all && !region.after)) continue;
+      CUdeviceptr target = live(region.recorded, loaded);
+      const Copy& before = *region.before;
+      if (before.device)
+        R3_CU(d.cuMemcpyDtoDAsync(target, before.device, before.host->size(), stream_));
+      else
+        R3_CU(d.cuMemcpyHtoD(target, before.host->data(), before.host->size()));
+    }
+  }
+
+  bool verify(const PreparedLaunch& launch, const Loaded& loaded, const RunOptions& options,
+              LaunchResult& out) {
+    auto start = Clock::now();
+    out.regions.clear();
+    bool passed = true;
+    for (const PreparedRegion& region : launch.regions) {
+      const bool changes = region.after != nullptr;
+      const Copy& expected = changes ? *region.after : *region.before;
+      config::Tolerance tolerance =
+          changes ? options.verify.for_region(region.recorded.name, region.recorded.element_type)
+                  : config::Tolerance::exact();
+      RegionCheck check =
+          compare(live(region.recorded, loaded), expected, region.recorded.element_type, tolerance);
+      check.name = region.recorded.name;
+      check.address = region.recorded.address;
+      check.expected_to_change = changes;
+      passed = passed && check.passed;
+      out.regions.push_back(std::move(check));
+    }
+    out.verified = passed;
+    out.verify_seconds = seconds_since(start);
+    return passed;
+  }
+
+  // On the GPU where the expected content is there and the region is aligned to its elements;
+  // else on the host, after copying the region back.
+  RegionCheck compare(CUdeviceptr actual, const Copy& expected, capture::ElementType type,
+                      const config::Tolerance& tolerance) {
+    const std::vector<std::byte>& reference = *expected.host;
+    const std::size_t element = capture::element_size(type);
+    if (!expected.device || actual % element != 0) {
+      std::vector<std::byte> copy(reference.size());
+      R3_CU(driver().cuStreamSynchronize(stream_));
+      R3_CU(driver().cuMemcpyDtoH(copy.data(), actual, copy.size()));
+      return compare_region(copy, reference, type, tolerance);
+    }
+    RegionCheck check;
+    check.type = type;
+    check.size = reference.size();
+    check.tolerance = describe(tolerance);
+    const std::uint64_t whole = reference.size() / element;
+    check.elements = whole + (reference.size() % element != 0 ? 1 : 0);
+    compare_.compare(actual, expected.device, whole, type, tolerance, stream_, check);
+    if (whole * element < reference.size()) {  // a trailing partial element, on the host
+      std::vector<std::byte> tail(reference.size() - whole * element);
+      R3_CU(driver().cuMemcpyDtoH(tail.data(), actual + whole * element, tail.size()));
+      if (std::memcmp(tail.data(), reference.data() + whole * element, tail.size()) != 0) {
+        if (check.first_bad_index < 0) check.first_bad_index = static_cast<std::int64_t>(whole);
+        ++check.mismatches;
+      }
+    }
+    check.passed = check.mismatches == 0;
+    return check;
+  }
+
+  // Warm-up, then timed launches between CUDA events; the restore (and the L2 flush) before
+  // each one lies outside its events.
+  void time(const PreparedLaunch& launch, const Loaded& loaded, const LaunchShape& shape,
+            const RunOptions& options, LaunchResult& out) {
+    const cuda::Driver& d = driver();
+    for (std::uint32_t i = 0; i < options.warmup; ++i) {
+      restore(launch, loaded, /*all=*/false);
+      launch_kernel(loaded.function, shape, launch);
+    }
+    std::vector<double> samples;
+    double restore_total = 0;
+    for (std::uint32_t i = 0; i < options.repeats; ++i) {
+      R3_CU(d.cuEventRecord(events_[0], stream_));
+      restore(launch, loaded, /*all=*/false);
+      R3_CU(d.cuEventRecord(events_[1], stream_));
+      if (options.flush_l2) flush_l2(i);
+      R3_CU(d.cuEventRecord(events_[2], stream_));
+      launch_kernel(loaded.function, shape, launch);
+      R3_CU(d.cuEventRecord(events_[3], stream_));
+      R3_CU(d.cuEventSynchronize(events_[3]));
+      float restore_ms = 0, run_ms = 0;
+      R3_CU(d.cuEventElapsedTime(&restore_ms, events_[0], events_[1]));
+      R3_CU(d.cuEventElapsedTime(&run_ms, events_[2], events_[3]));
+      restore_total += restore_ms * 1e-3;
+      samples.push_back(run_ms * 1e-3);
+    }
+    out.time = summarise(std::move(samples));
+    out.restore_seconds = options.repeats > 0 ? restore_total / options.repeats : 0;
+  }
+
+  // Writes a buffer twice the size of L2 so that the next launch finds nothing of its data there.
+  void flush_l2(std::uint32_t round) {
+    const cuda::Driver& d = driver();
+    if (!flush_buffer_) {
+      flush_bytes_ = std::max<std::uint64_t>(2 * device_.l2_bytes(), 1 << 20);
+      R3_CU(d.cuMemAlloc(&flush_buffer_, flush_bytes_));
+    }
+    R3_CU(d.cuMemsetD32Async(flush_buffer_, round, flush_bytes_ / 4, stream_));
+  }
+
+  void ensure_stream() {
+    if (stream_) return;
+    const cuda::Driver& d = driver();
+    R3_CU(d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+    for (CUevent& event : events_) R3_CU(d.cuEventCreate(&event, CU_EVENT_DEFAULT));
+  }
+
+  // Device copies of every content, as far as device memory goes; the rest stays on the host.
+  void upload_copies() {
+    const cuda::Driver& d = driver();
+    short_of_memory_ = false;
+    for (auto& c : copies_) {
+      if (c->host->empty()) continue;
+      CUresult status = d.cuMemAlloc(&c->device, c->host->size());
+      if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+        c->device = 0;
+        short_of_memory_ = true;
+        continue;
+      }
+      R3_CU(status);
+      R3_CU(d.cuMemcpyHtoD(c->device, c->host->data(), c->host->size()));
+    }
+    if (short_of_memory_)
+      log::warning("kernel '", kernel_name_,
+                   "': device memory is short; some regions are restored from host memory");
+  }
+
+  void release_copies() {
+    if (device_.lost()) return;  // gone with their context
+    for (auto& c : copies_) {
+      if (c->device) driver().cuMemFree(c->device);
+      c->device = 0;
+    }
+  }
+
+  Device& device_;
+  cuda::DeviceMemory memory_;
+  std::vector<PreparedLaunch> prepared_;
+  std::vector<std::shared_ptr<Copy>> copies_;
+  bool short_of_memory_ = false;
+  std::string kernel_name_;
+  std::string recorded_source_, recorded_ptx_, recorded_cubin_, recorded_architecture_;
+  CUstream stream_ = nullptr;
+  CUevent events_[4] = {};
+  CUdeviceptr flush_buffer_ = 0;
+  std::uint64_t flush_bytes_ = 0;
+  cuda::GpuCompare compare_;
+  std::mutex cache_mutex_;
+  std::map<Hash128, Compiled> cache_;
+  std::map<Hash128, Loaded> loaded_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+
+}  // namespace r3::replay

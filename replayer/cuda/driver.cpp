@@ -1,0 +1,173 @@
+#include "driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <string_view>
+
+#include "r3/log.hpp"
+
+namespace r3::replay::cuda {
+namespace {
+
+struct Loaded {
+  Driver driver;
+  std::string error;  // why the driver cannot be used; "" when it can
+};
+
+Loaded load() {
+  Loaded loaded;
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* why = dlerror();
+    loaded.error = std::string("no CUDA driver on this machine (dlopen libcuda.so.1: ") +
+                   (why ? why : "not found") + ")";
+    return loaded;
+  }
+  using GetProcAddress =
+      CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get = reinterpret_cast<GetProcAddress>(dlsym(library, "cuGetProcAddress_v2"));
+  if (get == nullptr) {
+    loaded.error =
+        "the CUDA driver is older than CUDA 12 (libcuda.so.1 has no cuGetProcAddress_v2)";
+    return loaded;
+  }
+  std::string missing;
+  auto resolve = [&](const char* symbol, void** slot) {
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (get(symbol, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS ||
+        found != CU_GET_PROC_ADDRESS_SUCCESS || *slot == nullptr) {
+      missing += (missing.empty() ? "" : ", ") + std::string(symbol);
+      *slot = nullptr;
+    }
+  };
+#define R3_CUDA_DRIVER_RESOLVE(name) resolve(#name, reinterpret_cast<void**>(&loaded.driver.name));
+  R3_CUDA_DRIVER_FUNCTIONS(R3_CUDA_DRIVER_RESOLVE)
+#undef R3_CUDA_DRIVER_RESOLVE
+  if (!missing.empty()) {
+    loaded.error = "the CUDA driver lacks entry points r3 was built for (CUDA " +
+                   std::to_string(CUDA_VERSION / 1000) + "." +
+                   std::to_string(CUDA_VERSION % 1000 / 10) + "): " + missing +
+                   "; update the driver";
+    return loaded;
+  }
+  CUresult status = loaded.driver.cuInit(0);
+  if (status != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    loaded.driver.cuGetErrorName(status, &name);
+    loaded.error = std::string("cuInit failed: ") + (name ? name : "unknown error") +
+                   (status == CUDA_ERROR_NO_DEVICE ? " (no CUDA device visible)" : "");
+    return loaded;
+  }
+  int count = 0;
+  if (loaded.driver.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0)
+    loaded.error = "no CUDA device visible to this process";
+  return loaded;
+}
+
+const Loaded& loaded() {
+  static const Loaded instance = load();
+  return instance;
+}
+
+}  // namespace
+
+CudaError::CudaError(std::string api, CUresult code, std::string message)
+    : IoError(std::move(api), std::move(message)), code_(code) {}
+
+bool CudaError::sticky() const noexcept {
+  switch (code_) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const Driver& driver() {
+  const Loaded& l = loaded();
+  if (!l.error.empty()) throw NotAvailableError("the CUDA backend cannot run here: " + l.error);
+  return l.driver;
+}
+
+std::string why_unavailable() { return loaded().error; }
+
+std::string describe(CUresult code) {
+  const Loaded& l = loaded();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (l.driver.cuGetErrorName) l.driver.cuGetErrorName(code, &name);
+  if (l.driver.cuGetErrorString) l.driver.cuGetErrorString(code, &text);
+  std::string out = name ? name : "CUDA error " + std::to_string(static_cast<int>(code));
+  if (text) out += std::string(": ") + text;
+  return out;
+}
+
+void check(CUresult code, const char* api) {
+  if (code == CUDA_SUCCESS) return;
+  // "driver().cuMemMap(...)", "d.cuMemMap(...)" -> "cuMemMap"
+  std::string_view call(api);
+  if (auto at = call.find(".cu"); at != std::string_view::npos) call = call.substr(at + 1);
+  std::size_t length = 0;
+  while (length < call.size() &&
+         (std::isalnum(static_cast<unsigned char>(call[length])) || call[length] == '_'))
+    ++length;
+  call = call.substr(0, length);
+  std::string name(call);
+  throw CudaError(name, code, name + " failed: " + describe(code));
+}
+
+Device& Device::instance() {
+  static Device device;
+  return device;
+}
+
+Device::Device() : driver_(driver()) {
+  if (const char* ordinal = std::getenv("R3_CUDA_DEVICE"); ordinal && *ordinal)
+    ordinal_ = std::atoi(ordinal);
+  R3_CU(driver_.cuDeviceGet(&device_, ordinal_));
+  char name[256] = {};
+  R3_CU(driver_.cuDeviceGetName(name, sizeof name, device_));
+  name_ = name;
+  major_ = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  minor_ = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  R3_CU(driver_.cuDevicePrimaryCtxRetain(&context_, device_));
+  make_current();
+}
+
+void Device::make_current() {
+  if (!lost_.empty())
+    throw Error("the CUDA context of this process is lost (" + lost_ +
+                "); nothing more can run in it");
+  R3_CU(driver_.cuCtxSetCurrent(context_));
+}
+
+void Device::mark_lost(const std::string& why) {
+  if (lost_.empty()) log::warning("CUDA device ", ordinal_, " (", name_, "): context lost: ", why);
+  lost_ = why;
+}
+
+int Device::attribute(CUdevice_attribute which) const {
+  int value = 0;
+  R3_CU(driver_.cuDeviceGetAttribute(&value, which, device_));
+  return value;
+}
+
+std::string Device::architecture() const { return "sm_" + std::to_string(compute_capability()); }
+
+std::uint64_t Device::l2_bytes() const {
+  return static_cast<std::uint64_t>(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+}
+
+}  // namespace r3::replay::cuda

@@ -1,0 +1,154 @@
+#include "gpu_compare.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "driver.hpp"
+#include "nvrtc_compiler.hpp"
+
+namespace r3::replay::cuda {
+namespace {
+
+const char* kSource = R"(
+struct Half { unsigned short bits; };
+struct BFloat { unsigned short bits; };
+struct Byte { unsigned char bits; };
+
+__device__ double as_number(Half h) {
+  unsigned int sign = (h.bits & 0x8000u) << 16, exponent = (h.bits >> 10) & 0x1fu, mantissa = h.bits & 0x3ffu;
+  unsigned int bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {
+      exponent = 127 - 15 + 1;
+      while ((mantissa & 0x400u) == 0) { mantissa <<= 1; --exponent; }
+      bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  return (double)__uint_as_float(bits);
+}
+__device__ double as_number(BFloat b) { return (double)__uint_as_float((unsigned int)b.bits << 16); }
+__device__ double as_number(Byte) { return 0; }
+template <class T> __device__ double as_number(T v) { return (double)v; }
+
+template <class T> __device__ bool same_bits(const T& a, const T& b) {
+  const unsigned char* x = (const unsigned char*)&a;
+  const unsigned char* y = (const unsigned char*)&b;
+  for (int i = 0; i < (int)sizeof(T); ++i) if (x[i] != y[i]) return false;
+  return true;
+}
+
+// out[0]: elements out of tolerance; out[1]: bits of the largest error (a non-negative double,
+// so its bits order as integers); out[2]: first bad index (~0 when none).
+template <class T>
+__device__ void compare(const T* actual, const T* expected, unsigned long long count, int tolerant,
+                        double rtol, double atol, unsigned long long* out) {
+  unsigned long long bad = 0, first = ~0ull;
+  double worst = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    T a = actual[i], e = expected[i];
+    if (same_bits(a, e)) continue;
+    double x = as_number(a), ref = as_number(e), error = fabs(x - ref);
+    bool wrong = true;
+    if (isnan(x) || isnan(ref)) {
+      wrong = !(isnan(x) && isnan(ref));
+      error = wrong ? __longlong_as_double(0x7ff0000000000000ll) : 0;
+    } else if (tolerant) {
+      wrong = !(error <= atol + rtol * fabs(ref));
+    }
+    worst = fmax(worst, error);
+    if (wrong) { ++bad; if (i < first) first = i; }
+  }
+  if (bad) { atomicAdd(&out[0], bad); atomicMin(&out[2], first); }
+  if (worst > 0) atomicMax(&out[1], (unsigned long long)__double_as_longlong(worst));
+}
+
+#define R3_COMPARE(NAME, T)                                                                 \
+  extern "C" __global__ void r3_compare_##NAME(const T* a, const T* e, unsigned long long n, \
+                                               int tolerant, double rtol, double atol,        \
+                                               unsigned long long* out) {                     \
+    compare<T>(a, e, n, tolerant, rtol, atol, out);                                           \
+  }
+R3_COMPARE(unknown, Byte) R3_COMPARE(u8, unsigned char) R3_COMPARE(i8, signed char)
+R3_COMPARE(u16, unsigned short) R3_COMPARE(i16, short) R3_COMPARE(u32, unsigned int)
+R3_COMPARE(i32, int) R3_COMPARE(u64, unsigned long long) R3_COMPARE(i64, long long)
+R3_COMPARE(f16, Half) R3_COMPARE(bf16, BFloat) R3_COMPARE(f32, float) R3_COMPARE(f64, double)
+)";
+
+}  // namespace
+
+const std::string& compare_kernels_source() {
+  static const std::string source = kSource;
+  return source;
+}
+
+GpuCompare::~GpuCompare() {
+  // A lost context took its resources with it.
+  if (module_ && !Device::instance().lost()) {
+    driver().cuModuleUnload(module_);
+    driver().cuMemFree(result_);
+  }
+}
+
+void GpuCompare::load() {
+  if (module_) return;
+  static std::mutex mutex;
+  static std::string cubin;
+  static std::string error;
+  {
+    std::lock_guard lock(mutex);
+    if (cubin.empty() && error.empty()) {
+      NvrtcOutput out = compile_nvrtc("r3_compare.cu", compare_kernels_source(), "", {}, {}, {},
+                                      Device::instance().compute_capability());
+      if (out.ok)
+        cubin = out.image;
+      else
+        error = out.log;
+    }
+  }
+  if (!error.empty()) throw Error("the GPU comparison kernels do not compile: " + error);
+  const Driver& d = driver();
+  R3_CU(d.cuModuleLoadDataEx(&module_, cubin.data(), 0, nullptr, nullptr));
+  R3_CU(d.cuMemAlloc(&result_, 3 * sizeof(std::uint64_t)));
+}
+
+void GpuCompare::compare(CUdeviceptr actual, CUdeviceptr expected, std::uint64_t count,
+                         capture::ElementType type, const config::Tolerance& tolerance,
+                         CUstream stream, RegionCheck& check) {
+  if (count == 0) return;
+  load();
+  const Driver& d = driver();
+  CUfunction function = nullptr;
+  std::string name = "r3_compare_" + std::string(capture::to_string(type));
+  R3_CU(d.cuModuleGetFunction(&function, module_, name.c_str()));
+  std::uint64_t initial[3] = {0, 0, ~std::uint64_t{0}};
+  R3_CU(d.cuStreamSynchronize(stream));
+  R3_CU(d.cuMemcpyHtoD(result_, initial, sizeof initial));
+  int tolerant = capture::is_floating_point(type) && !tolerance.bitwise ? 1 : 0;
+  double rtol = tolerance.rtol, atol = tolerance.atol;
+  void* params[] = {&actual, &expected, &count, &tolerant, &rtol, &atol, &result_};
+  const unsigned threads = 256;
+  const std::uint64_t wanted = (count + threads - 1) / threads;
+  const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
+  R3_CU(d.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr));
+  R3_CU(d.cuStreamSynchronize(stream));
+  std::uint64_t result[3];
+  R3_CU(d.cuMemcpyDtoH(result, result_, sizeof result));
+  check.mismatches += result[0];
+  double worst;
+  std::memcpy(&worst, &result[1], sizeof worst);
+  check.max_error = std::max(check.max_error, worst);
+  if (result[2] != ~std::uint64_t{0} &&
+      (check.first_bad_index < 0 || static_cast<std::int64_t>(result[2]) < check.first_bad_index))
+    check.first_bad_index = static_cast<std::int64_t>(result[2]);
+}
+
+}  // namespace r3::replay::cuda

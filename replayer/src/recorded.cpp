@@ -1,0 +1,77 @@
+#include "recorded.hpp"
+
+#include <algorithm>
+
+#include "r3/error.hpp"
+
+namespace r3::replay {
+
+std::vector<std::size_t> resolve_launches(const capture::Kernel& kernel,
+                                          std::vector<std::size_t> wanted) {
+  if (wanted.empty()) {
+    for (std::size_t i = 0; i < kernel.launches.size(); ++i) wanted.push_back(i);
+  }
+  for (std::size_t index : wanted) {
+    if (index >= kernel.launches.size())
+      throw Error("kernel '" + kernel.name + "' has no recorded launch " + std::to_string(index) +
+                  " (it has " + std::to_string(kernel.launches.size()) + ")");
+  }
+  return wanted;
+}
+
+std::vector<Span> region_spans(const capture::Kernel& kernel,
+                               const std::vector<std::size_t>& launches,
+                               std::optional<capture::RegionKind> kind) {
+  std::vector<Span> spans;
+  for (std::size_t index : launches) {
+    const capture::Launch& launch = kernel.launches.at(index);
+    for (const auto* table : {&launch.prologue, &launch.globals, &launch.epilogue}) {
+      for (const capture::Region& region : *table) {
+        if (!kind || region.kind == *kind) spans.push_back({region.address, region.size});
+      }
+    }
+  }
+  return spans;
+}
+
+Bytes RelocatedContents::get(const capture::Region& region) {
+  auto key = std::make_pair(region.content, region.address);
+  if (auto it = contents_.find(key); it != contents_.end()) return it->second;
+  auto bytes = std::make_shared<std::vector<std::byte>>(capture_.read_content(region.content));
+  map_.relocate_words(*bytes, region.address);
+  return contents_.emplace(key, std::move(bytes)).first->second;
+}
+
+std::string recorded_image(const capture::CaptureReader& capture, const capture::Kernel& kernel,
+                           std::string_view kind) {
+  auto it = kernel.images.find(std::string(kind));
+  if (it == kernel.images.end()) return "";
+  std::vector<std::byte> bytes = capture.read_content(it->second);
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+TimeStats summarise(std::vector<double> samples) {
+  TimeStats stats;
+  stats.samples = samples;
+  if (samples.empty()) return stats;
+  std::sort(samples.begin(), samples.end());
+  stats.min = samples.front();
+  stats.max = samples.back();
+  std::size_t n = samples.size();
+  stats.median = n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+  return stats;
+}
+
+std::string first_failure(const LaunchResult& launch) {
+  for (const RegionCheck& check : launch.regions) {
+    if (check.passed) continue;
+    return "region '" + check.name + "' " +
+           (check.expected_to_change ? "differs from the recorded result"
+                                     : "was modified but must stay untouched") +
+           " (" + std::to_string(check.mismatches) + " of " + std::to_string(check.elements) +
+           " elements, first at index " + std::to_string(check.first_bad_index) + ")";
+  }
+  return "verification failed";
+}
+
+}  // namespace r3::replay

@@ -1,0 +1,359 @@
+// The CUDA replay backend on a GPU: launches recorded here (support/cuda_capture.hpp) replayed
+// as recorded code and as variants from NVRTC and Clang/NVPTX, verified and timed; wrong
+// results, impossible shapes and crashing variants as results, with the next candidate running;
+// relocation when the recorded addresses are taken. Skipped where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "cuda_capture.hpp"
+#include "driver.hpp"
+#include "r3/config.hpp"
+#include "r3/replay/backend.hpp"
+#include "r3/replay/replay_command.hpp"
+#include "r3/replay/sandbox.hpp"
+#include "support/files.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace r3::replay {
+namespace {
+
+using test::contains;
+
+#define R3_REQUIRE_GPU()                                                         \
+  do {                                                                           \
+    if (std::string why = cuda::why_unavailable(); !why.empty())                 \
+      GTEST_SKIP() << "no GPU here, so the CUDA backend is not tested: " << why; \
+  } while (0)
+
+constexpr int kN = 256;
+
+const char* kStencil = R"(
+__global__ void stencil2d(const float* in, float* out, int n, float alpha) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;
+  int i = y * n + x;
+  out[i] = in[i] + alpha * (in[i - n] + in[i + n] + in[i - 1] + in[i + 1] - 4.0f * in[i]);
+}
+)";
+
+// The same kernel with one change spliced in before the store.
+std::string stencil_variant(const std::string& change, const std::string& store = "out[i]") {
+  return std::string(R"(
+__global__ void stencil2d(const float* in, float* out, int n, float alpha) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;
+  int i = y * n + x;
+  float v = in[i] + alpha * (in[i - n] + in[i + n] + in[i - 1] + in[i + 1] - 4.0f * in[i]);
+  )") + change +
+         "\n  " + store + " = v;\n}\n";
+}
+
+test::CudaLaunchSpec stencil_spec() {
+  test::CudaLaunchSpec spec;
+  spec.source = kStencil;
+  spec.entry = "stencil2d";
+  spec.grid = {kN / 16, kN / 16, 1};
+  spec.block = {16, 16, 1};
+  std::vector<float> in(kN * kN), out(kN * kN, 0.0f);
+  for (int i = 0; i < kN * kN; ++i) in[i] = std::sin(0.01f * i);
+  spec.buffers.push_back({"in", test::bytes_of(in), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"out", test::bytes_of(out), capture::ElementType::f32, {}});
+  spec.args = {test::pointer_arg(0), test::pointer_arg(1), test::value_arg(kN, "int"),
+               test::value_arg(0.1f, "float")};
+  spec.launches = 2;
+  return spec;
+}
+
+// A struct of device pointers passed by value, and a table of pointers in device memory.
+const char* kGather = R"(
+struct Views { const float* a; float* out; int n; };
+extern "C" __global__ void gather(Views v, const float* const* table, int count) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= v.n) return;
+  float s = v.a[i];
+  for (int k = 0; k < count; ++k) s += table[k][i];
+  v.out[i] = s;
+}
+)";
+
+test::CudaLaunchSpec gather_spec() {
+  test::CudaLaunchSpec spec;
+  spec.source = kGather;
+  spec.entry = "gather";
+  const int n = 4096;
+  spec.grid = {n / 128, 1, 1};
+  spec.block = {128, 1, 1};
+  std::vector<float> a(n), b0(n), b1(n), out(n, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    a[i] = float(i);
+    b0[i] = 0.5f * i;
+    b1[i] = -0.25f * i;
+  }
+  spec.buffers.push_back({"a", test::bytes_of(a), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"out", test::bytes_of(out), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"b0", test::bytes_of(b0), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"b1", test::bytes_of(b1), capture::ElementType::f32, {}});
+  spec.buffers.push_back(
+      {"table", std::vector<std::byte>(16), capture::ElementType::u64, {{0, 2}, {8, 3}}});
+  struct Views {
+    const float* a;
+    float* out;
+    int n;
+  } views{nullptr, nullptr, n};
+  test::CudaArg views_arg = test::value_arg(views, "Views");
+  views_arg.pointers = {{0, 0}, {8, 1}};
+  spec.args = {views_arg, test::pointer_arg(4), test::value_arg(2, "int")};
+  return spec;
+}
+
+struct Prepared {
+  test::TempDir dir;
+  std::unique_ptr<capture::CaptureReader> capture;
+  std::unique_ptr<Backend> backend;
+  std::string kernel;
+};
+
+std::unique_ptr<Prepared> prepare(const test::CudaLaunchSpec& spec) {
+  auto p = std::make_unique<Prepared>();
+  p->kernel = test::record_cuda_launch(p->dir / "capture.h5", spec);
+  p->capture =
+      std::make_unique<capture::CaptureReader>(capture::CaptureReader::open(p->dir / "capture.h5"));
+  p->backend = make_backend("cuda");
+  p->backend->prepare(*p->capture, 0, {});
+  return p;
+}
+
+RunResult compile_and_run(Backend& backend, const Variant& variant, RunOptions options = {}) {
+  Compiled compiled = backend.compile(variant);
+  EXPECT_TRUE(compiled.ok || !compiled.diagnostics.empty());
+  return backend.run(compiled, options);
+}
+
+Variant source_variant(const std::string& text,
+                       config::Compiler compiler = config::Compiler::nvrtc) {
+  Variant v;
+  v.source_name = "variant.cu";
+  v.source_text = text;
+  v.entry = "stencil2d";
+  v.compiler = compiler;
+  return v;
+}
+
+TEST(CudaBackend, ReplaysTheRecordedCubinVerifiedAndTimed) {
+  R3_REQUIRE_GPU();
+  auto p = prepare(stencil_spec());
+  Variant recorded;
+  recorded.compiler = config::Compiler::recorded;
+  Compiled compiled = p->backend->compile(recorded);
+  ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
+  EXPECT_GT(compiled.resources.registers, 0);
+  EXPECT_GE(compiled.resources.spilled_bytes, 0);
+  EXPECT_GT(compiled.resources.code_bytes, 0u);
+  RunOptions options;
+  options.repeats = 7;
+  RunResult result = p->backend->run(compiled, options);
+  ASSERT_EQ(result.outcome, Outcome::ok) << result.message;
+  ASSERT_EQ(result.launches.size(), 2u);
+  for (const LaunchResult& launch : result.launches) {
+    EXPECT_TRUE(launch.verified);
+    EXPECT_EQ(launch.time.samples.size(), 7u);
+    EXPECT_GT(launch.time.median, 0);
+    ASSERT_EQ(launch.regions.size(), 2u);  // in untouched, out changed
+  }
+  EXPECT_GT(result.seconds, 0);
+  EXPECT_TRUE(p->backend->compile(recorded).from_cache);
+}
+
+TEST(CudaBackend, RecordedPtxGoesThroughTheJitWithItsOptions) {
+  R3_REQUIRE_GPU();
+  auto p = prepare(stencil_spec());
+  Variant jit;
+  jit.compiler = config::Compiler::recorded;
+  jit.flags = {"-O3", "--maxrregcount=32", "-dlcm=cg"};
+  Compiled compiled = p->backend->compile(jit);
+  ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
+  EXPECT_LE(compiled.resources.registers, 32);
+  RunResult result = p->backend->run(compiled, {});
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+  // The optimisation level reaches ptxas: unoptimised code is another cubin.
+  jit.flags = {"-O0"};
+  Compiled unoptimised = p->backend->compile(jit);
+  ASSERT_TRUE(unoptimised.ok) << unoptimised.diagnostics;
+  EXPECT_NE(unoptimised.resources.code_bytes, compiled.resources.code_bytes);
+  EXPECT_EQ(p->backend->run(unoptimised, {}).outcome, Outcome::ok);
+
+  jit.flags = {"-O7"};
+  Compiled bad = p->backend->compile(jit);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_TRUE(contains(bad.diagnostics, "-O0 to -O4")) << bad.diagnostics;
+}
+
+TEST(CudaBackend, NvrtcVariantsCompileWithFlagsAndVerify) {
+  R3_REQUIRE_GPU();
+  auto p = prepare(stencil_spec());
+  Variant fast = source_variant(stencil_variant(""));
+  fast.flags = {"--use_fast_math", "-O3"};
+  RunResult result = compile_and_run(*p->backend, fast);
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+
+  Variant broken = source_variant(stencil_variant("v = undeclared_name;"));
+  Compiled compiled = p->backend->compile(broken);
+  EXPECT_FALSE(compiled.ok);
+  EXPECT_TRUE(contains(compiled.diagnostics, "variant.cu(8)")) << compiled.diagnostics;
+  EXPECT_EQ(p->backend->run(compiled, {}).outcome, Outcome::compile_error);
+}
+
+TEST(CudaBackend, ClangNvptxVariantsRunThroughTheirPassPipeline) {
+  R3_REQUIRE_GPU();
+  if (!R3_HAVE_LLVM) GTEST_SKIP() << "this build has no Clang/LLVM";
+  auto p = prepare(stencil_spec());
+  Variant clang = source_variant(stencil_variant(""), config::Compiler::clang);
+  clang.passes = "default<O3>";
+  Compiled compiled = p->backend->compile(clang);
+  ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
+  RunResult result = p->backend->run(compiled, {});
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+
+  clang.passes = "function(no-such-pass)";
+  Compiled bad = p->backend->compile(clang);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_TRUE(contains(bad.diagnostics, "no-such-pass")) << bad.diagnostics;
+}
+
+TEST(CudaBackend, WrongResultsAreFoundOnTheGpuWithTheFirstBadIndex) {
+  R3_REQUIRE_GPU();
+  auto p = prepare(stencil_spec());
+  RunResult wrong = compile_and_run(*p->backend, source_variant(stencil_variant("v += 1e-2f;")));
+  ASSERT_EQ(wrong.outcome, Outcome::wrong_result);
+  ASSERT_FALSE(wrong.launches.empty());
+  const RegionCheck& out = wrong.launches[0].regions.at(1);
+  EXPECT_EQ(out.name, "out");
+  EXPECT_FALSE(out.passed);
+  EXPECT_EQ(out.mismatches, std::uint64_t((kN - 2) * (kN - 2)));
+  EXPECT_EQ(out.first_bad_index, kN + 1);  // the first interior point
+  EXPECT_NEAR(out.max_error, 1e-2, 1e-3);
+
+  // Writing memory the recorded launch left alone is wrong too.
+  RunResult scribbles = compile_and_run(
+      *p->backend,
+      source_variant(stencil_variant("if (i == 5 * n + 7) const_cast<float*>(in)[i] = 0.0f;")));
+  ASSERT_EQ(scribbles.outcome, Outcome::wrong_result);
+  EXPECT_TRUE(contains(scribbles.message, "'in' was modified")) << scribbles.message;
+  EXPECT_EQ(scribbles.launches[0].regions.at(0).first_bad_index, 5 * kN + 7);
+}
+
+TEST(CudaBackend, NewBlockShapesDeriveTheGridAndImpossibleOnesFailCleanly) {
+  R3_REQUIRE_GPU();
+  auto p = prepare(stencil_spec());
+  Variant reshaped = source_variant(kStencil);
+  reshaped.block = capture::Dim3{64, 2, 1};
+  RunResult ok = compile_and_run(*p->backend, reshaped);
+  EXPECT_EQ(ok.outcome, Outcome::ok) << ok.message;
+
+  reshaped.block = capture::Dim3{64, 32, 1};
+  RunResult too_big = compile_and_run(*p->backend, reshaped);
+  EXPECT_EQ(too_big.outcome, Outcome::launch_error);
+  EXPECT_TRUE(contains(too_big.message, "2048 threads")) << too_big.message;
+
+  reshaped.block = capture::Dim3{64, 2, 1};
+  EXPECT_EQ(compile_and_run(*p->backend, reshaped).outcome, Outcome::ok);
+}
+
+// A sticky error loses the CUDA context of its process for good: the sandbox replaces the
+// child, and the next candidate runs in a fresh one.
+TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshSandbox) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  test::record_cuda_launch(dir / "stencil.h5", stencil_spec());
+  SandboxSetup setup;
+  setup.helper = R3_TEST_SANDBOX;
+  setup.capture = dir / "stencil.h5";
+  setup.backend = "cuda";
+  setup.kernels = {{0, {}}};
+  setup.timeout_s = 120;
+  Sandbox sandbox(setup);
+
+  Request crash;
+  crash.variant = source_variant(stencil_variant("", "out[i + (1ll << 40)]"));
+  Evaluation crashed = sandbox.evaluate(crash);
+  EXPECT_EQ(crashed.outcome, Outcome::launch_error) << crashed.message;
+  EXPECT_TRUE(contains(crashed.message, "cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS"))
+      << crashed.message;
+  EXPECT_TRUE(crashed.process_lost);
+
+  Request recorded;
+  recorded.variant.compiler = config::Compiler::recorded;
+  Evaluation after = sandbox.evaluate(recorded);
+  EXPECT_EQ(after.outcome, Outcome::ok) << after.message;
+  EXPECT_EQ(sandbox.restarts(), 1u);
+  EXPECT_GT(after.resources.registers, 0);
+}
+
+TEST(CudaBackend, RelocatesWhenTheRecordedAddressesAreTakenAndRewritesPointerTables) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string kernel = test::record_cuda_launch(dir / "gather.h5", gather_spec());
+  auto capture = capture::CaptureReader::open(dir / "gather.h5");
+  // Take the recorded address range first.
+  std::uint64_t low = ~0ull, high = 0;
+  for (const capture::Region& r : capture.kernels()[0].launches[0].prologue) {
+    low = std::min(low, r.address);
+    high = std::max(high, r.address + r.size);
+  }
+  const std::uint64_t granule = 2ull << 20;
+  low = low / granule * granule;
+  high = (high + granule - 1) / granule * granule;
+  cuda::Device::instance().make_current();
+  CUdeviceptr taken = 0;
+  R3_CU(cuda::driver().cuMemAddressReserve(&taken, high - low, 0, low, 0));
+
+  auto backend = make_backend("cuda");
+  backend->prepare(capture, 0, {});
+  EXPECT_EQ(backend->address_mode(), AddressMode::relocated) << backend->placement();
+  Variant recorded;
+  recorded.compiler = config::Compiler::recorded;
+  RunResult result = compile_and_run(*backend, recorded);
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+  cuda::driver().cuMemAddressFree(taken, high - low);
+}
+
+TEST(CudaBackend, L2FlushBetweenTimedRuns) {
+  R3_REQUIRE_GPU();
+  auto p = prepare(stencil_spec());
+  Variant recorded;
+  recorded.compiler = config::Compiler::recorded;
+  RunOptions options;
+  options.flush_l2 = true;
+  options.repeats = 5;
+  RunResult result = compile_and_run(*p->backend, recorded, options);
+  ASSERT_EQ(result.outcome, Outcome::ok) << result.message;
+  EXPECT_EQ(result.launches[0].time.samples.size(), 5u);
+}
+
+// `r3 replay` in its own process: at the recorded addresses where the driver grants them, else
+// relocated (the driver of a new process has usually reserved them for itself).
+TEST(CudaBackend, R3ReplayRunsCudaCaptures) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  test::record_cuda_launch(dir / "stencil.h5", stencil_spec());
+  test::write_text_file(dir / "variant.cu", stencil_variant(""));
+  auto recorded = test::run_process({R3_TEST_R3, "replay", (dir / "stencil.h5").string()});
+  EXPECT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
+  EXPECT_TRUE(contains(recorded.out, "same address (") || contains(recorded.out, "relocated ("))
+      << recorded.out;
+  EXPECT_TRUE(contains(recorded.out, "result    ok")) << recorded.out;
+
+  auto variant = test::run_process({R3_TEST_R3, "replay", (dir / "stencil.h5").string(), "--source",
+                                    (dir / "variant.cu").string(), "--block", "32,4,1",
+                                    "--flags=--use_fast_math", "-n", "5"});
+  EXPECT_EQ(variant.exit_code, 0) << variant.out << variant.err;
+  EXPECT_EQ(test::count(variant.out, "verified  median"), 2) << variant.out;
+}
+
+}  // namespace
+}  // namespace r3::replay
