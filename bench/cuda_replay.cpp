@@ -55,12 +55,15 @@ struct Split {
   }
 };
 
-void evaluate(replay::Backend& backend, const replay::Variant& variant, Split& split) {
+// Returns the wall time of the run (restore, launches, verification).
+double evaluate(replay::Backend& backend, const replay::Variant& variant, Split& split) {
   auto start = Clock::now();
   replay::Compiled compiled = backend.compile(variant);
   split.compile += std::chrono::duration<double>(Clock::now() - start).count();
   replay::RunOptions options;  // 2 warm-up, 10 timed runs
+  auto run_start = Clock::now();
   replay::RunResult result = backend.run(compiled, options);
+  const double run_wall = std::chrono::duration<double>(Clock::now() - run_start).count();
   for (const replay::LaunchResult& launch : result.launches) {
     const double runs = options.warmup + options.repeats + 1;  // + the verified run
     split.restore += launch.restore_seconds * runs;
@@ -71,6 +74,7 @@ void evaluate(replay::Backend& backend, const replay::Variant& variant, Split& s
   split.wall += std::chrono::duration<double>(Clock::now() - start).count();
   ++split.evaluations;
   split.ok += result.outcome == replay::Outcome::ok ? 1 : 0;
+  return run_wall;
 }
 
 }  // namespace
@@ -108,11 +112,18 @@ int main(int argc, char** argv) {
                                     {256, 1, 1}, {32, 16, 1}, {64, 8, 1}, {32, 32, 1}};
     replay::Variant recorded;
     recorded.compiler = config::Compiler::recorded;
-    backend->compile(recorded);  // the one compile that launch-only variants share
+    // Once before measuring: the first verification compiles the comparison kernels (NVRTC,
+    // once per process).
+    auto setup_start = Clock::now();
+    backend->run(backend->compile(recorded), {});
+    std::printf("one-time set-up (comparison kernels, first module): %.0f ms\n",
+                1e3 * std::chrono::duration<double>(Clock::now() - setup_start).count());
     for (int round = 0; round < 4; ++round) {
       for (const capture::Dim3& shape : shapes) {
         recorded.block = shape;
-        evaluate(*backend, recorded, launch_only);
+        const double wall = evaluate(*backend, recorded, launch_only);
+        if (round == 0)
+          std::printf("  block %ux%ux%u: run() %.2f ms\n", shape.x, shape.y, shape.z, 1e3 * wall);
       }
     }
     for (int i = 0; i < 16; ++i) {

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <string_view>
@@ -134,8 +135,10 @@ Device& Device::instance() {
 }
 
 Device::Device() : driver_(driver()) {
+  int count = 1;
+  R3_CU(driver_.cuDeviceGetCount(&count));
   if (const char* ordinal = std::getenv("R3_CUDA_DEVICE"); ordinal && *ordinal)
-    ordinal_ = std::atoi(ordinal);
+    ordinal_ = std::max(0, std::atoi(ordinal)) % std::max(count, 1);
   R3_CU(driver_.cuDeviceGet(&device_, ordinal_));
   char name[256] = {};
   R3_CU(driver_.cuDeviceGetName(name, sizeof name, device_));
@@ -144,6 +147,7 @@ Device::Device() : driver_(driver()) {
   minor_ = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   R3_CU(driver_.cuDevicePrimaryCtxRetain(&context_, device_));
   make_current();
+  log::debug("CUDA device ", ordinal_, " of ", count, ": ", name_, " (", architecture(), ")");
 }
 
 void Device::make_current() {

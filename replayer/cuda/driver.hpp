@@ -62,7 +62,7 @@ std::string describe(CUresult code);
 void check(CUresult code, const char* api);
 #define R3_CU(call) ::r3::replay::cuda::check((call), #call)
 
-// One GPU of this process (R3_CUDA_DEVICE, else 0, among the visible ones), with its primary
+// One GPU of this process (R3_CUDA_DEVICE modulo the visible ones, else 0), with its primary
 // context current on the calling thread. Shared by every backend of the process. A sticky error
 // (illegal address, trap, ...) loses the context for the rest of the process: CUDA cannot make
 // a new one, so the process must be replaced (the sandbox does that).

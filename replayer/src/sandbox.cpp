@@ -146,9 +146,13 @@ void Sandbox::start() {
     kernels.push_back({{"kernel", k.kernel}, {"launches", k.launches}});
   std::string level =
       setup_.log_level.empty() ? std::string(log::to_string(log::level())) : setup_.log_level;
-  nlohmann::json prepare{
-      {"capture", setup_.capture.string()}, {"backend", setup_.backend},   {"kernels", kernels},
-      {"confine", setup_.confine},          {"log_rank", setup_.log_rank}, {"log_level", level}};
+  nlohmann::json prepare{{"capture", setup_.capture.string()},
+                         {"backend", setup_.backend},
+                         {"kernels", kernels},
+                         {"confine", setup_.confine},
+                         {"log_rank", setup_.log_rank},
+                         {"log_level", level},
+                         {"device", setup_.device}};
   std::string answer;
   bool answered = wire::write_message(to_child_, prepare.dump()) &&
                   wait_readable(from_child_, kPrepareTimeoutS) &&

@@ -1,6 +1,7 @@
 // The child's side of the sandbox (r3-sandbox): prepare the capture once, confine itself, then
 // compile, run, verify and time one candidate per request until the parent hangs up. A
 // candidate that kills this process is exactly what the sandbox is for.
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,9 @@ int sandbox_child_main(int in_fd, int out_fd) {
   log::set_rank(setup.value("log_rank", -1));
   if (auto level = log::parse_level(setup.value("log_level", "info"))) log::set_level(*level);
 
+  // Before the first CUDA call: the GPU this evaluator was given.
+  if (int device = setup.value("device", -1); device >= 0)
+    setenv("R3_CUDA_DEVICE", std::to_string(device).c_str(), 1);
   Prepared prepared;
   try {
     prepared = prepare(setup);

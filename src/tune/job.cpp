@@ -133,8 +133,11 @@ class ScratchDirectory {
 // An evaluator: its sandbox, and the sources it has been sent.
 class Evaluator {
  public:
-  Evaluator(const EvaluatorSetup& setup, const std::filesystem::path& capture, int rank) {
+  // `gpu`: which of the node's GPUs the sandbox uses (its node-local rank; the child takes it
+  // modulo the GPUs it sees).
+  Evaluator(const EvaluatorSetup& setup, const std::filesystem::path& capture, int rank, int gpu) {
     replay::SandboxSetup s;
+    s.device = gpu;
     s.capture = capture;
     s.backend = setup.backend;
     s.kernels = setup.kernels;
@@ -565,7 +568,7 @@ int run_generations(Master& m, const Collectives& world) {
   std::optional<double> job_end = job_end_time();
   std::unique_ptr<Evaluator> local;
   if (world.size() == 1) {
-    local = std::make_unique<Evaluator>(evaluator_setup(m), c.capture, 0);
+    local = std::make_unique<Evaluator>(evaluator_setup(m), c.capture, 0, world.node_rank());
   }
   double last_generation_s = 0;
   std::string stop_reason;
@@ -689,7 +692,7 @@ int run_evaluator(const Collectives& world) {
       if (!out) throw IoError("write", "cannot write the capture to " + capture.string());
     }
     capture_bytes = std::string();
-    evaluator = std::make_unique<Evaluator>(setup, capture, world.rank());
+    evaluator = std::make_unique<Evaluator>(setup, capture, world.rank(), world.node_rank());
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -65,6 +65,21 @@ std::string host_flag(std::string_view search_flag) {
   return "";
 }
 
+// What a search switch means to NVRTC: each turns a default off or a relaxation on.
+std::string cuda_flag(std::string_view search_flag) {
+  if (search_flag == "fast_math") return "--use_fast_math";
+  if (search_flag == "ftz") return "--ftz=true";
+  if (search_flag == "prec_div") return "--prec-div=false";
+  if (search_flag == "prec_sqrt") return "--prec-sqrt=false";
+  if (search_flag == "fmad") return "--fmad=false";
+  if (search_flag == "extra_device_vectorization") return "--extra-device-vectorization";
+  return "";
+}
+
+std::string LevelBuilder::flag(std::string_view search_flag) const {
+  return backend_ == config::Backend::host ? host_flag(search_flag) : cuda_flag(search_flag);
+}
+
 LevelBuilder::LevelBuilder(const config::TuneConfig& config, config::Backend backend)
     : config_(config), backend_(backend) {
   static std::once_flag warned;
@@ -76,7 +91,7 @@ LevelBuilder::LevelBuilder(const config::TuneConfig& config, config::Backend bac
       dropped.push_back(pass);
   }
   for (const std::string& flag : config.search.compiler.flags) {
-    if (backend != config::Backend::host || !host_flag(flag).empty()) flags_.push_back(flag);
+    if (!this->flag(flag).empty()) flags_.push_back(flag);
   }
   if (!dropped.empty()) {
     std::call_once(warned, [&] {
@@ -136,7 +151,13 @@ std::optional<LevelSpace> LevelBuilder::build(Level level,
     }
     add(bo::Parameter::ordinal("opt", opts), {static_cast<int>(at - opts.begin())});
     for (const std::string& flag : flags_) add(bo::Parameter::categorical(flag, {kOff, kOn}), {0});
-    if (!passes_.empty() && c.passes.max_length > 0)
+    if (backend_ == config::Backend::cuda) {
+      // ptxas's register limit; the pass pipeline is Clang's, and GPU variants compile with NVRTC.
+      std::vector<double> limits(c.max_registers.begin(), c.max_registers.end());
+      std::sort(limits.begin(), limits.end());
+      limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
+      if (limits.size() > 1) add(bo::Parameter::ordinal("max_registers", limits), {0});
+    } else if (!passes_.empty() && c.passes.max_length > 0)
       add(bo::Parameter::sequence("passes", passes_, c.passes.max_length, c.passes.repeat), {});
   } else if (level == Level::launch) {
     const config::LaunchLevel& l = config_.search.launch;
@@ -197,14 +218,16 @@ void LevelBuilder::apply(Level level, const LevelSpace& level_space,
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const bo::Parameter& p = parameters[i];
       if (p.name == "opt") continue;
-      if (p.kind == bo::Kind::sequence) {
+      if (p.name == "max_registers") {
+        if (label(i) != "0") variant.flags.push_back("--maxrregcount=" + label(i));
+      } else if (p.kind == bo::Kind::sequence) {
         for (int item : configuration.values[i])
           sequence += (sequence.empty() ? "" : ",") + p.pool.at(static_cast<std::size_t>(item));
       } else if (label(i) == kOn) {
-        std::string flag = backend_ == config::Backend::host ? host_flag(p.name) : p.name;
-        if (!flag.empty()) variant.flags.push_back(flag);
+        if (std::string f = flag(p.name); !f.empty()) variant.flags.push_back(f);
       }
     }
+    if (backend_ == config::Backend::cuda) variant.flags.push_back("-O" + label(0));  // ptxas
     std::string pipeline = "default<O" + label(0) + ">";
     if (!sequence.empty()) pipeline += ",function(" + sequence + ")";
     variant.passes = pipeline;

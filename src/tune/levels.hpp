@@ -40,13 +40,16 @@ class LevelBuilder {
   double share(Level level) const;
 
  private:
+  std::string flag(std::string_view search_flag) const;  // for this backend's compiler
   const config::TuneConfig& config_;
   config::Backend backend_;
   std::vector<std::string> passes_;  // pool entries as they are written in a pipeline
   std::vector<std::string> flags_;   // compiler.flags this backend knows how to pass
 };
 
-// The compiler flags a search flag stands for with the host backend's Clang ("" when none).
+// The compiler flags a search flag stands for with the host backend's Clang and with NVRTC
+// ("" when none).
 std::string host_flag(std::string_view search_flag);
+std::string cuda_flag(std::string_view search_flag);
 
 }  // namespace r3::tune

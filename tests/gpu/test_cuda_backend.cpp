@@ -357,3 +357,46 @@ TEST(CudaBackend, R3ReplayRunsCudaCaptures) {
 
 }  // namespace
 }  // namespace r3::replay
+
+namespace r3::replay {
+namespace {
+
+// The tuning job on a GPU: two evaluators share the GPU (each its own sandbox), the compiler and
+// launch levels search NVRTC flags and block shapes, the winner is confirmed, and the results
+// directory is written.
+TEST(CudaTuningJob, TunesACudaCaptureWithTwoEvaluators) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string kernel = test::record_cuda_launch(dir / "stencil.h5", stencil_spec());
+  test::write_text_file(dir / "stencil.cu", kStencil);
+  test::write_text_file(dir / "tune.yaml",
+                        "capture: stencil.h5\nbackend: cuda\nkernels:\n"
+                        "  - name: " +
+                            kernel +
+                            "\n    source: stencil.cu\n    entry: stencil2d\n"
+                            "search:\n  batch_size: 6\n"
+                            "  levels:\n    source: {enabled: false}\n"
+                            "budget:\n  evaluations: 30\n  wall_time: 4m\n"
+                            "timing:\n  confirm_repeats: 20\n");
+  auto result = test::run_process(
+      {R3_TEST_MPIEXEC, "-n", "3", "--oversubscribe", R3_TEST_R3_MPI, (dir / "tune.yaml").string()},
+      std::chrono::seconds(300), {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+  ASSERT_FALSE(result.timed_out) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "confirmed")) << result.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "r3-results" / "report.html"));
+  std::filesystem::path best;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "r3-results"))
+    if (entry.path().filename() == "best.yaml") best = entry.path();
+  ASSERT_FALSE(best.empty()) << "no best.yaml in the results";
+  const std::string fragment = test::read_text_file(best);
+  EXPECT_TRUE(contains(fragment, kernel)) << fragment;
+  // The best configuration replays, verified, on the GPU.
+  auto replayed = test::run_process({R3_TEST_R3, "replay", "--config", best.string()});
+  EXPECT_EQ(replayed.exit_code, 0) << fragment << replayed.out << replayed.err;
+  EXPECT_TRUE(contains(replayed.out, "result    ok")) << replayed.out;
+  std::printf("%s\n", result.err.c_str());
+}
+
+}  // namespace
+}  // namespace r3::replay

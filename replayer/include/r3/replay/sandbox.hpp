@@ -33,6 +33,7 @@ struct SandboxSetup {
   bool confine = true;    // seccomp filter in the child (host backend only)
   double timeout_s = 30;  // per candidate, compile and runs together
   int log_rank = -1;      // the child's log prefix (its evaluator's rank)
+  int device = -1;        // GPU backends: the GPU (modulo those visible); -1: R3_CUDA_DEVICE or 0
   std::string log_level;  // the child's log level; empty: the parent's
 };
 

@@ -1,0 +1,73 @@
+// What the compiler level of the search means to each backend's compiler.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "levels.hpp"
+#include "r3/tune_config.hpp"
+
+namespace r3::tune {
+namespace {
+
+config::TuneConfig config_for(std::string_view backend) {
+  return config::parse_tune_config("capture: c.h5\nbackend: " + std::string(backend) +
+                                       "\nkernels: [k]\nsearch:\n  levels:\n    compiler:\n"
+                                       "      flags: [fast_math, prec_div]\n"
+                                       "      opt_levels: [1, 3]\n"
+                                       "      max_registers: [0, 32]\n",
+                                   "/tmp/tune.yaml");
+}
+
+std::vector<std::string> names(const bo::Space& space) {
+  std::vector<std::string> out;
+  for (const bo::Parameter& p : space.parameters()) out.push_back(p.name);
+  return out;
+}
+
+// Every categorical switch on, every ordinal at its largest value.
+bo::Configuration everything_on(const bo::Space& space) {
+  bo::Configuration c;
+  for (const bo::Parameter& p : space.parameters()) {
+    if (p.kind == bo::Kind::sequence)
+      c.values.push_back({});
+    else
+      c.values.push_back({static_cast<int>(p.choices()) - 1});
+  }
+  return c;
+}
+
+TEST(TuneLevels, CudaCompilerLevelMeansNvrtcAndPtxasOptions) {
+  config::TuneConfig config = config_for("cuda");
+  LevelBuilder builder(config, config::Backend::cuda);
+  auto level = builder.build(Level::compiler, {});
+  ASSERT_TRUE(level);
+  EXPECT_EQ(names(level->space),
+            (std::vector<std::string>{"opt", "fast_math", "prec_div", "max_registers"}));
+  replay::Variant variant;
+  builder.apply(Level::compiler, *level, everything_on(level->space), variant);
+  EXPECT_EQ(variant.flags, (std::vector<std::string>{"--use_fast_math", "--prec-div=false",
+                                                     "--maxrregcount=32", "-O3"}));
+  replay::Variant defaults;
+  builder.apply(Level::compiler, *level, level->defaults, defaults);
+  EXPECT_EQ(defaults.flags, (std::vector<std::string>{"-O3"}));
+}
+
+TEST(TuneLevels, HostCompilerLevelMeansClangFlagsAndPassPipelines) {
+  config::TuneConfig config = config_for("host");
+  LevelBuilder builder(config, config::Backend::host);
+  auto level = builder.build(Level::compiler, {});
+  ASSERT_TRUE(level);
+  std::vector<std::string> parameters = names(level->space);
+  // prec_div has no Clang equivalent; register limits are a GPU matter.
+  EXPECT_EQ(std::count(parameters.begin(), parameters.end(), "prec_div"), 0);
+  EXPECT_EQ(std::count(parameters.begin(), parameters.end(), "max_registers"), 0);
+  EXPECT_EQ(std::count(parameters.begin(), parameters.end(), "passes"), 1);
+  replay::Variant variant;
+  builder.apply(Level::compiler, *level, everything_on(level->space), variant);
+  EXPECT_EQ(variant.flags, std::vector<std::string>{"-ffast-math"});
+  EXPECT_EQ(variant.passes, "default<O3>");
+  EXPECT_FALSE(builder.enabled(Level::launch));  // a host kernel has no launch shape
+}
+
+}  // namespace
+}  // namespace r3::tune
