@@ -56,6 +56,20 @@ std::string record_cuda_launch(const std::filesystem::path& path, const CudaLaun
   CUfunction function = nullptr;
   R3_CU(d.cuModuleLoadDataEx(&module, cubin.image.data(), 0, nullptr, nullptr));
   R3_CU(d.cuModuleGetFunction(&function, module, cubin.function_name.c_str()));
+  struct Global {
+    std::string name;
+    CUdeviceptr address = 0;
+    std::vector<std::byte> before, after;
+  };
+  std::vector<Global> globals;
+  for (const auto& [name, bytes] : spec.globals) {
+    Global g{name, 0, bytes, std::vector<std::byte>(bytes.size())};
+    std::size_t size = 0;
+    R3_CU(d.cuModuleGetGlobal(&g.address, &size, module, name.c_str()));
+    if (size != bytes.size()) throw std::runtime_error("global " + name + " has another size");
+    R3_CU(d.cuMemcpyHtoD(g.address, bytes.data(), bytes.size()));
+    globals.push_back(std::move(g));
+  }
   std::size_t size = args.size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
                    CU_LAUNCH_PARAM_END};
@@ -67,6 +81,7 @@ std::string record_cuda_launch(const std::filesystem::path& path, const CudaLaun
     after[i].resize(before[i].size());
     if (!after[i].empty()) R3_CU(d.cuMemcpyDtoH(after[i].data(), addresses[i], after[i].size()));
   }
+  for (Global& g : globals) R3_CU(d.cuMemcpyDtoH(g.after.data(), g.address, g.after.size()));
   d.cuModuleUnload(module);
   for (CUdeviceptr address : addresses) d.cuMemFree(address);
 
@@ -103,6 +118,19 @@ std::string record_cuda_launch(const std::filesystem::path& path, const CudaLaun
     launch.prologue.push_back(region);
     if (after[i] != before[i]) {
       region.content = writer.put_content(after[i]);
+      launch.epilogue.push_back(region);
+    }
+  }
+  for (const Global& g : globals) {
+    capture::Region region;
+    region.name = g.name;
+    region.kind = capture::RegionKind::global;
+    region.address = g.address;
+    region.size = g.before.size();
+    region.content = writer.put_content(g.before);
+    launch.globals.push_back(region);
+    if (g.after != g.before) {
+      region.content = writer.put_content(g.after);
       launch.epilogue.push_back(region);
     }
   }

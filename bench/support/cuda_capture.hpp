@@ -56,6 +56,9 @@ struct CudaLaunchSpec {
   std::vector<CudaBuffer> buffers;
   std::vector<CudaArg> args;
   int launches = 1;  // recorded launches (the same one repeated)
+  // Module globals (__device__ / __constant__ symbols) the launch reads or writes: their initial
+  // bytes, written before the launch.
+  std::vector<std::pair<std::string, std::vector<std::byte>>> globals;
 };
 
 // Runs the launch and writes the capture; returns the recorded (lowered) kernel name.

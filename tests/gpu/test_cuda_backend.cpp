@@ -322,6 +322,49 @@ TEST(CudaBackend, RelocatesWhenTheRecordedAddressesAreTakenAndRewritesPointerTab
   cuda::driver().cuMemAddressFree(taken, high - low);
 }
 
+// Module globals: each variant's module has its own, restored by name before every launch and
+// verified after it.
+TEST(CudaBackend, ModuleGlobalsAreRestoredAndVerifiedInEachVariantsModule) {
+  R3_REQUIRE_GPU();
+  const char* source = R"(
+__device__ float bias;
+__device__ unsigned int launches;
+extern "C" __global__ void biased(const float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] + bias;
+  if (i == 0) atomicAdd(&launches, 1u);
+}
+)";
+  test::CudaLaunchSpec spec;
+  spec.source = source;
+  spec.entry = "biased";
+  const int n = 1024;
+  spec.grid = {n / 128, 1, 1};
+  spec.block = {128, 1, 1};
+  std::vector<float> in(n, 1.5f), out(n, 0.0f);
+  spec.buffers.push_back({"in", test::bytes_of(in), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"out", test::bytes_of(out), capture::ElementType::f32, {}});
+  spec.args = {test::pointer_arg(0), test::pointer_arg(1), test::value_arg(n, "int")};
+  spec.globals = {{"bias", test::bytes_of(std::vector<float>{0.25f})},
+                  {"launches", test::bytes_of(std::vector<unsigned>{41})}};
+  auto p = prepare(spec);
+  Variant recorded;
+  recorded.compiler = config::Compiler::recorded;
+  // Every timed run finds bias and the counter as recorded (else the counter ends above 42).
+  RunResult ok = compile_and_run(*p->backend, recorded);
+  ASSERT_EQ(ok.outcome, Outcome::ok) << ok.message;
+  EXPECT_EQ(ok.launches.at(0).regions.size(), 4u);  // in, out, bias, launches
+
+  Variant twice;
+  twice.source_name = "biased.cu";
+  twice.source_text = std::string(source).replace(std::string(source).find("1u"), 2, "2u");
+  twice.entry = "biased";
+  twice.compiler = config::Compiler::nvrtc;
+  RunResult wrong = compile_and_run(*p->backend, twice);
+  ASSERT_EQ(wrong.outcome, Outcome::wrong_result);
+  EXPECT_TRUE(contains(wrong.message, "region 'launches' differs")) << wrong.message;
+}
+
 TEST(CudaBackend, L2FlushBetweenTimedRuns) {
   R3_REQUIRE_GPU();
   auto p = prepare(stencil_spec());
