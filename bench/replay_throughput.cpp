@@ -1,14 +1,15 @@
-// cuda_replay: what one GPU evaluates with the CUDA backend (DESIGN.md §9), measured in one run.
-// A 2D stencil launch on an N x N grid (default 4096: two 64 MiB regions) is recorded on the GPU,
-// then replayed as the tuning job does:
+// replay_throughput: what one GPU evaluates with the CUDA backend (DESIGN.md §9), measured in one
+// run. For each size, a 2D stencil launch whose two regions (in, out) have that many MiB each is
+// recorded on the GPU, then replayed as the tuning job does:
 //   - launch-only variants (the recorded code with a new block shape; compiled once),
-//   - recompiled variants (NVRTC, each with a different define, so that none comes from the
-//     cache),
+//   - recompiled variants, by NVRTC and by Clang/NVPTX, each with a different define so that
+//     none comes from the cache (compiled on the evaluating thread: there is no compile thread
+//     pool yet),
 // each with 2 warm-up and 10 timed runs. It prints evaluations per second for each kind with the
 // split of their time (compile+load, restore, run, verify), and the restore bandwidth as a
 // fraction of a plain device-to-device copy of the same bytes.
 //
-// Usage: cuda_replay [N]
+// Usage: replay_throughput [MIB...]   (default: 16 1024)
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 
 #include "cuda_capture.hpp"
 #include "driver.hpp"
+#include "r3/config.hpp"
 #include "r3/replay/backend.hpp"
 
 namespace {
@@ -77,14 +79,9 @@ double evaluate(replay::Backend& backend, const replay::Variant& variant, Split&
   return run_wall;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 4096;
-  if (std::string why = replay::cuda::why_unavailable(); !why.empty()) {
-    std::fprintf(stderr, "cuda_replay: %s\n", why.c_str());
-    return 2;
-  }
+int measure(int mib) {
+  // n x n floats of mib MiB, n a multiple of 16.
+  const int n = static_cast<int>(std::sqrt(double(mib) * (1 << 20) / 4)) / 16 * 16;
   test::CudaLaunchSpec spec;
   spec.source = kStencil;
   spec.entry = "stencil2d";
@@ -97,7 +94,7 @@ int main(int argc, char** argv) {
   spec.args = {test::pointer_arg(0), test::pointer_arg(1), test::value_arg(n),
                test::value_arg(0.1f)};
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                     ("r3-cuda-replay-" + std::to_string(getpid()) + ".h5");
+                                     ("r3-replay-throughput-" + std::to_string(getpid()) + ".h5");
   test::record_cuda_launch(path, spec);
   {
     auto capture = capture::CaptureReader::open(path);
@@ -107,7 +104,7 @@ int main(int argc, char** argv) {
                 replay::cuda::Device::instance().name().c_str(), n, n,
                 double(n) * n * 4 / (1 << 20), backend->placement().c_str());
 
-    Split launch_only, recompiled;
+    Split launch_only, recompiled, clang;
     const capture::Dim3 shapes[] = {{16, 16, 1}, {32, 8, 1},  {64, 4, 1}, {128, 2, 1},
                                     {256, 1, 1}, {32, 16, 1}, {64, 8, 1}, {32, 32, 1}};
     replay::Variant recorded;
@@ -135,9 +132,15 @@ int main(int argc, char** argv) {
       // SCALE stays 1 (verified) but each spelling is a new compile.
       variant.defines["SCALE"] = "(1.0f + 0.0f * " + std::to_string(i) + ")";
       evaluate(*backend, variant, recompiled);
+      if (R3_HAVE_LLVM) {
+        variant.compiler = config::Compiler::clang;
+        variant.passes = "default<O3>";
+        evaluate(*backend, variant, clang);
+      }
     }
     launch_only.print("launch-only variants");
     recompiled.print("recompiled (NVRTC)");
+    if (clang.evaluations > 0) clang.print("recompiled (Clang)");
 
     // Restore bandwidth: the backend restores `out` (64 MiB) by device-to-device copy.
     replay::RunResult timed =
@@ -173,5 +176,21 @@ int main(int argc, char** argv) {
         (launch_only.evaluations / launch_only.wall) / (recompiled.evaluations / recompiled.wall));
   }
   std::filesystem::remove(path);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (std::string why = replay::cuda::why_unavailable(); !why.empty()) {
+    std::fprintf(stderr, "replay_throughput: %s\n", why.c_str());
+    return 2;
+  }
+  std::vector<int> sizes;
+  for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+  if (sizes.empty()) sizes = {16, 1024};
+  for (int mib : sizes) {
+    if (int status = measure(mib); status != 0) return status;
+  }
   return 0;
 }
