@@ -1,6 +1,10 @@
 #include "nvrtc_compiler.hpp"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
+
+#include <filesystem>
+#include <mutex>
 
 #include <charconv>
 #include <chrono>
@@ -16,6 +20,26 @@ std::optional<int> number_after(const std::string& flag, std::size_t prefix) {
   auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec != std::errc() || ptr != end || begin == end) return std::nullopt;
   return value;
+}
+
+// NVRTC opens its builtins library by soname when it first compiles, which fails where the
+// loader does not know the toolkit's lib directory (no ldconfig entry, no LD_LIBRARY_PATH).
+// Loading it once by path, from the directory libnvrtc itself was loaded from, lets that lookup
+// find it.
+void preload_nvrtc_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || info.dli_fname == nullptr)
+      return;
+    std::error_code ec;
+    const auto dir = std::filesystem::path(info.dli_fname).parent_path();
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().filename().string().starts_with("libnvrtc-builtins.so.") &&
+          dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr)
+        return;
+    }
+  });
 }
 
 }  // namespace
@@ -70,6 +94,7 @@ NvrtcOutput compile_nvrtc(const std::string& name, const std::string& text,
     return out;
   };
   if (!flags.error.empty()) return fail(flags.error);
+  preload_nvrtc_builtins();
   nvrtcProgram raw = nullptr;
   if (nvrtcResult status =
           nvrtcCreateProgram(&raw, text.c_str(), name.c_str(), 0, nullptr, nullptr);
