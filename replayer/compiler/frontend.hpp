@@ -28,7 +28,8 @@ bool run_frontend(const Source& source, Dialect dialect, clang::FrontendAction& 
                   std::string& diagnostics, const std::string& cuda_arch = "sm_90");
 
 // Runs `passes` (LLVM's textual pipeline syntax) over `module` with the analyses and passes of
-// `machine` (may be null); returns LLVM's message for a pipeline it cannot parse, else "".
+// `machine` (may be null) and checks the IR it leaves; returns LLVM's message for a pipeline it
+// cannot parse or for invalid IR, else "".
 std::string run_pass_pipeline(llvm::Module& module, llvm::TargetMachine* machine,
                               std::string_view passes);
 

@@ -100,6 +100,13 @@ std::string run_pass_pipeline(llvm::Module& module, llvm::TargetMachine* machine
     return "invalid pass pipeline '" + std::string(passes) + "': " + to_text(std::move(error));
   }
   pipeline.run(module, modules);
+  std::string verifier_messages;
+  llvm::raw_string_ostream verifier_out(verifier_messages);
+  if (llvm::verifyModule(module, &verifier_out)) {
+    std::string message = verifier_out.str();
+    if (!message.empty() && message.back() == '\n') message.pop_back();  // callers end the line
+    return "r3: the pass pipeline produced invalid IR: " + message;
+  }
   return "";
 }
 
@@ -165,13 +172,6 @@ HostCompileResult compile_host_kernel(const Source& source, std::string_view ent
   if (!pass_error.empty()) {
     result.failed_at = Stage::passes;
     result.diagnostics += pass_error + "\n";
-    return result;
-  }
-  std::string verifier_messages;
-  llvm::raw_string_ostream verifier_out(verifier_messages);
-  if (llvm::verifyModule(*module, &verifier_out)) {
-    result.failed_at = Stage::passes;
-    result.diagnostics += "r3: the pass pipeline produced invalid IR: " + verifier_out.str();
     return result;
   }
 

@@ -63,6 +63,7 @@ struct CudaCode {
 struct Loaded {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
+  LaunchLimits limits;  // of this device and this function
 };
 
 // What build() made of a variant before it is loaded: a cubin, or PTX for the driver's JIT.
@@ -99,13 +100,7 @@ class CudaBackend final : public Backend {
 
   void prepare(const capture::CaptureReader& capture, std::size_t kernel_index,
                std::vector<std::size_t> launches) override {
-    if (capture.info().device.backend != "cuda") {
-      throw Error(
-          "the CUDA backend replays captures recorded on a GPU; this one was recorded "
-          "with backend '" +
-              capture.info().device.backend + "'",
-          in_file(capture.path().string()));
-    }
+    require_backend(capture, "cuda", "the CUDA backend replays captures recorded on a GPU");
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
     launches = resolve_launches(kernel, std::move(launches));
     kernel_name_ = kernel.name;
@@ -135,19 +130,9 @@ class CudaBackend final : public Backend {
       prepared.shape.shared_memory_bytes = launch.shared_memory_bytes;
       prepared.args = launch.args;
       memory_.map().relocate_words(prepared.args, 0);
-      std::map<std::pair<int, std::uint64_t>, std::size_t> by_address;
-      for (const auto* table : {&launch.prologue, &launch.globals}) {
-        for (const capture::Region& region : *table) {
-          by_address[{static_cast<int>(region.kind), region.address}] = prepared.regions.size();
-          prepared.regions.push_back({region, copy(region), nullptr});
-        }
-      }
-      for (const capture::Region& region : launch.epilogue) {
-        auto it = by_address.find({static_cast<int>(region.kind), region.address});
-        if (it == by_address.end())
-          prepared.regions.push_back({region, nullptr, copy(region)});
-        else
-          prepared.regions[it->second].after = copy(region);
+      for (const RegionStates& state : region_states(launch)) {
+        prepared.regions.push_back({*state.region, state.before ? copy(*state.before) : nullptr,
+                                    state.after ? copy(*state.after) : nullptr});
       }
       prepared_.push_back(std::move(prepared));
     }
@@ -219,7 +204,7 @@ class CudaBackend final : public Backend {
         LaunchResult launch_result;
         launch_result.launch = launch.index;
         const LaunchShape shape = derive_shape(launch.shape, code->block);
-        if (std::string why = check_shape(shape, limits(loaded.function)); !why.empty()) {
+        if (std::string why = check_shape(shape, loaded.limits); !why.empty()) {
           result.outcome = Outcome::launch_error;
           result.message = "launch " + std::to_string(launch.index) + ": " + why;
           return result;
@@ -406,7 +391,9 @@ class CudaBackend final : public Backend {
       d.cuModuleUnload(loaded.module);
       why = "the compiled code has no kernel '" + code.function + "' (" + cuda::describe(status) +
             "); name it with the variant's entry";
+      return loaded;
     }
+    loaded.limits = limits(loaded.function);
     return loaded;
   }
 
@@ -509,26 +496,12 @@ class CudaBackend final : public Backend {
 
   bool verify(const PreparedLaunch& launch, const Loaded& loaded, const RunOptions& options,
               LaunchResult& out) {
-    auto start = Clock::now();
-    out.regions.clear();
-    bool passed = true;
-    for (const PreparedRegion& region : launch.regions) {
-      const bool changes = region.after != nullptr;
-      const Copy& expected = changes ? *region.after : *region.before;
-      config::Tolerance tolerance =
-          changes ? options.verify.for_region(region.recorded.name, region.recorded.element_type)
-                  : config::Tolerance::exact();
-      RegionCheck check =
-          compare(live(region.recorded, loaded), expected, region.recorded.element_type, tolerance);
-      check.name = region.recorded.name;
-      check.address = region.recorded.address;
-      check.expected_to_change = changes;
-      passed = passed && check.passed;
-      out.regions.push_back(std::move(check));
-    }
-    out.verified = passed;
-    out.verify_seconds = seconds_since(start);
-    return passed;
+    return verify_regions(
+        launch.regions, options, out,
+        [&](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance) {
+          return compare(live(region.recorded, loaded), changes ? *region.after : *region.before,
+                         region.recorded.element_type, tolerance);
+        });
   }
 
   // On the GPU where the expected content is there and the region is aligned to its elements;

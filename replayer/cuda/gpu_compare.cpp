@@ -117,6 +117,11 @@ void GpuCompare::load() {
   if (!error.empty()) throw Error("the GPU comparison kernels do not compile: " + error);
   const Driver& d = driver();
   R3_CU(d.cuModuleLoadDataEx(&module_, cubin.data(), 0, nullptr, nullptr));
+  for (capture::ElementType type : capture::kAllElementTypes) {
+    std::string name = "r3_compare_" + std::string(capture::to_string(type));
+    R3_CU(
+        d.cuModuleGetFunction(&functions_[static_cast<std::size_t>(type)], module_, name.c_str()));
+  }
   R3_CU(d.cuMemAlloc(&result_, 3 * sizeof(std::uint64_t)));
 }
 
@@ -126,9 +131,7 @@ void GpuCompare::compare(CUdeviceptr actual, CUdeviceptr expected, std::uint64_t
   if (count == 0) return;
   load();
   const Driver& d = driver();
-  CUfunction function = nullptr;
-  std::string name = "r3_compare_" + std::string(capture::to_string(type));
-  R3_CU(d.cuModuleGetFunction(&function, module_, name.c_str()));
+  CUfunction function = functions_[static_cast<std::size_t>(type)];
   std::uint64_t initial[3] = {0, 0, ~std::uint64_t{0}};
   R3_CU(d.cuStreamSynchronize(stream));
   R3_CU(d.cuMemcpyHtoD(result_, initial, sizeof initial));

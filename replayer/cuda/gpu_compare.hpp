@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "r3/replay/backend.hpp"
@@ -30,7 +31,8 @@ class GpuCompare {
  private:
   void load();
   CUmodule module_ = nullptr;
-  CUdeviceptr result_ = 0;  // three 64-bit words
+  CUfunction functions_[std::size(capture::kAllElementTypes)] = {};  // by element type
+  CUdeviceptr result_ = 0;                                           // three 64-bit words
 };
 
 // The CUDA source of the comparison kernels (for the NVRTC check in the tests).

@@ -22,26 +22,6 @@ std::optional<int> number_after(const std::string& flag, std::size_t prefix) {
   return value;
 }
 
-// NVRTC opens its builtins library by soname when it first compiles, which fails where the
-// loader does not know the toolkit's lib directory (no ldconfig entry, no LD_LIBRARY_PATH).
-// Loading it once by path, from the directory libnvrtc itself was loaded from, lets that lookup
-// find it.
-void preload_nvrtc_builtins() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || info.dli_fname == nullptr)
-      return;
-    std::error_code ec;
-    const auto dir = std::filesystem::path(info.dli_fname).parent_path();
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (entry.path().filename().string().starts_with("libnvrtc-builtins.so.") &&
-          dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr)
-        return;
-    }
-  });
-}
-
 }  // namespace
 
 CudaFlags split_flags(const std::vector<std::string>& flags) {
@@ -73,6 +53,24 @@ CudaFlags split_flags(const std::vector<std::string>& flags) {
     }
   }
   return out;
+}
+
+// NVRTC opens its builtins library by soname when it first compiles, which fails where there is
+// no ldconfig entry or LD_LIBRARY_PATH for the toolkit: this loads it from libnvrtc's directory.
+void preload_nvrtc_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || info.dli_fname == nullptr)
+      return;
+    std::error_code ec;
+    const auto dir = std::filesystem::path(info.dli_fname).parent_path();
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().filename().string().starts_with("libnvrtc-builtins.so.") &&
+          dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr)
+        return;
+    }
+  });
 }
 
 std::string nvrtc_version() {

@@ -44,6 +44,11 @@ NvrtcOutput compile_nvrtc(const std::string& name, const std::string& text,
                           const std::vector<std::filesystem::path>& include_dirs,
                           const CudaFlags& flags, int arch, bool ptx = false);
 
+// Loads NVRTC's builtins library by path, once per process, so that NVRTC finds it where the
+// loader does not know the toolkit's lib directory. compile_nvrtc calls it; so may other users
+// of NVRTC in this process.
+void preload_nvrtc_builtins();
+
 // NVRTC's version, "13.0".
 std::string nvrtc_version();
 

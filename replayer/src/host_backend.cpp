@@ -48,13 +48,7 @@ class HostBackend final : public Backend {
 
   void prepare(const capture::CaptureReader& capture, std::size_t kernel_index,
                std::vector<std::size_t> launches) override {
-    if (capture.info().device.backend != "host") {
-      throw Error(
-          "the host backend replays captures recorded on the host; this one was recorded "
-          "with backend '" +
-              capture.info().device.backend + "'",
-          in_file(capture.path().string()));
-    }
+    require_backend(capture, "host", "the host backend replays captures recorded on the host");
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
     launches = resolve_launches(kernel, std::move(launches));
     memory_.place(region_spans(kernel, launches));
@@ -71,22 +65,10 @@ class HostBackend final : public Backend {
       memory_.relocate_words(
           std::span(reinterpret_cast<std::byte*>(prepared.args.data()), launch.args.size()), 0);
       for (const capture::Param& param : kernel.params) prepared.offsets.push_back(param.offset);
-      std::map<std::uint64_t, std::size_t> by_address;
-      for (const auto* table : {&launch.prologue, &launch.globals}) {
-        for (const capture::Region& region : *table) {
-          by_address[region.address] = prepared.regions.size();
-          prepared.regions.push_back(
-              {region, memory_.live(region.address), content(region), nullptr});
-        }
-      }
-      for (const capture::Region& region : launch.epilogue) {
-        auto it = by_address.find(region.address);
-        if (it == by_address.end()) {
-          prepared.regions.push_back(
-              {region, memory_.live(region.address), nullptr, content(region)});
-        } else {
-          prepared.regions[it->second].after = content(region);
-        }
+      for (const RegionStates& state : region_states(launch)) {
+        prepared.regions.push_back({*state.region, memory_.live(state.region->address),
+                                    state.before ? content(*state.before) : nullptr,
+                                    state.after ? content(*state.after) : nullptr});
       }
       prepared_.push_back(std::move(prepared));
     }
@@ -199,28 +181,14 @@ class HostBackend final : public Backend {
     }
   }
 
-  // Changed regions must match the epilogue within tolerance, all others must be untouched.
   static bool verify(const PreparedLaunch& launch, const RunOptions& options, LaunchResult& out) {
-    auto start = Clock::now();
-    out.regions.clear();
-    bool passed = true;
-    for (const PreparedRegion& region : launch.regions) {
-      const bool changes = region.after != nullptr;
-      const std::vector<std::byte>& expected = changes ? *region.after : *region.before;
-      config::Tolerance tolerance =
-          changes ? options.verify.for_region(region.recorded.name, region.recorded.element_type)
-                  : config::Tolerance::exact();
-      RegionCheck check = compare_region(std::span(region.live, expected.size()), expected,
-                                         region.recorded.element_type, tolerance);
-      check.name = region.recorded.name;
-      check.address = region.recorded.address;
-      check.expected_to_change = changes;
-      passed = passed && check.passed;
-      out.regions.push_back(std::move(check));
-    }
-    out.verified = passed;
-    out.verify_seconds = seconds_since(start);
-    return passed;
+    return verify_regions(
+        launch.regions, options, out,
+        [](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance) {
+          const std::vector<std::byte>& expected = changes ? *region.after : *region.before;
+          return compare_region(std::span(region.live, expected.size()), expected,
+                                region.recorded.element_type, tolerance);
+        });
   }
 
   HostMemory memory_;

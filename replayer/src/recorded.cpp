@@ -6,6 +6,14 @@
 
 namespace r3::replay {
 
+void require_backend(const capture::CaptureReader& capture, std::string_view backend,
+                     std::string_view who) {
+  const std::string& recorded = capture.info().device.backend;
+  if (recorded != backend)
+    throw Error(std::string(who) + "; this one was recorded with backend '" + recorded + "'",
+                in_file(capture.path().string()));
+}
+
 std::vector<std::size_t> resolve_launches(const capture::Kernel& kernel,
                                           std::vector<std::size_t> wanted) {
   if (wanted.empty()) {
@@ -32,6 +40,25 @@ std::vector<Span> region_spans(const capture::Kernel& kernel,
     }
   }
   return spans;
+}
+
+std::vector<RegionStates> region_states(const capture::Launch& launch) {
+  std::vector<RegionStates> states;
+  std::map<std::pair<capture::RegionKind, std::uint64_t>, std::size_t> read;
+  for (const auto* table : {&launch.prologue, &launch.globals}) {
+    for (const capture::Region& region : *table) {
+      read[{region.kind, region.address}] = states.size();
+      states.push_back({&region, &region, nullptr});
+    }
+  }
+  for (const capture::Region& region : launch.epilogue) {
+    auto it = read.find({region.kind, region.address});
+    if (it == read.end())
+      states.push_back({&region, nullptr, &region});
+    else
+      states[it->second].after = &region;
+  }
+  return states;
 }
 
 Bytes RelocatedContents::get(const capture::Region& region) {

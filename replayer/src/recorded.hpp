@@ -3,6 +3,7 @@
 // summarised and explained.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -19,6 +20,11 @@
 namespace r3::replay {
 
 using Bytes = std::shared_ptr<const std::vector<std::byte>>;
+
+// Throws unless `capture` was recorded with `backend` ("host", "cuda"); `who` names the backend
+// that asks and what it replays, e.g. "the host backend replays captures recorded on the host".
+void require_backend(const capture::CaptureReader& capture, std::string_view backend,
+                     std::string_view who);
 
 // `wanted` checked against the kernel's launches; empty: all of them.
 std::vector<std::size_t> resolve_launches(const capture::Kernel& kernel,
@@ -43,6 +49,44 @@ class RelocatedContents {
   const AddressMap& map_;
   std::map<std::pair<Hash128, std::uint64_t>, Bytes> contents_;
 };
+
+// Each region a replay of `launch` restores or checks, once: a prologue or global region with
+// its epilogue entry when the launch changed it (`after`), then the epilogue regions the launch
+// did not read (`before` null).
+struct RegionStates {
+  const capture::Region* region = nullptr;  // as recorded first (prologue, else epilogue)
+  const capture::Region* before = nullptr;  // prologue or global entry
+  const capture::Region* after = nullptr;   // epilogue entry
+};
+std::vector<RegionStates> region_states(const capture::Launch& launch);
+
+// Verifies every region of a prepared launch: changed ones (`after` set) against the epilogue
+// with the tolerance tune.yaml gives them, all others bitwise against the prologue.
+// `compare(region, expect_change, tolerance)` returns the check of one region; this fills its
+// name, address and expected_to_change, and `out`'s regions, verified flag and verify time.
+template <class PreparedRegion, class Compare>
+bool verify_regions(const std::vector<PreparedRegion>& regions, const RunOptions& options,
+                    LaunchResult& out, Compare&& compare) {
+  const auto start = std::chrono::steady_clock::now();
+  out.regions.clear();
+  bool passed = true;
+  for (const PreparedRegion& region : regions) {
+    const bool changes = region.after != nullptr;
+    const config::Tolerance tolerance =
+        changes ? options.verify.for_region(region.recorded.name, region.recorded.element_type)
+                : config::Tolerance::exact();
+    RegionCheck check = compare(region, changes, tolerance);
+    check.name = region.recorded.name;
+    check.address = region.recorded.address;
+    check.expected_to_change = changes;
+    passed = passed && check.passed;
+    out.regions.push_back(std::move(check));
+  }
+  out.verified = passed;
+  out.verify_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return passed;
+}
 
 // The kernel's recorded image of `kind` (capture::kImage*) as bytes in a string; "" when none.
 std::string recorded_image(const capture::CaptureReader& capture, const capture::Kernel& kernel,
