@@ -3,11 +3,13 @@
 // recorded on the GPU, then replayed as the tuning job does:
 //   - launch-only variants (the recorded code with a new block shape; compiled once),
 //   - recompiled variants, by NVRTC and by Clang/NVPTX, each with a different define so that
-//     none comes from the cache (compiled on the evaluating thread: there is no compile thread
-//     pool yet),
+//     none comes from the cache: compiled on the evaluating thread, and compiled ahead by a
+//     CompilePool of 1 and of 8 threads while the evaluating thread runs the earlier ones (as an
+//     evaluator does with its share of a generation),
 // each with 2 warm-up and 10 timed runs. It prints evaluations per second for each kind with the
-// split of their time (compile+load, restore, run, verify), and the restore bandwidth as a
-// fraction of a plain device-to-device copy of the same bytes.
+// split of their time (compile+load or the wait for it, restore, run, verify), the restore
+// bandwidth as a fraction of a plain device-to-device copy of the same bytes, and the kernel time
+// measured while 8 threads compile over the kernel time measured alone.
 //
 // Usage: replay_throughput [MIB...]   (default: 16 1024)
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include "driver.hpp"
 #include "r3/config.hpp"
 #include "r3/replay/backend.hpp"
+#include "r3/replay/compile_pool.hpp"
 
 namespace {
 
@@ -47,20 +50,23 @@ __global__ void stencil2d(const float* in, float* out, int n, float alpha) {
 struct Split {
   int evaluations = 0, ok = 0;
   double wall = 0, compile = 0, restore = 0, run = 0, verify = 0;
-  void print(const char* what) const {
+  void print(const std::string& what, const char* compile_is = "compile+load") const {
     std::printf(
-        "%-22s %5.1f evaluations/s (%d of %d verified)  per evaluation: compile+load "
+        "%-40s %6.1f evaluations/s (%d of %d verified)  per evaluation: %s "
         "%.2f ms, restore %.2f ms, run %.2f ms, verify %.2f ms, other %.2f ms\n",
-        what, evaluations / wall, ok, evaluations, 1e3 * compile / evaluations,
+        what.c_str(), evaluations / wall, ok, evaluations, compile_is, 1e3 * compile / evaluations,
         1e3 * restore / evaluations, 1e3 * run / evaluations, 1e3 * verify / evaluations,
         1e3 * (wall - compile - restore - run - verify) / evaluations);
   }
 };
 
-// Returns the wall time of the run (restore, launches, verification).
-double evaluate(replay::Backend& backend, const replay::Variant& variant, Split& split) {
+// Returns the wall time of the run (restore, launches, verification). `compile` gives the
+// variant's code (the backend's compile(), or a pool's get()).
+template <class Compile>
+double evaluate(replay::Backend& backend, const replay::Variant& variant, Split& split,
+                Compile&& compile) {
   auto start = Clock::now();
-  replay::Compiled compiled = backend.compile(variant);
+  replay::Compiled compiled = compile(variant);
   split.compile += std::chrono::duration<double>(Clock::now() - start).count();
   replay::RunOptions options;  // 2 warm-up, 10 timed runs
   auto run_start = Clock::now();
@@ -77,6 +83,57 @@ double evaluate(replay::Backend& backend, const replay::Variant& variant, Split&
   ++split.evaluations;
   split.ok += result.outcome == replay::Outcome::ok ? 1 : 0;
   return run_wall;
+}
+
+double evaluate(replay::Backend& backend, const replay::Variant& variant, Split& split) {
+  return evaluate(backend, variant, split,
+                  [&](const replay::Variant& v) { return backend.compile(v); });
+}
+
+// `count` stencil variants for `compiler` that verify (SCALE stays 1) but each compile anew: the
+// spelling of SCALE differs by `tag` and index.
+std::vector<replay::Variant> fresh_variants(config::Compiler compiler, const std::string& tag,
+                                            int count) {
+  std::vector<replay::Variant> variants;
+  for (int i = 0; i < count; ++i) {
+    replay::Variant variant;
+    variant.source_name = "stencil.cu";
+    variant.source_text = kStencil;
+    variant.entry = "stencil2d";
+    variant.compiler = compiler;
+    if (compiler == config::Compiler::clang) variant.passes = "default<O3>";
+    variant.defines["SCALE"] = "(1.0f + 0.0f * " + std::to_string(i) + " * " + tag + ")";
+    variants.push_back(std::move(variant));
+  }
+  return variants;
+}
+
+// Evaluates the variants one after the other while a pool of `threads` compiles them ahead.
+Split pooled(replay::Backend& backend, const std::vector<replay::Variant>& variants,
+             unsigned threads) {
+  Split split;
+  replay::CompilePool pool(backend, threads);
+  const auto start = Clock::now();
+  for (const replay::Variant& variant : variants) pool.submit(variant);
+  for (const replay::Variant& variant : variants)
+    evaluate(backend, variant, split, [&](const replay::Variant& v) { return pool.get(v); });
+  split.wall = std::chrono::duration<double>(Clock::now() - start).count();
+  return split;
+}
+
+replay::Variant recorded_variant() {
+  replay::Variant variant;
+  variant.compiler = config::Compiler::recorded;
+  return variant;
+}
+
+// The median over `rounds` of the recorded kernel's median time.
+double kernel_median(replay::Backend& backend, const replay::Compiled& compiled, int rounds) {
+  std::vector<double> medians;
+  for (int i = 0; i < rounds; ++i)
+    medians.push_back(backend.run(compiled, {}).launches.at(0).time.median);
+  std::sort(medians.begin(), medians.end());
+  return medians[medians.size() / 2];
 }
 
 int measure(int mib) {
@@ -123,28 +180,52 @@ int measure(int mib) {
           std::printf("  block %ux%ux%u: run() %.2f ms\n", shape.x, shape.y, shape.z, 1e3 * wall);
       }
     }
-    for (int i = 0; i < 16; ++i) {
-      replay::Variant variant;
-      variant.source_name = "stencil.cu";
-      variant.source_text = kStencil;
-      variant.entry = "stencil2d";
-      variant.compiler = config::Compiler::nvrtc;
-      // SCALE stays 1 (verified) but each spelling is a new compile.
-      variant.defines["SCALE"] = "(1.0f + 0.0f * " + std::to_string(i) + ")";
+    for (const replay::Variant& variant : fresh_variants(config::Compiler::nvrtc, "1", 16))
       evaluate(*backend, variant, recompiled);
-      if (R3_HAVE_LLVM) {
-        variant.compiler = config::Compiler::clang;
-        variant.passes = "default<O3>";
+    if (R3_HAVE_LLVM) {
+      for (const replay::Variant& variant : fresh_variants(config::Compiler::clang, "1", 16))
         evaluate(*backend, variant, clang);
-      }
     }
     launch_only.print("launch-only variants");
-    recompiled.print("recompiled (NVRTC)");
-    if (clang.evaluations > 0) clang.print("recompiled (Clang)");
+    recompiled.print("recompiled (NVRTC), compiled in turn");
+    if (clang.evaluations > 0) clang.print("recompiled (Clang), compiled in turn");
+    std::vector<std::pair<config::Compiler, const char*>> compilers = {
+        {config::Compiler::nvrtc, "NVRTC"}};
+    if (R3_HAVE_LLVM) compilers.push_back({config::Compiler::clang, "Clang"});
+    double per_thread[2][2] = {};  // [compiler][1 thread, 8 threads] evaluations/s
+    for (std::size_t c = 0; c < compilers.size(); ++c) {
+      int column = 0;
+      for (unsigned threads : {1u, 8u}) {
+        const int count = compilers[c].first == config::Compiler::clang ? 24 : 48;
+        Split split =
+            pooled(*backend, fresh_variants(compilers[c].first, std::to_string(2 + threads), count),
+                   threads);
+        split.print(std::string("recompiled (") + compilers[c].second + "), " +
+                        std::to_string(threads) + " compile thread" + (threads > 1 ? "s" : ""),
+                    "wait for compile");
+        per_thread[c][column++] = split.evaluations / split.wall;
+      }
+      std::printf("  %s: 8 compile threads over 1: %.2f evaluations/s ratio\n", compilers[c].second,
+                  per_thread[c][1] / per_thread[c][0]);
+    }
+
+    // Does compiling on 8 threads disturb the kernel's timing?
+    const replay::Compiled original = backend->compile(recorded_variant());
+    const double alone = kernel_median(*backend, original, 9);
+    double busy = 0;
+    {
+      replay::CompilePool pool(*backend, 8);
+      const config::Compiler compiler =
+          R3_HAVE_LLVM ? config::Compiler::clang : config::Compiler::nvrtc;
+      for (const replay::Variant& variant : fresh_variants(compiler, "11", 32))
+        pool.submit(variant);
+      busy = kernel_median(*backend, original, 9);
+    }
+    std::printf("kernel median while 8 threads compile over alone: %.3f (%.2f us / %.2f us)\n",
+                busy / alone, busy * 1e6, alone * 1e6);
 
     // Restore bandwidth: the backend restores `out` (64 MiB) by device-to-device copy.
-    replay::RunResult timed =
-        backend->run(backend->compile(replay::Variant{.compiler = config::Compiler::recorded}), {});
+    replay::RunResult timed = backend->run(backend->compile(recorded_variant()), {});
     const double restore = timed.launches.at(0).restore_seconds;
     const auto& d = replay::cuda::driver();
     const std::size_t bytes = out.size() * sizeof(float);

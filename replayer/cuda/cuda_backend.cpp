@@ -112,6 +112,7 @@ class CudaBackend final : public Backend {
     device_.make_current();
     release_copies();
     memory_.place(region_spans(kernel, launches, capture::RegionKind::allocation));
+    unrecorded_ = unrecorded_spans(kernel, launches, memory_.map());
     prepared_.clear();
     RelocatedContents contents(capture, memory_.map());
     std::map<std::pair<Hash128, std::uint64_t>, std::shared_ptr<Copy>> copies;
@@ -487,21 +488,50 @@ class CudaBackend final : public Backend {
       if (!region.before || (!all && !region.after)) continue;
       CUdeviceptr target = live(region.recorded, loaded);
       const Copy& before = *region.before;
+      // From pageable host memory the copy is staged, so it is ordered on the stream too.
       if (before.device)
         R3_CU(d.cuMemcpyDtoDAsync(target, before.device, before.host->size(), stream_));
       else
-        R3_CU(d.cuMemcpyHtoD(target, before.host->data(), before.host->size()));
+        R3_CU(d.cuMemcpyHtoDAsync(target, before.host->data(), before.host->size(), stream_));
     }
   }
 
   bool verify(const PreparedLaunch& launch, const Loaded& loaded, const RunOptions& options,
               LaunchResult& out) {
-    return verify_regions(
+    bool passed = verify_regions(
         launch.regions, options, out,
         [&](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance) {
           return compare(live(region.recorded, loaded), changes ? *region.after : *region.before,
                          region.recorded.element_type, tolerance);
         });
+    return check_unrecorded(out) && passed;
+  }
+
+  // Out-of-bounds writes: the mapped bytes no region covers must still be zero, compared on the
+  // GPU with a buffer of zeros (and zeroed again when they are not).
+  bool check_unrecorded(LaunchResult& out) {
+    const cuda::Driver& d = driver();
+    bool clean = true;
+    for (const UnrecordedSpan& span : unrecorded_) {
+      const CUdeviceptr live = memory_.live(span.address);
+      RegionCheck check;
+      if (zeros_) {
+        compare_.compare(live, zeros_, span.size, capture::ElementType::unknown,
+                         config::Tolerance::exact(), stream_, check);
+      } else {  // device memory was short: on the host
+        std::vector<std::byte> bytes(span.size);
+        R3_CU(d.cuStreamSynchronize(stream_));
+        R3_CU(d.cuMemcpyDtoH(bytes.data(), live, bytes.size()));
+        check = compare_region(bytes, std::vector<std::byte>(span.size),
+                               capture::ElementType::unknown, config::Tolerance::exact());
+      }
+      if (check.mismatches == 0) continue;
+      out.regions.push_back(out_of_bounds_check(span, check.mismatches, check.first_bad_index));
+      R3_CU(d.cuMemsetD8Async(live, 0, span.size, stream_));
+      clean = false;
+    }
+    if (!clean) out.verified = false;
+    return clean;
   }
 
   // On the GPU where the expected content is there and the region is aligned to its elements;
@@ -583,9 +613,22 @@ class CudaBackend final : public Backend {
   }
 
   // Device copies of every content, as far as device memory goes; the rest stays on the host.
+  // First a buffer of zeros to check the unrecorded bytes against.
   void upload_copies() {
     const cuda::Driver& d = driver();
     short_of_memory_ = false;
+    std::uint64_t largest = 0;
+    for (const UnrecordedSpan& span : unrecorded_) largest = std::max(largest, span.size);
+    if (largest > 0) {
+      CUresult status = d.cuMemAlloc(&zeros_, largest);
+      if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+        zeros_ = 0;
+        short_of_memory_ = true;
+      } else {
+        R3_CU(status);
+        R3_CU(d.cuMemsetD8(zeros_, 0, largest));
+      }
+    }
     for (auto& c : copies_) {
       if (c->host->empty()) continue;
       CUresult status = d.cuMemAlloc(&c->device, c->host->size());
@@ -608,6 +651,8 @@ class CudaBackend final : public Backend {
       if (c->device) driver().cuMemFree(c->device);
       c->device = 0;
     }
+    if (zeros_) driver().cuMemFree(zeros_);
+    zeros_ = 0;
   }
 
   Device& device_;
@@ -620,6 +665,8 @@ class CudaBackend final : public Backend {
   CUstream stream_ = nullptr;
   CUevent events_[4] = {};
   CUdeviceptr flush_buffer_ = 0;
+  CUdeviceptr zeros_ = 0;  // as large as the largest unrecorded span
+  std::vector<UnrecordedSpan> unrecorded_;
   std::uint64_t flush_bytes_ = 0;
   cuda::GpuCompare compare_;
   std::mutex cache_mutex_;

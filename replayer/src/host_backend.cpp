@@ -52,6 +52,7 @@ class HostBackend final : public Backend {
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
     launches = resolve_launches(kernel, std::move(launches));
     memory_.place(region_spans(kernel, launches));
+    unrecorded_ = unrecorded_spans(kernel, launches, memory_.map());
     prepared_.clear();
     RelocatedContents contents(capture, memory_.map());
     auto content = [&](const capture::Region& region) { return contents.get(region); };
@@ -181,17 +182,40 @@ class HostBackend final : public Backend {
     }
   }
 
-  static bool verify(const PreparedLaunch& launch, const RunOptions& options, LaunchResult& out) {
-    return verify_regions(
+  bool verify(const PreparedLaunch& launch, const RunOptions& options, LaunchResult& out) {
+    bool passed = verify_regions(
         launch.regions, options, out,
         [](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance) {
           const std::vector<std::byte>& expected = changes ? *region.after : *region.before;
           return compare_region(std::span(region.live, expected.size()), expected,
                                 region.recorded.element_type, tolerance);
         });
+    return check_unrecorded(out) && passed;
+  }
+
+  // Out-of-bounds writes: what no region covers must still be zero (and is zeroed again).
+  bool check_unrecorded(LaunchResult& out) {
+    bool clean = true;
+    for (const UnrecordedSpan& span : unrecorded_) {
+      std::byte* live = memory_.live(span.address);
+      std::uint64_t written = 0;
+      std::int64_t first = -1;
+      for (std::uint64_t i = 0; i < span.size; ++i) {
+        if (live[i] == std::byte{0}) continue;
+        if (first < 0) first = static_cast<std::int64_t>(i);
+        ++written;
+      }
+      if (written == 0) continue;
+      out.regions.push_back(out_of_bounds_check(span, written, first));
+      std::memset(live, 0, span.size);
+      clean = false;
+    }
+    if (!clean) out.verified = false;
+    return clean;
   }
 
   HostMemory memory_;
+  std::vector<UnrecordedSpan> unrecorded_;
   std::vector<PreparedLaunch> prepared_;
   std::string kernel_name_;
   std::string recorded_source_;

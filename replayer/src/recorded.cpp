@@ -89,9 +89,64 @@ TimeStats summarise(std::vector<double> samples) {
   return stats;
 }
 
+std::vector<UnrecordedSpan> unrecorded_spans(const capture::Kernel& kernel,
+                                             const std::vector<std::size_t>& launches,
+                                             const AddressMap& map) {
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::string>> regions;  // begin -> end, name
+  for (std::size_t index : launches) {
+    const capture::Launch& launch = kernel.launches.at(index);
+    for (const auto* table : {&launch.prologue, &launch.globals, &launch.epilogue}) {
+      for (const capture::Region& region : *table) {
+        auto& [end, name] = regions[region.address];
+        if (region.address + region.size >= end) {
+          end = region.address + region.size;
+          name = region.name;
+        }
+      }
+    }
+  }
+  std::vector<UnrecordedSpan> spans;
+  for (const AddressMap::Mapping& mapping : map.mappings()) {
+    std::uint64_t at = mapping.recorded;
+    const std::uint64_t end = mapping.recorded + mapping.length;
+    std::string after;
+    for (auto it = regions.lower_bound(mapping.recorded); it != regions.end() && it->first < end;
+         ++it) {
+      const auto& [region_end, name] = it->second;
+      if (region_end <= at) continue;
+      if (it->first > at) spans.push_back({at, it->first - at, after});
+      at = std::min(region_end, end);
+      after = name;
+    }
+    if (at < end) spans.push_back({at, end - at, after});
+  }
+  return spans;
+}
+
+RegionCheck out_of_bounds_check(const UnrecordedSpan& span, std::uint64_t written,
+                                std::int64_t first) {
+  RegionCheck check;
+  check.name = span.after;
+  check.address = span.address;
+  check.size = span.size;
+  check.out_of_bounds = true;
+  check.passed = false;
+  check.elements = span.size;
+  check.mismatches = written;
+  check.first_bad_index = first;
+  check.tolerance = "bitwise";
+  return check;
+}
+
 std::string first_failure(const LaunchResult& launch) {
   for (const RegionCheck& check : launch.regions) {
     if (check.passed) continue;
+    if (check.out_of_bounds)
+      return "out-of-bounds write: " + std::to_string(check.mismatches) +
+             " bytes changed in memory that no recorded region covers, the first at byte " +
+             std::to_string(check.first_bad_index) + " " +
+             (check.name.empty() ? "of a mapping, before any region"
+                                 : "past the end of region '" + check.name + "'");
     return "region '" + check.name + "' " +
            (check.expected_to_change ? "differs from the recorded result"
                                      : "was modified but must stay untouched") +

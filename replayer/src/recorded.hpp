@@ -88,6 +88,23 @@ bool verify_regions(const std::vector<PreparedRegion>& regions, const RunOptions
   return passed;
 }
 
+// Mapped bytes that no recorded region of the launches covers: the padding up to the mapping
+// granularity and the gaps between allocations. Placement leaves them zero, so anything else
+// found there after a run was written out of bounds.
+struct UnrecordedSpan {
+  std::uint64_t address = 0;  // recorded address
+  std::uint64_t size = 0;
+  std::string after;  // the region these bytes follow; "" at the start of a mapping
+};
+std::vector<UnrecordedSpan> unrecorded_spans(const capture::Kernel& kernel,
+                                             const std::vector<std::size_t>& launches,
+                                             const AddressMap& map);
+
+// The failed check of an unrecorded span in which `written` bytes are not zero, the first at
+// byte `first` of the span.
+RegionCheck out_of_bounds_check(const UnrecordedSpan& span, std::uint64_t written,
+                                std::int64_t first);
+
 // The kernel's recorded image of `kind` (capture::kImage*) as bytes in a string; "" when none.
 std::string recorded_image(const capture::CaptureReader& capture, const capture::Kernel& kernel,
                            std::string_view kind);

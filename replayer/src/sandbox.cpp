@@ -152,7 +152,8 @@ void Sandbox::start() {
                          {"confine", setup_.confine},
                          {"log_rank", setup_.log_rank},
                          {"log_level", level},
-                         {"device", setup_.device}};
+                         {"device", setup_.device},
+                         {"compile_threads", setup_.compile_threads}};
   std::string answer;
   bool answered = wire::write_message(to_child_, prepare.dump()) &&
                   wait_readable(from_child_, kPrepareTimeoutS) &&
@@ -198,11 +199,34 @@ std::string Sandbox::reap() {
   return done < 0 ? std::string("vanished") : describe_status(status);
 }
 
+void Sandbox::precompile(const std::vector<Request>& requests) {
+  if (setup_.compile_threads == 0 || requests.empty()) return;
+  if (child_ < 0) {
+    start();
+    ++restarts_;
+  }
+  // A child that died here is found, and restarted, by the next evaluate().
+  if (wire::write_message(to_child_, wire::encode_precompile(requests))) compiling_ahead_ = true;
+}
+
 Evaluation Sandbox::evaluate(const Request& request) {
+  Evaluation evaluation = evaluate_once(request);
+  if (evaluation.outcome != Outcome::crash || !compiling_ahead_) return evaluation;
+  // The child may have died of another candidate's compile: run this one again, alone.
+  compiling_ahead_ = false;
+  log::warning("the sandbox died while candidates compiled ahead (", evaluation.message,
+               "); the candidate is run again alone to find out whether it was the cause");
+  Evaluation again = evaluate_once(request);
+  again.seconds += evaluation.seconds;
+  return again;
+}
+
+Evaluation Sandbox::evaluate_once(const Request& request) {
   auto start_time = Clock::now();
   if (child_ < 0) {
     start();
     ++restarts_;
+    compiling_ahead_ = false;
   }
   Evaluation failed;
   if (!wire::write_message(to_child_, wire::encode(request))) {

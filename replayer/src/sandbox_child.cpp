@@ -1,6 +1,7 @@
 // The child's side of the sandbox (r3-sandbox): prepare the capture once, confine itself, then
-// compile, run, verify and time one candidate per request until the parent hangs up. A
-// candidate that kills this process is exactly what the sandbox is for.
+// compile, run, verify and time one candidate per request until the parent hangs up; candidates
+// announced by a precompile message compile ahead on the compile threads meanwhile. A candidate
+// that kills this process is exactly what the sandbox is for.
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
 #include "r3/log.hpp"
+#include "r3/replay/compile_pool.hpp"
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
 
@@ -18,7 +20,8 @@ using nlohmann::json;
 
 struct Prepared {
   std::unique_ptr<capture::CaptureReader> capture;
-  std::vector<std::unique_ptr<Backend>> backends;  // one per requested kernel
+  std::vector<std::unique_ptr<Backend>> backends;   // one per requested kernel
+  std::vector<std::unique_ptr<CompilePool>> pools;  // one per backend
   std::string placement;
 };
 
@@ -34,13 +37,16 @@ Prepared prepare(const json& request) {
     prepared.placement += (prepared.placement.empty() ? "" : "; ") + b->placement();
     prepared.backends.push_back(std::move(b));
   }
+  const unsigned threads = request.value("compile_threads", 0u);
+  for (auto& backend : prepared.backends)
+    prepared.pools.push_back(std::make_unique<CompilePool>(*backend, threads));
   return prepared;
 }
 
-Evaluation evaluate(Backend& backend, const Request& request) {
+Evaluation evaluate(Backend& backend, CompilePool& pool, const Request& request) {
   Evaluation evaluation;
   try {
-    Compiled compiled = backend.compile(request.variant);
+    Compiled compiled = pool.get(request.variant);
     evaluation.resources = compiled.resources;
     evaluation.compile_seconds = compiled.seconds;
     evaluation.from_cache = compiled.from_cache;
@@ -100,13 +106,19 @@ int sandbox_child_main(int in_fd, int out_fd) {
   while (true) {
     try {
       if (!wire::read_message(in_fd, message)) return 0;
+      if (auto ahead = wire::decode_precompile(message)) {
+        for (const Request& r : *ahead)
+          if (r.kernel < prepared.pools.size()) prepared.pools[r.kernel]->submit(r.variant);
+        continue;  // no answer: the parent goes on to evaluate()
+      }
       Request request = wire::decode_request(message);
       Evaluation evaluation;
       if (request.kernel >= prepared.backends.size()) {
         evaluation.outcome = Outcome::launch_error;
         evaluation.message = "no kernel #" + std::to_string(request.kernel) + " was prepared";
       } else {
-        evaluation = evaluate(*prepared.backends[request.kernel], request);
+        evaluation =
+            evaluate(*prepared.backends[request.kernel], *prepared.pools[request.kernel], request);
         evaluation.process_lost = prepared.backends[request.kernel]->lost();
       }
       if (!wire::write_message(out_fd, wire::encode(evaluation))) return 0;

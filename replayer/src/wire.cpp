@@ -119,6 +119,7 @@ json evaluation_json(const Evaluation& e) {
                          {"size", r.size},
                          {"type", capture::to_string(r.type)},
                          {"expected_to_change", r.expected_to_change},
+                         {"out_of_bounds", r.out_of_bounds},
                          {"passed", r.passed},
                          {"elements", r.elements},
                          {"mismatches", r.mismatches},
@@ -182,6 +183,7 @@ Evaluation evaluation_from(const json& j) {
       check.type = capture::parse_element_type(g.at("type").get<std::string>())
                        .value_or(capture::ElementType::unknown);
       check.expected_to_change = g.at("expected_to_change").get<bool>();
+      check.out_of_bounds = g.value("out_of_bounds", false);
       check.passed = g.at("passed").get<bool>();
       check.elements = g.at("elements").get<std::uint64_t>();
       check.mismatches = g.at("mismatches").get<std::uint64_t>();
@@ -231,19 +233,36 @@ Evaluation decode_evaluation(std::string_view text) {
   return decode(text, "evaluation", evaluation_from);
 }
 
-std::string encode(const Request& request) {
+namespace {
+json request_json(const Request& request) {
   return json{{"kernel", request.kernel},
               {"variant", variant_json(request.variant)},
-              {"options", options_json(request.options)}}
-      .dump();
+              {"options", options_json(request.options)}};
+}
+Request request_from(const json& j) {
+  return Request{j.at("kernel").get<std::size_t>(), variant_from(j.at("variant")),
+                 options_from(j.at("options"))};
+}
+}  // namespace
+
+Request decode_request(std::string_view text) { return decode(text, "request", request_from); }
+
+std::string encode_precompile(const std::vector<Request>& requests) {
+  json list = json::array();
+  for (const Request& request : requests) list.push_back(request_json(request));
+  return json{{"precompile", list}}.dump();
 }
 
-Request decode_request(std::string_view text) {
-  return decode(text, "request", [](const json& j) {
-    return Request{j.at("kernel").get<std::size_t>(), variant_from(j.at("variant")),
-                   options_from(j.at("options"))};
+std::optional<std::vector<Request>> decode_precompile(std::string_view text) {
+  return decode(text, "precompile", [](const json& j) -> std::optional<std::vector<Request>> {
+    if (!j.is_object() || !j.contains("precompile")) return std::nullopt;
+    std::vector<Request> requests;
+    for (const json& r : j.at("precompile")) requests.push_back(request_from(r));
+    return requests;
   });
 }
+
+std::string encode(const Request& request) { return request_json(request).dump(); }
 
 bool write_message(int fd, std::string_view message) {
   unsigned char header[8];

@@ -16,6 +16,7 @@ class World final : public tune::Collectives {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int node_rank() const override { return node_rank_; }
+  int node_size() const override { return node_size_; }
   // Every rank returns rank 0's `value` (collective).
   int broadcast(int value) const;
   std::string broadcast(std::string bytes) const override;
@@ -25,6 +26,7 @@ class World final : public tune::Collectives {
   int rank_ = 0;
   int size_ = 1;
   int node_rank_ = 0;
+  int node_size_ = 1;
 };
 
 }  // namespace r3

@@ -30,6 +30,7 @@ World::World(int& argc, char**& argv) {
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &node_rank_);
+  MPI_Comm_size(node, &node_size_);
   MPI_Comm_free(&node);
   log::set_rank(size_ > 1 ? rank_ : -1);
 }

@@ -3,6 +3,7 @@
 // gather the results back, rank 0 observes them and commits the generation to run.h5.
 #include "r3/tune/job.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "llm_worker.hpp"
@@ -82,8 +84,9 @@ struct EvaluatorSetup {
   std::string backend;
   std::vector<replay::KernelToPrepare> kernels;
   double timeout_s = 30;
-  bool has_capture_bytes = false;  // the capture follows as a second broadcast
-  std::filesystem::path capture;   // where rank 0 read it (used when it evaluates itself)
+  std::optional<std::uint32_t> compile_threads;  // timing.compile_threads; unset: automatic
+  bool has_capture_bytes = false;                // the capture follows as a second broadcast
+  std::filesystem::path capture;  // where rank 0 read it (used when it evaluates itself)
   std::string log_level;
 };
 
@@ -91,9 +94,13 @@ std::string encode(const EvaluatorSetup& s) {
   json kernels = json::array();
   for (const auto& k : s.kernels)
     kernels.push_back({{"kernel", k.kernel}, {"launches", k.launches}});
-  return json{{"backend", s.backend},          {"kernels", kernels},
-              {"timeout_s", s.timeout_s},      {"has_capture_bytes", s.has_capture_bytes},
-              {"capture", s.capture.string()}, {"log_level", s.log_level}}
+  return json{{"backend", s.backend},
+              {"kernels", kernels},
+              {"timeout_s", s.timeout_s},
+              {"has_capture_bytes", s.has_capture_bytes},
+              {"compile_threads", s.compile_threads ? static_cast<int>(*s.compile_threads) : -1},
+              {"capture", s.capture.string()},
+              {"log_level", s.log_level}}
       .dump();
 }
 
@@ -105,6 +112,8 @@ EvaluatorSetup decode_setup(const std::string& text) {
     s.kernels.push_back(
         {k.at("kernel").get<std::size_t>(), k.at("launches").get<std::vector<std::size_t>>()});
   s.timeout_s = j.at("timeout_s").get<double>();
+  if (int threads = j.at("compile_threads").get<int>(); threads >= 0)
+    s.compile_threads = static_cast<std::uint32_t>(threads);
   s.has_capture_bytes = j.at("has_capture_bytes").get<bool>();
   s.capture = j.at("capture").get<std::string>();
   s.log_level = j.at("log_level").get<std::string>();
@@ -130,14 +139,32 @@ class ScratchDirectory {
   std::filesystem::path path_;
 };
 
+// timing.compile_threads, or what suits this process: for GPU backends the cores it may use (its
+// CPU binding when Slurm or mpirun bound it, else the node's cores shared among the node's
+// processes), at most 8; none for the host backend.
+unsigned compile_threads(const EvaluatorSetup& setup, int node_size) {
+  if (setup.compile_threads) return *setup.compile_threads;
+  if (setup.backend == "host") return 0;
+  const unsigned node_cores = std::max(1u, std::thread::hardware_concurrency());
+  unsigned cores = node_cores / static_cast<unsigned>(std::max(1, node_size));
+  cpu_set_t mask;
+  if (::sched_getaffinity(0, sizeof mask, &mask) == 0) {
+    const auto bound = static_cast<unsigned>(CPU_COUNT(&mask));
+    if (bound < node_cores) cores = bound;
+  }
+  return std::clamp(cores, 1u, 8u);
+}
+
 // An evaluator: its sandbox, and the sources it has been sent.
 class Evaluator {
  public:
   // `gpu`: which of the node's GPUs the sandbox uses (its node-local rank; the child takes it
-  // modulo the GPUs it sees).
-  Evaluator(const EvaluatorSetup& setup, const std::filesystem::path& capture, int rank, int gpu) {
+  // modulo the GPUs it sees). `node_size`: the processes on this node, which share its cores.
+  Evaluator(const EvaluatorSetup& setup, const std::filesystem::path& capture, int rank, int gpu,
+            int node_size) {
     replay::SandboxSetup s;
     s.device = gpu;
+    s.compile_threads = compile_threads(setup, node_size);
     s.capture = capture;
     s.backend = setup.backend;
     s.kernels = setup.kernels;
@@ -158,14 +185,36 @@ class Evaluator {
     json results = json::array();
     double busy = 0;
     const json& candidates = batch.at("candidates");
+    struct Mine {
+      const json* candidate;
+      std::optional<replay::Request> request;
+      std::string error;  // why it could not be read
+    };
+    std::vector<Mine> mine;
+    std::vector<replay::Request> ahead;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       if (static_cast<int>(i % shares) != share) continue;
-      const json& c = candidates[i];
+      Mine m{&candidates[i], std::nullopt, ""};
+      try {
+        replay::Request request = replay::wire::decode_request(m.candidate->at("request").dump());
+        request.variant.source_text = sources_.at(m.candidate->at("source").get<std::string>());
+        ahead.push_back(request);
+        m.request = std::move(request);
+      } catch (const std::exception& error) {
+        m.error = error.what();
+      }
+      mine.push_back(std::move(m));
+    }
+    try {
+      sandbox_->precompile(ahead);
+    } catch (const std::exception& error) {
+      log::warning("candidates are not compiled ahead: ", error.what());
+    }
+    for (const Mine& m : mine) {
       replay::Evaluation e;
       try {
-        replay::Request request = replay::wire::decode_request(c.at("request").dump());
-        request.variant.source_text = sources_.at(c.at("source").get<std::string>());
-        e = sandbox_->evaluate(request);
+        if (!m.request) throw FormatError(m.error);
+        e = sandbox_->evaluate(*m.request);
       } catch (const std::exception& error) {
         // The sandbox could not be restarted, or the message was bad: this candidate fails,
         // the job goes on.
@@ -173,7 +222,8 @@ class Evaluator {
         e.message = std::string("the evaluator could not run it: ") + error.what();
       }
       busy += e.seconds;
-      results.push_back({{"id", c.at("id")}, {"evaluation", json::parse(replay::wire::encode(e))}});
+      results.push_back(
+          {{"id", m.candidate->at("id")}, {"evaluation", json::parse(replay::wire::encode(e))}});
     }
     return json{
         {"rank", rank_}, {"busy", busy}, {"results", results}, {"restarts", sandbox_->restarts()}}
@@ -279,6 +329,7 @@ EvaluatorSetup evaluator_setup(const Master& m) {
   setup.backend = std::string(config::to_string(m.backend));
   for (const auto& k : m.search->kernels()) setup.kernels.push_back({k.capture_index, k.launches});
   setup.timeout_s = m.config.timing.candidate_timeout_s;
+  setup.compile_threads = m.config.timing.compile_threads;
   setup.capture = m.config.capture;
   setup.log_level = std::string(log::to_string(log::level()));
   return setup;
@@ -568,7 +619,8 @@ int run_generations(Master& m, const Collectives& world) {
   std::optional<double> job_end = job_end_time();
   std::unique_ptr<Evaluator> local;
   if (world.size() == 1) {
-    local = std::make_unique<Evaluator>(evaluator_setup(m), c.capture, 0, world.node_rank());
+    local = std::make_unique<Evaluator>(evaluator_setup(m), c.capture, 0, world.node_rank(),
+                                        world.node_size());
   }
   double last_generation_s = 0;
   std::string stop_reason;
@@ -692,7 +744,8 @@ int run_evaluator(const Collectives& world) {
       if (!out) throw IoError("write", "cannot write the capture to " + capture.string());
     }
     capture_bytes = std::string();
-    evaluator = std::make_unique<Evaluator>(setup, capture, world.rank(), world.node_rank());
+    evaluator = std::make_unique<Evaluator>(setup, capture, world.rank(), world.node_rank(),
+                                            world.node_size());
   } catch (const std::exception& e) {
     error = e.what();
   }

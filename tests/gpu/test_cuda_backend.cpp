@@ -4,6 +4,7 @@
 // relocation when the recorded addresses are taken. Skipped where there is no GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -118,11 +119,10 @@ __global__ void saxpy(int n, float a, const float* x, float* y) {
 }
 )";
 
-test::CudaLaunchSpec saxpy_spec() {
+test::CudaLaunchSpec saxpy_spec(int n = 1 << 16) {
   test::CudaLaunchSpec spec;
   spec.source = kSaxpy;
   spec.entry = "saxpy";
-  const int n = 1 << 16;
   spec.grid = {n / 256, 1, 1};
   spec.block = {256, 1, 1};
   std::vector<float> x(n), y(n);
@@ -418,6 +418,144 @@ TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshS
   EXPECT_EQ(after.outcome, Outcome::ok) << after.message;
   EXPECT_EQ(sandbox.restarts(), 1u);
   EXPECT_GT(after.resources.registers, 0);
+}
+
+// Candidates compiled ahead on the child's threads: one leaves a sticky error (the child is
+// replaced), the others come back verified, whether compiled ahead or, after the restart, in turn.
+TEST(CudaBackend, CandidatesCompiledAheadSurviveACandidateThatLosesTheContext) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  test::record_cuda_launch(dir / "stencil.h5", stencil_spec());
+  SandboxSetup setup;
+  setup.helper = R3_TEST_SANDBOX;
+  setup.capture = dir / "stencil.h5";
+  setup.backend = "cuda";
+  setup.kernels = {{0, {}}};
+  setup.timeout_s = 120;
+  setup.compile_threads = 4;
+  Sandbox sandbox(setup);
+  std::vector<Request> share(6);
+  for (std::size_t i = 0; i < share.size(); ++i) {
+    share[i].variant =
+        source_variant(stencil_variant("v *= 1.0f + 0.0f * " + std::to_string(i) + ";"));
+  }
+  share[2].variant = source_variant(stencil_variant("", "out[i + (1ll << 40)]"));
+  sandbox.precompile(share);
+  for (std::size_t i = 0; i < share.size(); ++i) {
+    Evaluation e = sandbox.evaluate(share[i]);
+    if (i == 2) {
+      EXPECT_EQ(e.outcome, Outcome::launch_error) << e.message;
+      EXPECT_TRUE(e.process_lost);
+    } else {
+      EXPECT_EQ(e.outcome, Outcome::ok) << i << ": " << e.message;
+      EXPECT_GT(e.resources.registers, 0);
+    }
+  }
+  EXPECT_EQ(sandbox.restarts(), 1u);
+}
+
+// The bytes after an allocation, up to the next region or the end of the mapping, are no
+// region's: a variant that writes there is caught, and they are cleared for the next one.
+TEST(CudaBackend, AWritePastTheEndOfAnAllocationIsFound) {
+  R3_REQUIRE_GPU();
+  auto p = prepare(saxpy_spec());
+  std::vector<capture::Region> regions = p->capture->kernels().at(0).launches.at(0).prologue;
+  std::sort(regions.begin(), regions.end(),
+            [](const auto& a, const auto& b) { return a.address < b.address; });
+  const std::uint64_t granule = 2ull << 20;
+  const capture::Region* padded = nullptr;
+  for (std::size_t i = 0; i < regions.size() && !padded; ++i) {
+    const std::uint64_t end = regions[i].address + regions[i].size;
+    const std::uint64_t next = i + 1 < regions.size() ? regions[i + 1].address : ~0ull;
+    if (end % granule != 0 && next >= end + 64) padded = &regions[i];
+  }
+  if (!padded) GTEST_SKIP() << "the driver left no bytes between or after these allocations";
+  const std::string target = padded->name == "x" ? "const_cast<float*>(x)" : "y";
+  Variant past_end;
+  past_end.source_text = std::string(R"(
+__global__ void saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+  if (i < 3) ()") + target +
+                         R"()[n + 4 + i] = 1.0f;
+}
+)";
+  past_end.entry = "saxpy";
+  past_end.compiler = config::Compiler::nvrtc;
+  RunResult result = compile_and_run(*p->backend, past_end);
+  EXPECT_EQ(result.outcome, Outcome::wrong_result) << result.message;
+  // 1.0f is 00 00 80 3f: two bytes change per float, the first 18 bytes past the end.
+  EXPECT_TRUE(contains(result.message,
+                       "out-of-bounds write: 6 bytes changed in memory that no "
+                       "recorded region covers, the first at byte 18 past the "
+                       "end of region '" +
+                           padded->name + "'"))
+      << result.message;
+
+  Variant recorded;
+  recorded.compiler = config::Compiler::recorded;
+  RunResult clean = compile_and_run(*p->backend, recorded);
+  EXPECT_EQ(clean.outcome, Outcome::ok) << clean.message;
+}
+
+// Holds all free device memory but `keep` bytes until destroyed.
+class DeviceMemoryHog {
+ public:
+  explicit DeviceMemoryHog(std::size_t keep) {
+    const cuda::Driver& d = cuda::driver();
+    for (std::size_t chunk : {std::size_t(1) << 30, std::size_t(64) << 20, std::size_t(2) << 20}) {
+      while (true) {
+        std::size_t free = 0, total = 0;
+        R3_CU(d.cuMemGetInfo(&free, &total));
+        if (free < keep + chunk) break;
+        CUdeviceptr p = 0;
+        if (d.cuMemAlloc(&p, chunk) != CUDA_SUCCESS) break;
+        held_.push_back(p);
+      }
+    }
+  }
+  ~DeviceMemoryHog() {
+    for (CUdeviceptr p : held_) cuda::driver().cuMemFree(p);
+  }
+  std::size_t free_bytes() const {
+    std::size_t free = 0, total = 0;
+    cuda::driver().cuMemGetInfo(&free, &total);
+    return free;
+  }
+
+ private:
+  std::vector<CUdeviceptr> held_;
+};
+
+// With room for the recorded regions but not for their pristine copies, the copies stay on the
+// host and every restore is a host-to-device copy; results are verified as before.
+TEST(CudaBackend, RestoresFromHostMemoryWhenDeviceMemoryIsShort) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const int n = 1 << 24;  // 64 MiB per buffer
+  test::record_cuda_launch(dir / "saxpy.h5", saxpy_spec(n));
+  auto capture = capture::CaptureReader::open(dir / "saxpy.h5");
+  cuda::Device::instance().make_current();
+  const std::size_t placement = 2 * (std::size_t(n) * 4 + (2 << 20));
+  DeviceMemoryHog hog(placement + (40 << 20));
+  auto backend = make_backend("cuda");
+  backend->prepare(capture, 0, {});
+  EXPECT_TRUE(contains(backend->placement(), "restored from host memory")) << backend->placement();
+
+  Variant recorded;
+  recorded.compiler = config::Compiler::recorded;
+  RunResult result = compile_and_run(*backend, recorded);
+  ASSERT_EQ(result.outcome, Outcome::ok) << result.message;
+  EXPECT_TRUE(result.launches.at(0).verified);
+  EXPECT_GT(result.launches.at(0).restore_seconds, 0);
+
+  Variant wrong;
+  wrong.source_text = std::string(kSaxpy);
+  wrong.source_text.replace(wrong.source_text.find("a * x[i]"), 8, "a * x[i] * 1.001f");
+  wrong.entry = "saxpy";
+  wrong.compiler = config::Compiler::nvrtc;
+  RunResult caught = compile_and_run(*backend, wrong);
+  EXPECT_EQ(caught.outcome, Outcome::wrong_result) << caught.message;
 }
 
 TEST(CudaBackend, RelocatesWhenTheRecordedAddressesAreTakenAndRewritesPointerTables) {

@@ -4,11 +4,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "r3/error.hpp"
 #include "r3/replay/backend.hpp"
+#include "r3/replay/compile_pool.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -182,6 +185,93 @@ TEST(HostBackend, AVariantThatWritesOutsideItsOutputIsCaught) {
   EXPECT_NE(result.message.find("region 'in' was modified but must stay untouched"),
             std::string::npos)
       << result.message;
+}
+
+// n = 30: each buffer is 3600 bytes, so the page it ends in has unrecorded bytes after it.
+TEST(HostBackend, AWritePastTheEndOfAnAllocationIsCaughtAndCleanedUp) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage, 30, 1));
+  std::string past_end =
+      replace(kStencil, "    }\n  }\n}", "    }\n  }\n  out[n * n + 5] = 1.0f;\n}");
+  RunResult result =
+      replay.backend->run(replay.backend->compile(variant_from(past_end)), RunOptions{});
+  EXPECT_EQ(result.outcome, Outcome::wrong_result);
+  // 1.0f is 00 00 80 3f: two bytes change, the first 22 bytes past the end.
+  EXPECT_NE(result.message.find("out-of-bounds write: 2 bytes changed in memory that no recorded "
+                                "region covers, the first at byte 22 past the end of region "
+                                "'out'"),
+            std::string::npos)
+      << result.message;
+  ASSERT_FALSE(result.launches.empty());
+  EXPECT_TRUE(result.launches[0].regions.back().out_of_bounds);
+
+  // The stray bytes were cleared: the original runs clean after it.
+  RunResult original = replay.backend->run(replay.backend->compile(Variant{}), RunOptions{});
+  EXPECT_EQ(original.outcome, Outcome::ok) << original.message;
+}
+
+// Each define makes another variant of the same (correct) kernel.
+Variant numbered_variant(int number) {
+  Variant v = variant_from(kStencil);
+  v.defines["VARIANT"] = std::to_string(number);
+  return v;
+}
+
+TEST(CompilePool, CompilesAheadOnItsThreadsAndHandsTheResultsOver) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  CompilePool pool(*replay.backend, 3);
+  EXPECT_EQ(pool.threads(), 3u);
+  for (int i = 0; i < 6; ++i) pool.submit(numbered_variant(i));
+  pool.submit(numbered_variant(0));  // already queued: not compiled twice
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (pool.compiled_ahead() < 6 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(pool.compiled_ahead(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    Compiled compiled = pool.get(numbered_variant(i));
+    ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
+    EXPECT_FALSE(compiled.from_cache) << "compiled by the pool, not found in the cache later";
+    RunResult result = replay.backend->run(compiled, RunOptions{});
+    EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+  }
+  // Never submitted: compiled on this thread.
+  Compiled late = pool.get(numbered_variant(7));
+  EXPECT_TRUE(late.ok) << late.diagnostics;
+  EXPECT_EQ(pool.compiled_ahead(), 6u);
+
+  Variant broken = variant_from("extern \"C\" void stencil2d( {");
+  pool.submit(broken);
+  Compiled failed = pool.get(broken);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_NE(failed.diagnostics.find("error"), std::string::npos) << failed.diagnostics;
+}
+
+TEST(CompilePool, ACandidateStillQueuedIsCompiledByItsCallerNotWaitedFor) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  CompilePool pool(*replay.backend, 1);
+  for (int i = 0; i < 3; ++i) pool.submit(numbered_variant(i));
+  // The only thread is busy with the first one; the third is still queued.
+  Compiled third = pool.get(numbered_variant(2));
+  EXPECT_TRUE(third.ok) << third.diagnostics;
+  EXPECT_TRUE(pool.get(numbered_variant(0)).ok);
+  EXPECT_TRUE(pool.get(numbered_variant(1)).ok);
+  EXPECT_EQ(pool.compiled_ahead(), 2u) << "the third was taken out of the queue";
+}
+
+TEST(CompilePool, WithoutThreadsEverythingCompilesOnTheCallingThread) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(stencil_capture(dir, base, base + 16 * kPage));
+  CompilePool pool(*replay.backend, 0);
+  pool.submit(numbered_variant(1));
+  Compiled compiled = pool.get(numbered_variant(1));
+  EXPECT_TRUE(compiled.ok) << compiled.diagnostics;
+  EXPECT_EQ(pool.compiled_ahead(), 0u);
 }
 
 TEST(HostBackend, ToleranceComesFromTheOptions) {

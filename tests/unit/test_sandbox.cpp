@@ -4,8 +4,10 @@
 // programs or open network sockets.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "r3/error.hpp"
 #include "r3/replay/sandbox.hpp"
@@ -76,6 +78,38 @@ TEST_F(SandboxTest, ClassifiesEveryKindOfFailureAndRestartsTheChild) {
   Evaluation again = sandbox.evaluate(request("job/stencil_faulty.cpp", {{"MODE", "1"}}));
   EXPECT_EQ(again.outcome, Outcome::ok) << again.message;
   EXPECT_EQ(sandbox.restarts(), 2u) << "one restart after the crash, one after the hang";
+}
+
+// With compile threads the child compiles a whole share first; the results are what compiling
+// in turn gives, and a crash is blamed on a candidate only once it crashes when run alone.
+TEST_F(SandboxTest, CandidatesCompiledAheadComeBackAsIfCompiledInTurn) {
+  SandboxSetup s = setup(10);
+  s.compile_threads = 2;
+  Sandbox sandbox(s);
+  std::vector<Request> share = {request("job/stencil_faulty.cpp", {{"MODE", "0"}}),
+                                request("job/stencil_faulty.cpp", {{"MODE", "6"}}),
+                                request("job/stencil_faulty.cpp", {{"MODE", "1"}}),
+                                request("job/stencil_faulty.cpp", {{"MODE", "8"}}),
+                                request("variants/stencil_syntax_error.cpp")};
+  sandbox.precompile(share);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // every compile is done by now
+
+  Evaluation first = sandbox.evaluate(share[0]);
+  EXPECT_EQ(first.outcome, Outcome::ok) << first.message;
+  EXPECT_GT(first.compile_seconds, 0);
+  EXPECT_LT(first.seconds, first.compile_seconds)
+      << "a candidate compiled ahead returns sooner than its compile took";
+
+  Evaluation crash = sandbox.evaluate(share[1]);
+  EXPECT_EQ(crash.outcome, Outcome::crash) << crash.message;
+  EXPECT_NE(crash.message.find("signal 11"), std::string::npos) << crash.message;
+  EXPECT_EQ(sandbox.restarts(), 1u) << "restarted once to run the crash again alone";
+
+  Evaluation after = sandbox.evaluate(share[2]);
+  EXPECT_EQ(after.outcome, Outcome::ok) << after.message;
+  EXPECT_EQ(sandbox.evaluate(share[3]).outcome, Outcome::wrong_result);
+  EXPECT_EQ(sandbox.evaluate(share[4]).outcome, Outcome::compile_error);
+  EXPECT_EQ(sandbox.restarts(), 2u);
 }
 
 TEST_F(SandboxTest, AConfinedCandidateCannotWriteExecOrConnect) {

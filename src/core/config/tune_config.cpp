@@ -382,6 +382,11 @@ void parse_timing(Map& map, TimingConfig& timing) {
   map.read("flush_l2", timing.flush_l2);
   map.read_duration("candidate_timeout", timing.candidate_timeout_s);
   if (timing.candidate_timeout_s <= 0) map.fail("candidate_timeout", "must be positive");
+  if (map.has("compile_threads")) {
+    std::uint32_t threads = 0;
+    map.read("compile_threads", threads, 0, 256);
+    timing.compile_threads = threads;
+  }
   map.read("confirm_top", timing.confirm_top, 0, 1u << 16);
   map.read("confirm_repeats", timing.confirm_repeats, 1, 1u << 20);
   map.read("confirm_rounds", timing.confirm_rounds, 1, 1000);

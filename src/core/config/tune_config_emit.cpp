@@ -190,6 +190,7 @@ std::string to_yaml(const TuneConfig& config) {
   pair(out, "repeats", timing.repeats);
   pair(out, "flush_l2", timing.flush_l2);
   duration(out, "candidate_timeout", timing.candidate_timeout_s);
+  if (timing.compile_threads) pair(out, "compile_threads", *timing.compile_threads);
   pair(out, "confirm_top", timing.confirm_top);
   pair(out, "confirm_repeats", timing.confirm_repeats);
   pair(out, "confirm_rounds", timing.confirm_rounds);

@@ -69,6 +69,9 @@ struct RegionCheck {
   std::uint64_t size = 0;
   capture::ElementType type = capture::ElementType::unknown;
   bool expected_to_change = false;  // the original launch changed it (it is in the epilogue)
+  // Not a recorded region but mapped bytes next to one, which nothing may write: `name` is the
+  // region they follow, mismatches the bytes written, first_bad_index the first one's offset.
+  bool out_of_bounds = false;
   bool passed = true;
   std::uint64_t elements = 0;
   std::uint64_t mismatches = 0;  // elements outside tolerance
@@ -120,7 +123,8 @@ class Backend {
   virtual std::string placement() const = 0;
 
   // Compiles a variant, or takes it from the cache. A variant that does not compile is a
-  // result (ok = false, with diagnostics), not an exception.
+  // result (ok = false, with diagnostics), not an exception. Safe to call from several threads
+  // at once, and while run() runs on another (CompilePool compiles ahead that way).
   virtual Compiled compile(const Variant& variant) = 0;
 
   // Runs a compiled variant on every prepared launch: restore, run, verify, time.

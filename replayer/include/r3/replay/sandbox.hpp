@@ -35,6 +35,7 @@ struct SandboxSetup {
   int log_rank = -1;      // the child's log prefix (its evaluator's rank)
   int device = -1;        // GPU backends: the GPU (modulo those visible); -1: R3_CUDA_DEVICE or 0
   std::string log_level;  // the child's log level; empty: the parent's
+  unsigned compile_threads = 0;  // threads compiling ahead (precompile()); 0: none
 };
 
 // What became of one candidate.
@@ -68,11 +69,18 @@ class Sandbox {
   // Evaluation's outcome; only a child that cannot be restarted throws.
   Evaluation evaluate(const Request& request);
 
+  // Hands candidates that evaluate() will be asked for to the child's compile threads, so they
+  // compile while earlier ones run (nothing happens without compile threads). Should the child
+  // die while compiles run in the background, the candidate being evaluated is not blamed at
+  // once: it runs again alone in a fresh child, and only a second death is its own.
+  void precompile(const std::vector<Request>& requests);
+
   std::size_t restarts() const { return restarts_; }
   const std::string& placement() const { return placement_; }
   bool confined() const { return confined_; }
 
  private:
+  Evaluation evaluate_once(const Request& request);
   void start();
   void stop();         // kills the child (if any) and reaps it
   std::string reap();  // waits for a child that died; how it ended ("killed by signal 11 ...")
@@ -84,6 +92,7 @@ class Sandbox {
   std::size_t restarts_ = 0;
   std::string placement_;
   bool confined_ = false;
+  bool compiling_ahead_ = false;  // the child has background compiles it was asked for
 };
 
 // The helper next to the running program (same directory, or ../libexec/r3), or $R3_SANDBOX.

@@ -2,8 +2,10 @@
 // exactly (doubles round-trip). Decoding throws FormatError naming what was malformed.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "r3/replay/sandbox.hpp"
 
@@ -20,6 +22,11 @@ Evaluation decode_evaluation(std::string_view text);
 
 std::string encode(const Request& request);
 Request decode_request(std::string_view text);
+
+// Candidates to compile ahead (Sandbox::precompile): {"precompile": [request, ...]}.
+std::string encode_precompile(const std::vector<Request>& requests);
+// The requests when `text` is such a message; nullopt when it is something else (a request).
+std::optional<std::vector<Request>> decode_precompile(std::string_view text);
 
 Outcome parse_outcome(std::string_view text);  // what to_string(Outcome) wrote
 

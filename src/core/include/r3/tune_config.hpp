@@ -169,6 +169,10 @@ struct TimingConfig {
   std::uint32_t repeats = 10;
   bool flush_l2 = false;
   double candidate_timeout_s = 30;
+  // Threads per evaluator compiling its next candidates while one runs; unset: automatic (the
+  // node's cores shared among its evaluators, at most 8, for GPU backends; none for the host
+  // backend, whose timed runs would compete with the compiles for the cores).
+  std::optional<std::uint32_t> compile_threads;
   std::uint32_t confirm_top = 3;  // best candidates re-measured before one is declared best
   std::uint32_t confirm_repeats = 50;
   std::uint32_t confirm_rounds = 3;  // interleaved rounds per evaluator

@@ -14,6 +14,7 @@ class Collectives {
   virtual int size() const = 0;
   // This process's rank among the processes of its node (MPI_Comm_split_type shared).
   virtual int node_rank() const = 0;
+  virtual int node_size() const = 0;  // the processes of this node
   // Every rank returns rank 0's `bytes` (collective; any size).
   virtual std::string broadcast(std::string bytes) const = 0;
   // Rank 0 returns every rank's `bytes`, in rank order; the others an empty list (collective).
