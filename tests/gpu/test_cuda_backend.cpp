@@ -123,7 +123,7 @@ test::CudaLaunchSpec saxpy_spec(int n = 1 << 16) {
   test::CudaLaunchSpec spec;
   spec.source = kSaxpy;
   spec.entry = "saxpy";
-  spec.grid = {n / 256, 1, 1};
+  spec.grid = {static_cast<std::uint32_t>(n / 256), 1, 1};
   spec.block = {256, 1, 1};
   std::vector<float> x(n), y(n);
   for (int i = 0; i < n; ++i) x[i] = 0.5f * i, y[i] = 1.0f - i;
