@@ -276,6 +276,9 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size)
     k.base.flags = s.flags;
     k.base.passes = s.passes;
     if (!s.block.empty()) k.base.block = capture::Dim3{s.block[0], s.block[1], s.block[2]};
+    k.original_block = k.base.block;
+    if (!k.original_block && !kernel.launches.empty())
+      k.original_block = kernel.launches.at(k.launches.empty() ? 0 : k.launches.front()).block;
     k.base.compiler =
         m->backend == config::Backend::cuda ? config::Compiler::nvrtc : config::Compiler::clang;
     kernels.push_back(std::move(k));

@@ -128,7 +128,8 @@ double LevelBuilder::share(Level level) const {
 }
 
 std::optional<LevelSpace> LevelBuilder::build(Level level,
-                                              const std::vector<evolve::Tunable>& tunables) const {
+                                              const std::vector<evolve::Tunable>& tunables,
+                                              std::optional<capture::Dim3> original_block) const {
   if (!enabled(level)) return std::nullopt;
   std::vector<bo::Parameter> parameters;
   bo::Configuration defaults;
@@ -161,15 +162,23 @@ std::optional<LevelSpace> LevelBuilder::build(Level level,
       add(bo::Parameter::sequence("passes", passes_, c.passes.max_length, c.passes.repeat), {});
   } else if (level == Level::launch) {
     const config::LaunchLevel& l = config_.search.launch;
-    auto numbers = [](const std::vector<std::uint32_t>& values) {
+    // Each dimension's values, with the original's among them; its index is the default.
+    auto dimension = [&](const char* name, std::vector<std::uint32_t> values,
+                         std::optional<std::uint32_t> original) {
+      if (original) values.push_back(*original);
       std::vector<double> out(values.begin(), values.end());
       std::sort(out.begin(), out.end());
       out.erase(std::unique(out.begin(), out.end()), out.end());
-      return out;
+      const int at =
+          original
+              ? static_cast<int>(std::find(out.begin(), out.end(), double(*original)) - out.begin())
+              : 0;
+      add(bo::Parameter::ordinal(name, out), {at});
     };
-    add(bo::Parameter::ordinal("bx", numbers(l.block_x)), {0});
-    add(bo::Parameter::ordinal("by", numbers(l.block_y)), {0});
-    add(bo::Parameter::ordinal("bz", numbers(l.block_z)), {0});
+    const auto& b = original_block;
+    dimension("bx", l.block_x, b ? std::optional(b->x) : std::nullopt);
+    dimension("by", l.block_y, b ? std::optional(b->y) : std::nullopt);
+    dimension("bz", l.block_z, b ? std::optional(b->z) : std::nullopt);
     constraints.push_back("bx * by * bz <= " + std::to_string(l.max_threads));
   } else {
     for (const evolve::Tunable& t : tunables) {
@@ -232,6 +241,8 @@ void LevelBuilder::apply(Level level, const LevelSpace& level_space,
     if (!sequence.empty()) pipeline += ",function(" + sequence + ")";
     variant.passes = pipeline;
   } else if (level == Level::launch) {
+    // At its default point every launch keeps the block it was recorded with (or tune.yaml's).
+    if (configuration == level_space.defaults) return;
     variant.block = capture::Dim3{static_cast<std::uint32_t>(std::stoul(label(0))),
                                   static_cast<std::uint32_t>(std::stoul(label(1))),
                                   static_cast<std::uint32_t>(std::stoul(label(2)))};

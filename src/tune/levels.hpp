@@ -32,7 +32,10 @@ struct LevelSpace {
 class LevelBuilder {
  public:
   LevelBuilder(const config::TuneConfig& config, config::Backend backend);
-  std::optional<LevelSpace> build(Level level, const std::vector<evolve::Tunable>& tunables) const;
+  // `original_block`: the launch level's default point (added to the block lists when missing);
+  // without one the smallest block of the lists.
+  std::optional<LevelSpace> build(Level level, const std::vector<evolve::Tunable>& tunables,
+                                  std::optional<capture::Dim3> original_block = {}) const;
   // Sets what `configuration` of `level` means on `variant`.
   void apply(Level level, const LevelSpace& space, const bo::Configuration& configuration,
              replay::Variant& variant) const;

@@ -102,7 +102,8 @@ Search::SourceEntry& Search::add_source(KernelState& kernel, std::string text, s
   entry->island = island % std::max<std::size_t>(1, kernel.archive.islands());
   entry->tunables = evolve::parse_tunables(text);
   for (Level level : kLevels) {
-    if (auto space = levels_.build(level, entry->tunables))
+    const KernelTarget& target = kernels_[kernel.index];
+    if (auto space = levels_.build(level, entry->tunables, target.original_block))
       entry->spaces.emplace(level, std::move(*space));
   }
   kernel.novelty.add(text);

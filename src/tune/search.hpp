@@ -35,6 +35,9 @@ struct KernelTarget {
   std::string source_name;            // file name, for diagnostics
   std::string source;                 // the original source text; empty: the recorded code
   replay::Variant base;               // entry, defines, include dirs, flags of tune.yaml
+  // The block the original runs with (tune.yaml's, else the first selected launch's): the
+  // launch level's default point, so that the original keeps its shape.
+  std::optional<capture::Dim3> original_block;
 };
 
 struct Planned {

@@ -69,5 +69,34 @@ TEST(TuneLevels, HostCompilerLevelMeansClangFlagsAndPassPipelines) {
   EXPECT_FALSE(builder.enabled(Level::launch));  // a host kernel has no launch shape
 }
 
+// The original keeps its launch shape: the launch level's default point is the recorded block
+// (added to the lists when they lack it), and at that point no block is imposed.
+TEST(TuneLevels, LaunchLevelStartsFromTheOriginalBlock) {
+  config::TuneConfig config = config_for("cuda");
+  LevelBuilder builder(config, config::Backend::cuda);
+  auto level = builder.build(Level::launch, {}, capture::Dim3{16, 16, 1});
+  ASSERT_TRUE(level);
+  const auto& parameters = level->space.parameters();
+  ASSERT_EQ(parameters.size(), 3u);
+  auto default_label = [&](std::size_t i) {
+    return parameters[i].labels.at(static_cast<std::size_t>(level->defaults.values[i].at(0)));
+  };
+  EXPECT_EQ(default_label(0), "16");  // not in the default block_x list, so added
+  EXPECT_EQ(default_label(1), "16");
+  EXPECT_EQ(default_label(2), "1");
+  replay::Variant original;
+  builder.apply(Level::launch, *level, level->defaults, original);
+  EXPECT_FALSE(original.block) << "each launch keeps its recorded block";
+  replay::Variant other;
+  builder.apply(Level::launch, *level, everything_on(level->space), other);
+  ASSERT_TRUE(other.block);
+  EXPECT_EQ(other.block->x, 1024u);
+  EXPECT_EQ(other.block->y, 32u);
+
+  auto without = builder.build(Level::launch, {});
+  ASSERT_TRUE(without);
+  EXPECT_EQ(without->space.parameters()[0].labels.at(0), "32");
+}
+
 }  // namespace
 }  // namespace r3::tune
