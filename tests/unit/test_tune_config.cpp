@@ -137,6 +137,7 @@ TEST(TuneConfig, FullFileSetsEveryValue) {
   EXPECT_EQ(c.timing.warmup, 5u);
   EXPECT_TRUE(c.timing.flush_l2);
   EXPECT_DOUBLE_EQ(c.timing.candidate_timeout_s, 60);
+  EXPECT_EQ(c.timing.compile_threads, std::optional<std::uint32_t>(4));
   EXPECT_EQ(c.output.directory, fs::path("/scratch/r3/heat"));
   EXPECT_EQ(c.output.run_database, fs::path("/scratch/r3/heat/heat-run.h5"));
 }

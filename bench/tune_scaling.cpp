@@ -1,0 +1,196 @@
+// bench/tune_scaling: how the tuning job's throughput grows with its evaluators (DESIGN.md §9),
+// measured in one run. For each evaluator count k it runs `mpirun -n k+1 r3-mpi` on the same
+// capture (one evaluator per GPU on a GPU node: an evaluator binds the GPU of its node-local rank)
+// with batches of 4 candidates per evaluator and 48 evaluations per evaluator, no confirmation,
+// and reads the job's progress lines: candidates per second over the generations' wall time,
+// the evaluators' busy fraction, and the scaling efficiency (throughput at k over k times the
+// throughput at 1). It does this with no LLM endpoint and with one on 127.0.0.1 that answers
+// every chat request after --llm-delay seconds (a real HTTP server speaking the OpenAI protocol,
+// whose answers are the kernel's source with a new #define, so every answer is a new candidate).
+//
+// Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
+//                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chat_server.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  fs::path capture, source;
+  std::string kernel;
+  std::vector<int> evaluators = {1, 2, 4};
+  int per_evaluator = 48;
+  double llm_delay = 5;
+  std::string mpirun = "mpirun";
+};
+
+struct Measured {
+  int generations = 0;
+  int candidates = 0;
+  int ok = 0;
+  double generation_seconds = 0;  // sum of the generations' wall times
+  double busy_weighted = 0;       // sum of busy fraction x generation time
+  double wall = 0;                // the whole mpirun, start-up included
+  std::string last_llm;           // the last progress line's LLM part
+  int exit_code = 0;
+  double throughput() const { return generation_seconds > 0 ? candidates / generation_seconds : 0; }
+  double busy() const { return generation_seconds > 0 ? busy_weighted / generation_seconds : 0; }
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    std::fprintf(stderr, "tune_scaling: cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  return text.str();
+}
+
+Measured run(const Options& o, int k, const std::string& endpoint, const fs::path& dir) {
+  const fs::path yaml =
+      dir / ("tune-" + std::to_string(k) + (endpoint.empty() ? "" : "-llm") + ".yaml");
+  {
+    std::ofstream out(yaml);
+    out << "capture: " << fs::absolute(o.capture).string() << "\n"
+        << "kernels:\n  - name: " << o.kernel << "\n    source: " << fs::absolute(o.source).string()
+        << "\n"
+        << "search:\n  batch_size: " << 4 * k << "\n"
+        << "budget:\n  evaluations: " << o.per_evaluator * k << "\n  wall_time: 8m\n"
+        << "timing:\n  confirm_top: 0\n"
+        << "output:\n  directory: " << (dir / yaml.stem()).string() << "\n";
+    if (!endpoint.empty())
+      out << "llm:\n  endpoint: " << endpoint << "\n  model: bench\n  timeout: 60s\n";
+  }
+  const std::string log = (dir / (yaml.stem().string() + ".log")).string();
+  const std::string command = o.mpirun + " -n " + std::to_string(k + 1) + " --oversubscribe " +
+                              R3_BENCH_R3_MPI + " " + yaml.string() + " > " + log + " 2>&1";
+  const auto start = Clock::now();
+  const int status = std::system(command.c_str());
+  Measured m;
+  m.wall = std::chrono::duration<double>(Clock::now() - start).count();
+  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  const std::regex progress(
+      R"(generation \d+: (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
+  const std::regex llm(R"(; (LLM: [^;]*);)");
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch match;
+    if (!std::regex_search(line, match, progress)) continue;
+    const double seconds = std::stod(match[4]);
+    ++m.generations;
+    m.candidates += std::stoi(match[1]);
+    m.ok += std::stoi(match[2]);
+    m.generation_seconds += seconds;
+    m.busy_weighted += seconds * std::stoi(match[3]) / 100.0;
+    if (std::regex_search(line, match, llm)) m.last_llm = match[1];
+  }
+  if (m.exit_code != 0)
+    std::fprintf(stderr, "tune_scaling: %s exited with %d; its output is in %s\n", command.c_str(),
+                 m.exit_code, log.c_str());
+  return m;
+}
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "tune_scaling: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--capture") {
+      o.capture = value();
+    } else if (arg == "--kernel") {
+      o.kernel = value();
+    } else if (arg == "--source") {
+      o.source = value();
+    } else if (arg == "--evaluators") {
+      o.evaluators = parse_list(value());
+    } else if (arg == "--per-evaluator") {
+      o.per_evaluator = std::stoi(value());
+    } else if (arg == "--llm-delay") {
+      o.llm_delay = std::stod(value());
+    } else if (arg == "--mpirun") {
+      o.mpirun = value();
+    } else {
+      std::printf(
+          "usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]\n"
+          "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
+          "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
+          "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
+          "  fraction and the scaling efficiency\n");
+      return arg == "--help" ? 0 : 2;
+    }
+  }
+  if (o.capture.empty() || o.kernel.empty() || o.source.empty()) {
+    std::fprintf(stderr, "tune_scaling: --capture, --kernel and --source are required\n");
+    return 2;
+  }
+  if (geteuid() == 0) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  const std::string source = read_file(o.source);
+  const fs::path dir = fs::temp_directory_path() / ("r3-tune-scaling-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+
+  const auto delay = std::chrono::milliseconds(static_cast<long>(o.llm_delay * 1000));
+  r3::bench::ChatServer server([&](const r3::bench::ReceivedRequest&, std::size_t index) {
+    auto reply = r3::bench::ChatReply::completion(
+        "```cuda\n#define R3_BENCH_ANSWER " + std::to_string(index) + "\n" + source + "\n```\n");
+    reply.delay = delay;
+    return reply;
+  });
+
+  std::printf("%-10s %-14s %6s %6s %10s %12s %8s %10s %8s  %s\n", "evaluators", "LLM", "gens",
+              "cands", "gen time", "cands/s", "busy", "efficiency", "wall", "LLM answers");
+  for (bool with_llm : {false, true}) {
+    double single = 0;
+    for (int k : o.evaluators) {
+      Measured m = run(o, k, with_llm ? server.endpoint() : std::string(), dir);
+      if (k == o.evaluators.front()) single = m.throughput() / k;
+      std::printf(
+          "%-10d %-14s %6d %6d %9.1fs %12.2f %7.0f%% %10.2f %7.1fs  %s\n", k,
+          with_llm ? ("answers " + std::to_string(o.llm_delay).substr(0, 4) + "s").c_str() : "none",
+          m.generations, m.candidates, m.generation_seconds, m.throughput(), 100 * m.busy(),
+          single > 0 ? m.throughput() / (k * single) : 0, m.wall, m.last_llm.c_str());
+      std::fflush(stdout);
+      if (m.exit_code != 0) return 1;
+    }
+  }
+  std::printf("chat requests answered by the local endpoint: %zu\n", server.requests().size());
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  return 0;
+}
