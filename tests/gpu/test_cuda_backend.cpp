@@ -390,11 +390,8 @@ TEST(CudaBackend, NewBlockShapesDeriveTheGridAndImpossibleOnesFailCleanly) {
   EXPECT_EQ(compile_and_run(*p->backend, reshaped).outcome, Outcome::ok);
 }
 
-// A sticky error loses the CUDA context of its process for good: the sandbox replaces the
-// child, and the next candidate runs in a fresh one.
-TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshSandbox) {
-  R3_REQUIRE_GPU();
-  test::TempDir dir;
+// A sandbox for the CUDA backend on a stencil launch recorded into `dir`.
+SandboxSetup stencil_sandbox(const test::TempDir& dir) {
   test::record_cuda_launch(dir / "stencil.h5", stencil_spec());
   SandboxSetup setup;
   setup.helper = R3_TEST_SANDBOX;
@@ -402,6 +399,15 @@ TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshS
   setup.backend = "cuda";
   setup.kernels = {{0, {}}};
   setup.timeout_s = 120;
+  return setup;
+}
+
+// A sticky error loses the CUDA context of its process for good: the sandbox replaces the
+// child, and the next candidate runs in a fresh one.
+TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshSandbox) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  SandboxSetup setup = stencil_sandbox(dir);
   Sandbox sandbox(setup);
 
   Request crash;
@@ -425,13 +431,7 @@ TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshS
 TEST(CudaBackend, CandidatesCompiledAheadSurviveACandidateThatLosesTheContext) {
   R3_REQUIRE_GPU();
   test::TempDir dir;
-  test::record_cuda_launch(dir / "stencil.h5", stencil_spec());
-  SandboxSetup setup;
-  setup.helper = R3_TEST_SANDBOX;
-  setup.capture = dir / "stencil.h5";
-  setup.backend = "cuda";
-  setup.kernels = {{0, {}}};
-  setup.timeout_s = 120;
+  SandboxSetup setup = stencil_sandbox(dir);
   setup.compile_threads = 4;
   Sandbox sandbox(setup);
   std::vector<Request> share(6);
