@@ -92,7 +92,7 @@ TEST_F(SandboxTest, CandidatesCompiledAheadComeBackAsIfCompiledInTurn) {
                                 request("job/stencil_faulty.cpp", {{"MODE", "8"}}),
                                 request("variants/stencil_syntax_error.cpp")};
   sandbox.precompile(share);
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // every compile is done by now
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // every compile is done by now
 
   Evaluation first = sandbox.evaluate(share[0]);
   EXPECT_EQ(first.outcome, Outcome::ok) << first.message;
