@@ -140,23 +140,15 @@ class CudaBackend final : public Backend {
     copies_.clear();
     for (auto& [key, c] : copies) copies_.push_back(c);
     upload_copies();
-    std::lock_guard lock(cache_mutex_);
     cache_.clear();
+    std::lock_guard lock(loaded_mutex_);
     loaded_.clear();
   }
 
   Compiled compile(const Variant& variant) override {
     device_.make_current();
     const Hash128 key = cache_key(variant);
-    {
-      std::lock_guard lock(cache_mutex_);
-      if (auto it = cache_.find(key); it != cache_.end()) {
-        Compiled cached = it->second;
-        cached.from_cache = true;
-        cached.seconds = 0;
-        return cached;
-      }
-    }
+    if (auto cached = cache_.find(key)) return *cached;
     const auto start = Clock::now();
     Compiled compiled;
     compiled.key = key;
@@ -177,23 +169,18 @@ class CudaBackend final : public Backend {
         compiled.diagnostics = image.diagnostics;
         compiled.resources = resources(loaded.function, code->cubin.size());
         compiled.code = code;
-        std::lock_guard lock(cache_mutex_);
+        std::lock_guard lock(loaded_mutex_);
         loaded_[key] = loaded;
       }
     }
     compiled.seconds = seconds_since(start);
-    std::lock_guard lock(cache_mutex_);
-    cache_.emplace(key, compiled);
+    cache_.put(key, compiled);
     return compiled;
   }
 
   RunResult run(const Compiled& compiled, const RunOptions& options) override {
+    if (auto failed = not_compiled(compiled)) return *failed;
     RunResult result;
-    if (!compiled.ok || !compiled.code) {
-      result.outcome = Outcome::compile_error;
-      result.message = compiled.diagnostics;
-      return result;
-    }
     auto code = std::static_pointer_cast<const CudaCode>(compiled.code);
     std::size_t current = 0;
     try {
@@ -401,13 +388,13 @@ class CudaBackend final : public Backend {
   // The variant's module (loaded again if it was compiled by another backend object).
   Loaded loaded_for(const CudaCode& code) {
     {
-      std::lock_guard lock(cache_mutex_);
+      std::lock_guard lock(loaded_mutex_);
       if (auto it = loaded_.find(code.key); it != loaded_.end()) return it->second;
     }
     std::string why;
     Loaded loaded = load(code, why);
     if (!why.empty()) throw Error(why);
-    std::lock_guard lock(cache_mutex_);
+    std::lock_guard lock(loaded_mutex_);
     loaded_[code.key] = loaded;
     return loaded;
   }
@@ -669,8 +656,8 @@ class CudaBackend final : public Backend {
   std::vector<UnrecordedSpan> unrecorded_;
   std::uint64_t flush_bytes_ = 0;
   cuda::GpuCompare compare_;
-  std::mutex cache_mutex_;
-  std::map<Hash128, Compiled> cache_;
+  CompiledCache cache_;
+  std::mutex loaded_mutex_;
   std::map<Hash128, Loaded> loaded_;
 };
 

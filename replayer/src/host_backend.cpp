@@ -75,7 +75,6 @@ class HostBackend final : public Backend {
     }
     kernel_name_ = kernel.name;
     recorded_source_ = recorded_image(capture, kernel, capture::kImageSource);
-    std::lock_guard lock(cache_mutex_);
     cache_.clear();
   }
 
@@ -85,15 +84,7 @@ class HostBackend final : public Backend {
     hasher.update_field(variant.key().hex()).update_field(compiler::host_target());
     if (recorded) hasher.update_field(recorded_source_).update_field(kernel_name_);
     const Hash128 key = hasher.digest();
-    {
-      std::lock_guard lock(cache_mutex_);
-      if (auto it = cache_.find(key); it != cache_.end()) {
-        Compiled cached = it->second;
-        cached.from_cache = true;
-        cached.seconds = 0;
-        return cached;
-      }
-    }
+    if (auto cached = cache_.find(key)) return *cached;
     Compiled compiled;
     compiled.key = key;
     if (recorded && recorded_source_.empty()) {
@@ -115,18 +106,13 @@ class HostBackend final : public Backend {
     compiled.seconds = result.frontend_seconds + result.passes_seconds + result.codegen_seconds;
     compiled.resources.code_bytes = result.code_bytes;
     compiled.code = result.kernel;
-    std::lock_guard lock(cache_mutex_);
-    cache_.emplace(key, compiled);
+    cache_.put(key, compiled);
     return compiled;
   }
 
   RunResult run(const Compiled& compiled, const RunOptions& options) override {
+    if (auto failed = not_compiled(compiled)) return *failed;
     RunResult result;
-    if (!compiled.ok || !compiled.code) {
-      result.outcome = Outcome::compile_error;
-      result.message = compiled.diagnostics;
-      return result;
-    }
     auto kernel = std::static_pointer_cast<const compiler::HostKernel>(compiled.code);
     const compiler::HostEntry entry = compiler::entry_of(*kernel);
     for (const PreparedLaunch& launch : prepared_) {
@@ -219,8 +205,7 @@ class HostBackend final : public Backend {
   std::vector<PreparedLaunch> prepared_;
   std::string kernel_name_;
   std::string recorded_source_;
-  std::mutex cache_mutex_;
-  std::map<Hash128, Compiled> cache_;
+  CompiledCache cache_;
 };
 
 }  // namespace

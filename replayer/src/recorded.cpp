@@ -89,6 +89,34 @@ TimeStats summarise(std::vector<double> samples) {
   return stats;
 }
 
+std::optional<Compiled> CompiledCache::find(const Hash128& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = compiled_.find(key);
+  if (it == compiled_.end()) return std::nullopt;
+  Compiled cached = it->second;
+  cached.from_cache = true;
+  cached.seconds = 0;
+  return cached;
+}
+
+void CompiledCache::put(const Hash128& key, const Compiled& compiled) {
+  std::lock_guard lock(mutex_);
+  compiled_.emplace(key, compiled);
+}
+
+void CompiledCache::clear() {
+  std::lock_guard lock(mutex_);
+  compiled_.clear();
+}
+
+std::optional<RunResult> not_compiled(const Compiled& compiled) {
+  if (compiled.ok && compiled.code) return std::nullopt;
+  RunResult result;
+  result.outcome = Outcome::compile_error;
+  result.message = compiled.diagnostics;
+  return result;
+}
+
 std::vector<UnrecordedSpan> unrecorded_spans(const capture::Kernel& kernel,
                                              const std::vector<std::size_t>& launches,
                                              const AddressMap& map) {

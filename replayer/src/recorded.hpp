@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,6 +105,23 @@ std::vector<UnrecordedSpan> unrecorded_spans(const capture::Kernel& kernel,
 // byte `first` of the span.
 RegionCheck out_of_bounds_check(const UnrecordedSpan& span, std::uint64_t written,
                                 std::int64_t first);
+
+// Compiled variants by the backend's cache key, shared by compile() calls on several threads.
+class CompiledCache {
+ public:
+  // The cached result, marked as coming from the cache (no compile time).
+  std::optional<Compiled> find(const Hash128& key) const;
+  void put(const Hash128& key, const Compiled& compiled);
+  void clear();
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Hash128, Compiled> compiled_;
+};
+
+// The result of running a variant that did not compile: its diagnostics as a compile error.
+// Null when it compiled.
+std::optional<RunResult> not_compiled(const Compiled& compiled);
 
 // The kernel's recorded image of `kind` (capture::kImage*) as bytes in a string; "" when none.
 std::string recorded_image(const capture::CaptureReader& capture, const capture::Kernel& kernel,
