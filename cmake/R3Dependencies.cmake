@@ -162,8 +162,36 @@ set(R3_HAVE_KOKKOS 0)
 if(NOT R3_ENABLE_KOKKOS STREQUAL "OFF")
   find_package(Kokkos CONFIG QUIET)
   if(Kokkos_FOUND)
+    # Debian's Trilinos Kokkos exports /usr/lib/include (which does not exist) as its include
+    # directory; its headers are in /usr/include/trilinos. Point the target at the real one.
+    get_target_property(_r3_kokkos_inc Kokkos::kokkos INTERFACE_INCLUDE_DIRECTORIES)
+    find_path(R3_KOKKOS_INCLUDE_DIR Kokkos_Core.hpp HINTS ${_r3_kokkos_inc}
+      PATH_SUFFIXES trilinos kokkos DOC "Directory of Kokkos_Core.hpp")
+    set(_r3_kokkos_inc_ok TRUE)
+    foreach(_dir IN LISTS _r3_kokkos_inc)
+      if(NOT _dir MATCHES "^\\$<" AND NOT EXISTS "${_dir}")
+        set(_r3_kokkos_inc_ok FALSE)
+      endif()
+    endforeach()
+    if(NOT _r3_kokkos_inc_ok AND R3_KOKKOS_INCLUDE_DIR)
+      set_target_properties(Kokkos::kokkos PROPERTIES
+        INTERFACE_INCLUDE_DIRECTORIES "${R3_KOKKOS_INCLUDE_DIR}")
+    endif()
+    # Whether Kokkos passes tuning requests to tools (Kokkos_ENABLE_TUNING).
+    set(R3_KOKKOS_HAS_TUNING 0)
+    if(EXISTS "${R3_KOKKOS_INCLUDE_DIR}/KokkosCore_config.h")
+      file(STRINGS "${R3_KOKKOS_INCLUDE_DIR}/KokkosCore_config.h" _r3_tuning
+        REGEX "^#define KOKKOS_ENABLE_TUNING")
+      if(_r3_tuning)
+        set(R3_KOKKOS_HAS_TUNING 1)
+      endif()
+    endif()
     set(R3_HAVE_KOKKOS 1)
-    r3_summary_found(Kokkos "${Kokkos_VERSION}" "${Kokkos_DIR}")
+    if(R3_KOKKOS_HAS_TUNING)
+      r3_summary_found(Kokkos "${Kokkos_VERSION}, with tuning" "${Kokkos_DIR}")
+    else()
+      r3_summary_found(Kokkos "${Kokkos_VERSION}, without Kokkos_ENABLE_TUNING" "${Kokkos_DIR}")
+    endif()
   elseif(R3_ENABLE_KOKKOS STREQUAL "ON")
     message(FATAL_ERROR "R3_ENABLE_KOKKOS=ON but Kokkos was not found. Debian/Ubuntu: "
       "apt-get install libtrilinos-kokkos-dev; Spack: kokkos; or set Kokkos_DIR.")

@@ -1,21 +1,16 @@
 #include "r3/record_command.hpp"
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ostream>
 
+#include "r3/application.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
 #include "r3/inspect.hpp"
 #include "r3/record.hpp"
-
-extern char** environ;
 
 namespace r3::record {
 namespace {
@@ -40,45 +35,32 @@ std::vector<fs::path> written_since(const fs::path& output, fs::file_time_type s
   return found;
 }
 
-int wait_for(pid_t child) {
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(std::string("waitpid: ") + std::strerror(errno));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + WTERMSIG(status);
-}
-
 }  // namespace
 
 int record_application(const RecordOptions& options, std::ostream& report) {
   if (options.command.empty()) throw UsageError("r3 record: give the application to run after --");
-  std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry(*e);
-    if (entry.rfind("R3_RECORD_", 0) != 0) environment.push_back(entry);
-  }
+  ApplicationEnvironment env;
+  env.dropped_prefixes.push_back("R3_RECORD_");
   const fs::path output = fs::absolute(options.output);
-  environment.push_back(std::string(kOutputVariable) + "=" + output.string());
-  environment.push_back(std::string(kKernelsVariable) + "=" + options.kernels);
-  environment.push_back(std::string(kLaunchesVariable) + "=" + std::to_string(options.launches));
-  environment.push_back(std::string(kRanksVariable) + "=" + options.ranks);
-
-  std::vector<char*> argv;
-  for (const std::string& a : options.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (std::string& e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  env.set.push_back(std::string(kOutputVariable) + "=" + output.string());
+  env.set.push_back(std::string(kKernelsVariable) + "=" + options.kernels);
+  env.set.push_back(std::string(kLaunchesVariable) + "=" + std::to_string(options.launches));
+  env.set.push_back(std::string(kRanksVariable) + "=" + options.ranks);
+  if (options.kokkos) {
+    for (std::string& v : kokkos_tool_variables(find_kokkos_library(kConnectorFile)))
+      env.set.push_back(std::move(v));
+  }
 
   // File times have the file system's resolution: compare with a moment just before the start.
   const auto start = fs::file_time_type::clock::now() - std::chrono::seconds(2);
-  pid_t child = 0;
-  int rc = posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data());
-  if (rc != 0) {
-    throw Error("r3 record: cannot start '" + options.command[0] + "': " + std::strerror(rc));
+  int status = 0;
+  try {
+    status = run_application(options.command, env);
+  } catch (const UsageError&) {
+    throw UsageError("r3 record: give the application to run after --");
+  } catch (const Error& e) {
+    throw Error(std::string("r3 record: ") + e.what());
   }
-  int status = wait_for(child);
 
   std::vector<fs::path> captures = written_since(output, start);
   for (const fs::path& path : captures) {

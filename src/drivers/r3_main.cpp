@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "r3/apply_command.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
 #include "r3/exit_codes.hpp"
@@ -26,7 +27,6 @@ namespace {
 struct RecordArgs {
   r3::record::RecordOptions options;
   std::string capture = "reachable";
-  bool kokkos = false;
 };
 
 struct ReplayArgs {
@@ -74,9 +74,21 @@ void add_record(CLI::App& app, RecordArgs& a) {
                    "allocations (CUDA applications; host applications declare their regions)")
       ->capture_default_str()
       ->check(CLI::IsMember({"reachable", "all"}));
-  record->add_flag("--kokkos", a.kokkos,
+  record->add_flag("--kokkos", o.kokkos,
                    "Load the Kokkos Tools connector so kernels can be selected by Kokkos label");
   record->add_option("command", o.command, "The application and its arguments, after --")
+      ->required();
+}
+
+void add_apply(CLI::App& app, r3::record::ApplyOptions& o) {
+  CLI::App* apply = app.add_subcommand(
+      "apply",
+      "Run a Kokkos application with the tuned values of an r3 result (Kokkos Tools connector)");
+  apply->add_option("result", o.result, "A run's best.yaml, or its results directory")->required();
+  apply->add_flag("--kokkos-without-tuning", o.kokkos_without_tuning,
+                  "The application's Kokkos was built without Kokkos_ENABLE_TUNING: preload "
+                  "libr3kokkos_compat.so to answer the application's own tuning variables");
+  apply->add_option("command", o.command, "The application and its arguments, after --")
       ->required();
 }
 
@@ -247,7 +259,9 @@ int main(int argc, char** argv) {
   ReplayArgs replay;
   InspectArgs inspect;
   ReportOptions report;
+  r3::record::ApplyOptions apply;
   add_record(app, record);
+  add_apply(app, apply);
   add_replay(app, replay);
   add_inspect(app, inspect);
   add_report(app, report);
@@ -262,13 +276,9 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("inspect")) return run_inspect(inspect);
-    if (app.got_subcommand("record")) {
-      if (record.kokkos) {
-        throw r3::NotAvailableError(
-            "'r3 record --kokkos': the Kokkos Tools connector is not built yet");
-      }
+    if (app.got_subcommand("record"))
       return r3::record::record_application(record.options, std::cerr);
-    }
+    if (app.got_subcommand("apply")) return r3::record::apply_to_application(apply, std::cerr);
     if (app.got_subcommand("replay")) return run_replay(replay);
     if (app.got_subcommand("report")) return run_report(report);
   } catch (...) {

@@ -32,6 +32,13 @@ if grep -q 'LLVM/Clang: yes' <<<"$version"; then
   "$work/prefix/bin/r3" replay "$work/prefix/share/r3/examples/smoke.h5" >"$work/replay.log" ||
     { cat "$work/replay.log" >&2; echo "the installed r3 cannot replay share/r3/examples/smoke.h5" >&2; exit 1; }
 fi
+# With Kokkos, the installed r3 finds its installed connector (`true` is no Kokkos application:
+# this checks the lookup and the result, not the tuning, which tests/integration/test_kokkos does).
+if grep -q 'Kokkos: yes' <<<"$version"; then
+  "$work/prefix/bin/r3" apply "$work/prefix/share/r3/examples/kokkos/best.yaml" -- true \
+    >"$work/apply.log" 2>&1 ||
+    { cat "$work/apply.log" >&2; echo "the installed r3 apply cannot find its connector" >&2; exit 1; }
+fi
 cmake -S "$source/tests/install/consumer" -B "$work/consumer" -G "$generator" \
   -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/consumer-configure.log"
 cmake --build "$work/consumer" >"$work/consumer-build.log"

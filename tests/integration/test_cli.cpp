@@ -171,6 +171,7 @@ TEST_F(Cli, HelpMatchesTheCommandReference) {
   };
   for (const Command& c : std::vector<Command>{{"r3", {R3_TEST_R3, "--help"}},
                                                {"r3 record", {R3_TEST_R3, "record", "--help"}},
+                                               {"r3 apply", {R3_TEST_R3, "apply", "--help"}},
                                                {"r3 replay", {R3_TEST_R3, "replay", "--help"}},
                                                {"r3 inspect", {R3_TEST_R3, "inspect", "--help"}},
                                                {"r3 report", {R3_TEST_R3, "report", "--help"}},
@@ -187,10 +188,23 @@ TEST_F(Cli, HelpMatchesTheCommandReference) {
   }
 }
 
-TEST_F(Cli, SubcommandsNotBuiltYetSaySo) {
-  ProcessResult kokkos = r3({"record", "--kokkos", "--", "./app"});
-  EXPECT_EQ(kokkos.exit_code, 3);
-  EXPECT_TRUE(contains(kokkos.err, "the Kokkos Tools connector is not built yet")) << kokkos.err;
+TEST_F(Cli, AMissingKokkosConnectorIsNamedWithWhereItWasLookedFor) {
+  // Also what a build without Kokkos says (there the connector is not built).
+  const std::string nowhere = (dir_ / "nowhere" / "libr3kokkos.so").string();
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"record", "--kokkos", "--", "./app"},
+        std::vector<std::string>{"apply", R3_TEST_SOURCE_DIR "/examples/demo/tune.yaml", "--",
+                                 "./app"}}) {
+    std::vector<std::string> argv = {R3_TEST_R3};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessResult r =
+        run_process(argv, std::chrono::seconds(60), {"R3_KOKKOS_CONNECTOR=" + nowhere});
+    EXPECT_EQ(r.exit_code, 3) << args[0] << ": " << r.err;
+    EXPECT_TRUE(contains(
+        r.err,
+        "the Kokkos Tools connector libr3kokkos.so was not found (looked at " + nowhere + ")"))
+        << r.err;
+  }
 }
 
 TEST_F(Cli, DryRunPrintsTheResolvedConfigurationAsValidYaml) {

@@ -14,6 +14,7 @@ struct RecordOptions {
   std::filesystem::path output = "r3-capture.h5";  // one file per rank under MPI
   unsigned launches = 1;                           // distinct launches per kernel
   std::string ranks;                               // "0,3"; empty: every rank
+  bool kokkos = false;                             // load the Kokkos Tools connector
   std::vector<std::string> command;                // the application and its arguments
 };
 

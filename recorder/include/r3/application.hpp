@@ -1,0 +1,32 @@
+// Running a user's application under an r3 command (`r3 record`, `r3 apply`): with r3's
+// environment added, its own R3_* settings of those names replaced, and its exit status returned.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace r3::record {
+
+struct ApplicationEnvironment {
+  std::vector<std::string> set;               // NAME=VALUE, replacing any NAME already there
+  std::vector<std::string> dropped_prefixes;  // variables removed first (e.g. "R3_RECORD_")
+  std::vector<std::string> prepended_paths;   // NAME=VALUE put before NAME's ':'-list
+};
+
+// Starts `command` (searched on PATH) and waits. Returns its exit status, 128 + signal when it
+// was killed. Throws r3::Error when it cannot be started.
+int run_application(const std::vector<std::string>& command, const ApplicationEnvironment& env);
+
+inline constexpr const char* kConnectorFile = "libr3kokkos.so";
+inline constexpr const char* kCompatFile = "libr3kokkos_compat.so";
+
+// The Kokkos Tools connector (libr3kokkos.so) or its companion for Kokkos without tuning
+// (libr3kokkos_compat.so): R3_KOKKOS_CONNECTOR names the connector, else it is looked for in
+// the lib directory next to this program's bin directory. Throws r3::NotAvailableError.
+std::filesystem::path find_kokkos_library(const std::string& file_name);
+
+// KOKKOS_TOOLS_LIBS (Kokkos 4) and KOKKOS_PROFILE_LIBRARY (Kokkos 3) naming the connector.
+std::vector<std::string> kokkos_tool_variables(const std::filesystem::path& connector);
+
+}  // namespace r3::record

@@ -1,0 +1,351 @@
+// libr3kokkos.so: r3's Kokkos Tools connector. Kokkos loads it from KOKKOS_TOOLS_LIBS (Kokkos 4)
+// or KOKKOS_PROFILE_LIBRARY (Kokkos 3); `r3 record --kokkos` and `r3 apply` set both.
+//
+//  - Labels: it keeps the label of the parallel region being launched on each thread
+//    (r3_kokkos_current_label(), for recorders) and counts launches per label.
+//  - Tuning: with R3_KOKKOS_TUNED naming an r3 result (a best.yaml or a results directory), it
+//    answers Kokkos' tuning requests with the tuned values (team size, vector length, tile sizes,
+//    the application's own variables) and leaves every other request at Kokkos' default.
+//
+// Nothing here throws into Kokkos or exits: problems are logged to stderr once, counted, and
+// summarised when Kokkos finalises.
+#include <impl/Kokkos_Profiling_C_Interface.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "connector.h"
+#include "tuned_values.hpp"
+
+namespace {
+
+using r3::kokkos::TunedValues;
+
+// A declared variable, with its candidates copied: Kokkos may free its own copy.
+struct Variable {
+  std::string name;
+  Kokkos_Tools_VariableInfo info{};
+  std::vector<std::int64_t> int_set;
+  std::vector<double> double_set;
+  std::vector<std::string> string_set;
+};
+
+struct State {
+  std::mutex mutex;
+  bool tuning_wanted = false;  // R3_KOKKOS_TUNED is set
+  bool tuned_loaded = false;
+  TunedValues tuned;
+  std::string tuned_path;
+  std::map<std::size_t, Variable> outputs;
+  std::map<std::size_t, std::string> inputs;
+  std::map<std::string, std::uint64_t> launches;  // label -> parallel regions launched
+  std::vector<std::string> regions;               // profile region stack (all threads)
+  std::set<std::string> reported;                 // messages already printed once
+  std::uint64_t requests = 0, applied = 0, refused = 0, unanswered = 0;
+  std::atomic<std::uint64_t> internal_errors{0};  // counted where the mutex may not be held
+  std::uint64_t next_kernel_id = 1;
+};
+
+State& state() {
+  static State* s = new State;  // never destroyed: Kokkos may call us during exit
+  return *s;
+}
+
+thread_local std::string current_label;
+
+bool verbose() {
+  const char* level = std::getenv("R3_LOG_LEVEL");
+  return level && (!std::strcmp(level, "debug") || !std::strcmp(level, "trace"));
+}
+
+// Prints a message the first time it is seen (callers hold the mutex).
+void report_once(State& s, const std::string& message) {
+  if (s.reported.insert(message).second) std::fprintf(stderr, "r3 kokkos: %s\n", message.c_str());
+}
+
+Variable copy_variable(const char* name, const Kokkos_Tools_VariableInfo* info) {
+  Variable v;
+  v.name = name ? name : "";
+  if (!info) return v;
+  v.info = *info;
+  v.info.toolProvidedInfo = nullptr;
+  if (info->valueQuantity == kokkos_value_set) {
+    const std::size_t n = info->candidates.set.size;
+    for (std::size_t i = 0; i < n; ++i) {
+      switch (info->type) {
+        case kokkos_value_int64:
+          v.int_set.push_back(info->candidates.set.values.int_value[i]);
+          break;
+        case kokkos_value_double:
+          v.double_set.push_back(info->candidates.set.values.double_value[i]);
+          break;
+        case kokkos_value_string:
+          v.string_set.emplace_back(info->candidates.set.values.string_value[i]);
+          break;
+      }
+    }
+  }
+  return v;
+}
+
+bool in_range(const Kokkos_Tools_ValueRange& r, double value, bool integer) {
+  const double lower = integer ? double(r.lower.int_value) : r.lower.double_value;
+  const double upper = integer ? double(r.upper.int_value) : r.upper.double_value;
+  if (value < lower || (r.openLower && value == lower)) return false;
+  if (value > upper || (r.openUpper && value == upper)) return false;
+  return true;
+}
+
+std::string describe_candidates(const Variable& v) {
+  std::string out;
+  if (v.info.valueQuantity == kokkos_value_range) {
+    const bool integer = v.info.type == kokkos_value_int64;
+    const auto& r = v.info.candidates.range;
+    out = std::string(r.openLower ? "(" : "[") +
+          (integer ? std::to_string(r.lower.int_value) : std::to_string(r.lower.double_value)) +
+          ", " +
+          (integer ? std::to_string(r.upper.int_value) : std::to_string(r.upper.double_value)) +
+          (r.openUpper ? ")" : "]");
+    return out;
+  }
+  out = "{";
+  for (auto x : v.int_set) out += (out.size() > 1 ? ", " : "") + std::to_string(x);
+  for (auto x : v.double_set) out += (out.size() > 1 ? ", " : "") + std::to_string(x);
+  for (const auto& x : v.string_set) out += (out.size() > 1 ? ", " : "") + x;
+  return out + "}";
+}
+
+// Writes `text` into `value` as `v` wants it; an empty string on success, else why not.
+std::string assign(const Variable& v, const std::string& text, Kokkos_Tools_VariableValue& value) {
+  const bool is_set = v.info.valueQuantity == kokkos_value_set;
+  const bool is_range = v.info.valueQuantity == kokkos_value_range;
+  switch (v.info.type) {
+    case kokkos_value_int64: {
+      auto x = r3::kokkos::as_integer(text);
+      if (!x) return "not an integer";
+      if (is_set && std::find(v.int_set.begin(), v.int_set.end(), *x) == v.int_set.end())
+        return "not one of the candidates " + describe_candidates(v);
+      if (is_range && !in_range(v.info.candidates.range, double(*x), true))
+        return "outside the range " + describe_candidates(v);
+      value.value.int_value = *x;
+      return "";
+    }
+    case kokkos_value_double: {
+      auto x = r3::kokkos::as_number(text);
+      if (!x) return "not a number";
+      if (is_set && std::find(v.double_set.begin(), v.double_set.end(), *x) == v.double_set.end())
+        return "not one of the candidates " + describe_candidates(v);
+      if (is_range && !in_range(v.info.candidates.range, *x, false))
+        return "outside the range " + describe_candidates(v);
+      value.value.double_value = *x;
+      return "";
+    }
+    case kokkos_value_string: {
+      if (text.size() >= KOKKOS_TOOLS_TUNING_STRING_LENGTH)
+        return "longer than Kokkos' " + std::to_string(KOKKOS_TOOLS_TUNING_STRING_LENGTH - 1) +
+               " characters";
+      if (is_set && std::find(v.string_set.begin(), v.string_set.end(), text) == v.string_set.end())
+        return "not one of the candidates " + describe_candidates(v);
+      std::memset(value.value.string_value, 0, KOKKOS_TOOLS_TUNING_STRING_LENGTH);
+      std::memcpy(value.value.string_value, text.data(), text.size());
+      return "";
+    }
+  }
+  return "of a value type this connector does not know";
+}
+
+// The kernel a request is about: Kokkos' "kokkos.kernel_name" input, else the innermost region.
+std::string context_label(const State& s, std::size_t n_inputs,
+                          const Kokkos_Tools_VariableValue* inputs) {
+  for (std::size_t i = 0; inputs && i < n_inputs; ++i) {
+    auto it = s.inputs.find(inputs[i].type_id);
+    if (it != s.inputs.end() && it->second == "kokkos.kernel_name")
+      return std::string(inputs[i].value.string_value,
+                         strnlen(inputs[i].value.string_value, KOKKOS_TOOLS_TUNING_STRING_LENGTH));
+  }
+  return s.regions.empty() ? std::string() : s.regions.back();
+}
+
+void begin_region_of_kind(const char* name, std::uint64_t* kernel_id) {
+  try {
+    current_label = name ? name : "";
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    ++s.launches[current_label];
+    if (kernel_id) *kernel_id = s.next_kernel_id++;
+  } catch (...) {
+    ++state().internal_errors;
+  }
+}
+
+void end_region_of_kind() { current_label.clear(); }
+
+}  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+const char* r3_kokkos_current_label(void) {
+  return current_label.empty() ? nullptr : current_label.c_str();
+}
+
+void kokkosp_init_library(const int load_sequence, const uint64_t interface_version,
+                          const uint32_t device_count, void* device_info) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const char* tuned = std::getenv("R3_KOKKOS_TUNED");
+  if (!tuned || !*tuned) {
+    if (verbose()) std::fprintf(stderr, "r3 kokkos: connector loaded; labelling launches only\n");
+    return;
+  }
+  s.tuning_wanted = true;
+  s.tuned_path = tuned;
+  try {
+    s.tuned = TunedValues::load(tuned);
+    s.tuned_loaded = true;
+    std::string kernels;
+    for (const auto& k : s.tuned.kernels()) kernels += (kernels.empty() ? "" : ", ") + k.label;
+    std::fprintf(stderr, "r3 kokkos: tuned values for %zu kernel(s) (%s) from %s\n",
+                 s.tuned.kernels().size(), kernels.c_str(), tuned);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "r3 kokkos: cannot use the tuned values: %s; the application runs with Kokkos' "
+                 "defaults\n",
+                 e.what());
+  } catch (...) {
+    ++s.internal_errors;
+  }
+}
+
+void kokkosp_finalize_library(void) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  std::uint64_t total = 0;
+  for (const auto& [label, n] : s.launches) total += n;
+  std::fprintf(stderr, "r3 kokkos: %" PRIu64 " parallel region(s) under %zu label(s)", total,
+               s.launches.size());
+  if (s.tuning_wanted)
+    std::fprintf(stderr,
+                 "; %" PRIu64 " tuning request(s): %" PRIu64 " value(s) applied, %" PRIu64
+                 " refused, %" PRIu64 " left at Kokkos' default",
+                 s.requests, s.applied, s.refused, s.unanswered);
+  if (s.internal_errors > 0)
+    std::fprintf(stderr, "; %" PRIu64 " internal error(s)", s.internal_errors.load());
+  std::fprintf(stderr, "\n");
+  if (verbose()) {
+    for (const auto& [label, n] : s.launches)
+      std::fprintf(stderr, "r3 kokkos:   %8" PRIu64 "  %s\n", n, label.c_str());
+  }
+  if (s.tuning_wanted && s.tuned_loaded && s.outputs.empty()) {
+    std::fprintf(stderr,
+                 "r3 kokkos: the application declared no tuning variable. Kokkos asks its tools "
+                 "only when built with Kokkos_ENABLE_TUNING; for a Kokkos built without it, "
+                 "`r3 apply --kokkos-without-tuning` answers the application's own variables\n");
+  }
+}
+
+void kokkosp_begin_parallel_for(const char* name, const uint32_t, uint64_t* kernel_id) {
+  begin_region_of_kind(name, kernel_id);
+}
+void kokkosp_end_parallel_for(const uint64_t) { end_region_of_kind(); }
+void kokkosp_begin_parallel_reduce(const char* name, const uint32_t, uint64_t* kernel_id) {
+  begin_region_of_kind(name, kernel_id);
+}
+void kokkosp_end_parallel_reduce(const uint64_t) { end_region_of_kind(); }
+void kokkosp_begin_parallel_scan(const char* name, const uint32_t, uint64_t* kernel_id) {
+  begin_region_of_kind(name, kernel_id);
+}
+void kokkosp_end_parallel_scan(const uint64_t) { end_region_of_kind(); }
+
+void kokkosp_push_profile_region(const char* name) {
+  try {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.regions.emplace_back(name ? name : "");
+  } catch (...) {
+    ++state().internal_errors;
+  }
+}
+
+void kokkosp_pop_profile_region(void) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.regions.empty()) s.regions.pop_back();
+}
+
+void kokkosp_declare_output_type(const char* name, const size_t id,
+                                 Kokkos_Tools_VariableInfo* info) {
+  try {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.outputs[id] = copy_variable(name, info);
+  } catch (...) {
+    ++state().internal_errors;
+  }
+}
+
+void kokkosp_declare_input_type(const char* name, const size_t id,
+                                Kokkos_Tools_VariableInfo* info) {
+  try {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.inputs[id] = name ? name : "";
+  } catch (...) {
+    ++state().internal_errors;
+  }
+}
+
+void kokkosp_request_values(const size_t context, const size_t n_inputs,
+                            const Kokkos_Tools_VariableValue* inputs, const size_t n_outputs,
+                            Kokkos_Tools_VariableValue* outputs) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  try {
+    ++s.requests;
+    const std::string label = context_label(s, n_inputs, inputs);
+    for (std::size_t i = 0; outputs && i < n_outputs; ++i) {
+      auto variable = s.outputs.find(outputs[i].type_id);
+      if (variable == s.outputs.end()) {
+        ++s.unanswered;
+        continue;
+      }
+      auto found = s.tuned.find(variable->second.name, label);
+      if (!found) {
+        ++s.unanswered;
+        continue;
+      }
+      Kokkos_Tools_VariableValue candidate = outputs[i];
+      std::string why = assign(variable->second, found->value, candidate);
+      if (!why.empty()) {
+        ++s.refused;
+        report_once(s, "not applied: " + variable->second.name + " = " + found->value +
+                           " (kernel '" + found->kernel->label + "', " +
+                           found->kernel->file.string() + "): " + why +
+                           "; Kokkos' default is kept");
+        continue;
+      }
+      outputs[i] = candidate;
+      ++s.applied;
+      report_once(s, "applied " + variable->second.name + " = " + found->value + " (kernel '" +
+                         found->kernel->label + "', " + found->key + " in " +
+                         found->kernel->file.string() + ")");
+    }
+  } catch (...) {
+    ++s.internal_errors;
+  }
+}
+
+void kokkosp_begin_context(const size_t) {}
+void kokkosp_end_context(const size_t, Kokkos_Tools_VariableValue) {}
+
+}  // extern "C"
+#pragma GCC visibility pop
