@@ -69,6 +69,26 @@ int run_application(const std::vector<std::string>& command, const ApplicationEn
   return wait_for(child);
 }
 
+// lib/ next to this program's bin/ (the build tree and an installation alike).
+static std::vector<fs::path> library_places(const std::string& file_name) {
+  std::vector<fs::path> places;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path prefix = self.parent_path().parent_path();
+    places.push_back(prefix / R3_INSTALL_LIBDIR / file_name);
+    places.push_back(prefix / "lib" / file_name);
+  }
+  return places;
+}
+
+std::optional<fs::path> find_cuda_injection_library() {
+  if (const char* env = std::getenv("R3_RECORD_CUDA_LIBRARY"); env && *env) return fs::path(env);
+  for (const fs::path& place : library_places(kCudaInjectionFile))
+    if (::access(place.c_str(), R_OK) == 0) return place;
+  return std::nullopt;
+}
+
 fs::path find_kokkos_library(const std::string& file_name) {
   std::vector<fs::path> places;
   if (const char* env = std::getenv("R3_KOKKOS_CONNECTOR"); env && *env) {
@@ -76,13 +96,7 @@ fs::path find_kokkos_library(const std::string& file_name) {
     const fs::path connector(env);
     places.push_back(file_name == kConnectorFile ? connector : connector.parent_path() / file_name);
   } else {
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-      fs::path prefix = self.parent_path().parent_path();
-      places.push_back(prefix / R3_INSTALL_LIBDIR / file_name);
-      places.push_back(prefix / "lib" / file_name);
-    }
+    places = library_places(file_name);
   }
   std::string looked;
   for (const fs::path& place : places) {

@@ -46,6 +46,11 @@ int record_application(const RecordOptions& options, std::ostream& report) {
   env.set.push_back(std::string(kKernelsVariable) + "=" + options.kernels);
   env.set.push_back(std::string(kLaunchesVariable) + "=" + std::to_string(options.launches));
   env.set.push_back(std::string(kRanksVariable) + "=" + options.ranks);
+  env.set.push_back(std::string(kCaptureVariable) + "=" + options.capture);
+  // CUDA applications are recorded by the injection library (built with CUDA); CUDA loads it
+  // only into processes that use CUDA.
+  if (auto injection = find_cuda_injection_library())
+    env.set.push_back("CUDA_INJECTION64_PATH=" + injection->string());
   if (options.kokkos) {
     for (std::string& v : kokkos_tool_variables(find_kokkos_library(kConnectorFile)))
       env.set.push_back(std::move(v));

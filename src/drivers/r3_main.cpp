@@ -26,7 +26,6 @@ namespace {
 
 struct RecordArgs {
   r3::record::RecordOptions options;
-  std::string capture = "reachable";
 };
 
 struct ReplayArgs {
@@ -69,7 +68,7 @@ void add_record(CLI::App& app, RecordArgs& a) {
                      "MPI ranks to record, e.g. 0,3 (default: all; rank from OMPI_COMM_WORLD_RANK, "
                      "PMI_RANK, SLURM_PROCID or FLUX_TASK_RANK)");
   record
-      ->add_option("--capture", a.capture,
+      ->add_option("--capture", o.capture,
                    "Memory to capture: 'reachable' from arguments and globals, or 'all' live "
                    "allocations (CUDA applications; host applications declare their regions)")
       ->capture_default_str()

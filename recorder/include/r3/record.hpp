@@ -162,5 +162,6 @@ inline constexpr const char* kOutputVariable = "R3_RECORD_OUTPUT";      // captu
 inline constexpr const char* kKernelsVariable = "R3_RECORD_KERNELS";    // regex over names
 inline constexpr const char* kLaunchesVariable = "R3_RECORD_LAUNCHES";  // distinct per kernel
 inline constexpr const char* kRanksVariable = "R3_RECORD_RANKS";        // "0,3"; empty: all
+inline constexpr const char* kCaptureVariable = "R3_RECORD_CAPTURE";    // reachable | all (CUDA)
 
 }  // namespace r3::record

@@ -15,6 +15,7 @@ struct RecordOptions {
   unsigned launches = 1;                           // distinct launches per kernel
   std::string ranks;                               // "0,3"; empty: every rank
   bool kokkos = false;                             // load the Kokkos Tools connector
+  std::string capture = "reachable";               // CUDA: memory reachable from args, or "all"
   std::vector<std::string> command;                // the application and its arguments
 };
 

@@ -1,0 +1,546 @@
+// libr3record_cuda.so: records kernel launches of an unmodified CUDA application. CUDA loads it
+// from CUDA_INJECTION64_PATH (set by `r3 record`) and calls InitializeInjection(), also in
+// applications linked with the static CUDA runtime. Through CUPTI callbacks it tracks device
+// allocations and the loaded cubins; for each selected launch (kernel-name regex over mangled
+// and demangled names and the Kokkos label, first N distinct launches by shape-and-argument
+// hash) it synchronises, reads the memory the launch can reach (or every live allocation),
+// lets the launch run, synchronises, reads it again and writes the launch to the capture.
+//
+// Nothing here throws into CUDA or exits: failures are logged, counted and summarised at exit,
+// and the application runs on as if it were not recorded.
+#include <cuda.h>
+#include <cupti.h>
+#include <cxxabi.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "r3/capture.hpp"
+#include "r3/hash.hpp"
+#include "r3/log.hpp"
+#include "r3/record.hpp"
+#include "session.hpp"
+
+namespace {
+
+using namespace r3;
+using namespace r3::record::session;
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string result = status == 0 && out ? out : "";
+  std::free(out);
+  return result;
+}
+
+std::string kokkos_label() {
+  using LabelFn = const char* (*)();
+  static auto fn = reinterpret_cast<LabelFn>(dlsym(RTLD_DEFAULT, "r3_kokkos_current_label"));
+  const char* label = fn ? fn() : nullptr;
+  return label ? label : "";
+}
+
+const char* cu_error(CUresult rc) {
+  const char* name = nullptr;
+  cuGetErrorName(rc, &name);
+  return name ? name : "unknown CUDA error";
+}
+
+// A driver call inside the recorder: a failure becomes a recorder error naming the call.
+struct RecorderError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+#define R3_REC_CU(call)                                                                      \
+  do {                                                                                       \
+    CUresult rc_ = (call);                                                                   \
+    if (rc_ != CUDA_SUCCESS) throw RecorderError(std::string(#call) + ": " + cu_error(rc_)); \
+  } while (0)
+
+struct PendingRegion {
+  std::uint64_t address = 0, size = 0;
+  std::vector<std::byte> before;
+};
+
+struct Pending {
+  std::string name;
+  std::size_t kernel = 0;  // index into kernels_
+  capture::Launch launch;
+  std::vector<PendingRegion> regions;
+  CUevent start = nullptr, stop = nullptr;
+};
+
+struct KernelRecord {
+  capture::Kernel kernel;  // name, names, params (no launches)
+  std::optional<std::size_t> id;
+  std::set<r3::Hash128> distinct;
+};
+
+class CudaRecorder {
+ public:
+  static CudaRecorder& instance() {
+    static auto* r = new CudaRecorder;  // never destroyed: callbacks may come during exit
+    return *r;
+  }
+
+  void start() {
+    output_ = output_path();
+    std::string kernels = environment(r3::record::kKernelsVariable);
+    selection_text_ = kernels.empty() ? ".*" : kernels;
+    try {
+      selection_ = std::regex(selection_text_, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      log::error("record (CUDA): kernel selection '", selection_text_,
+                 "' is not a valid regex; nothing will be recorded");
+      return;
+    }
+    std::string launches = environment(r3::record::kLaunchesVariable);
+    if (!launches.empty()) launches_per_kernel_ = std::strtoul(launches.c_str(), nullptr, 10);
+    if (launches_per_kernel_ == 0) launches_per_kernel_ = 1;
+    capture_all_ = environment(r3::record::kCaptureVariable) == "all";
+
+    CUpti_SubscriberHandle subscriber;
+    if (cuptiSubscribe(&subscriber, &CudaRecorder::callback, this) != CUPTI_SUCCESS) {
+      log::error(
+          "record (CUDA): cuptiSubscribe failed (another CUPTI tool is attached?); "
+          "nothing will be recorded");
+      return;
+    }
+    for (CUpti_CallbackId id :
+         {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
+      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+    active_ = true;
+    // Says what was recorded at exit; when a capture is opened, a later handler closes it first.
+    std::atexit([] { instance().finish(); });
+  }
+
+  // At exit: close the capture and say what was recorded.
+  void finish() {
+    std::lock_guard lock(mutex_);
+    if (finished_ || !active_) return;
+    finished_ = true;
+    std::size_t recorded = 0, kernels = 0;
+    for (const KernelRecord& k : kernels_) {
+      recorded += k.distinct.size();
+      kernels += k.distinct.empty() ? 0 : 1;
+    }
+    try {
+      if (writer_) writer_->close();
+    } catch (const std::exception& e) {
+      log::error("record (CUDA): closing ", output_, ": ", e.what());
+      ++errors_;
+    }
+    std::string seen;
+    for (const auto& [name, n] : launches_seen_)
+      seen += (seen.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
+    if (recorded == 0) {
+      log::warning("record (CUDA): no launch was recorded: no kernel matched '", selection_text_,
+                   "'; the application launched: ", seen.empty() ? "nothing" : seen);
+    } else {
+      log::info("record (CUDA): ", recorded, " launch(es) of ", kernels, " kernel(s) written to ",
+                output_);
+    }
+    if (errors_ > 0)
+      log::error("record (CUDA): ", errors_.load(),
+                 " launch(es) could not be recorded (the messages above say why); the "
+                 "application was not affected");
+    if (unsupported_managed_ > 0)
+      log::warning("record (CUDA): the application allocated managed memory ",
+                   unsupported_managed_.load(),
+                   " time(s); managed memory is not recorded, and launches that use it do not "
+                   "replay");
+  }
+
+ private:
+  static void CUPTIAPI callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                                const void* data) {
+    // Our own driver calls are not recorded; but a module that one of them loads lazily (a
+    // kernel's first cuKernelGetParamInfo, say) is, or its cubin would be missed.
+    static thread_local bool inside = false;
+    if (inside && domain != CUPTI_CB_DOMAIN_RESOURCE) return;
+    const bool outer = !inside;
+    inside = true;
+    try {
+      auto* r = static_cast<CudaRecorder*>(self);
+      if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+        r->on_resource(static_cast<const CUpti_ResourceData*>(data));
+      else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+        r->on_driver(id, static_cast<const CUpti_CallbackData*>(data));
+    } catch (const std::exception& e) {
+      log::error("record (CUDA): ", e.what());
+      ++instance().errors_;
+    } catch (...) {
+      ++instance().errors_;
+    }
+    if (outer) inside = false;
+  }
+
+  void on_resource(const CUpti_ResourceData* data) {
+    auto* module = static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor);
+    if (!module || !module->pCubin || module->cubinSize == 0) return;
+    // Its own lock: a module may be loaded inside a driver call made while mutex_ is held.
+    std::lock_guard lock(cubins_mutex_);
+    const auto* bytes = reinterpret_cast<const std::byte*>(module->pCubin);
+    cubins_.emplace_back(bytes, bytes + module->cubinSize);
+  }
+
+  void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+    const bool exit = cb->callbackSite == CUPTI_API_EXIT;
+    switch (id) {
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+        // These parameter blocks all begin with (CUdeviceptr* dptr, size_t bytesize).
+        auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
+        if (exit && ok(cb)) add_allocation(*p->dptr, p->bytesize);
+        return;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+        auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
+        if (exit && ok(cb)) add_allocation(*p->dptr, *p->pPitch * p->Height);
+        return;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+        if (exit && ok(cb)) ++unsupported_managed_;
+        return;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+        auto* p = static_cast<const cuMemFree_v2_params*>(cb->functionParams);
+        if (!exit) remove_allocation(p->dptr);
+        return;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+        capture::Dim3 grid{p->gridDimX, p->gridDimY, p->gridDimZ};
+        capture::Dim3 block{p->blockDimX, p->blockDimY, p->blockDimZ};
+        launch(cb, p->f, grid, block, p->sharedMemBytes, p->hStream, p->kernelParams, p->extra);
+        return;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+        const CUlaunchConfig* c = p->config;
+        capture::Dim3 grid{c->gridDimX, c->gridDimY, c->gridDimZ};
+        capture::Dim3 block{c->blockDimX, c->blockDimY, c->blockDimZ};
+        launch(cb, p->f, grid, block, c->sharedMemBytes, c->hStream, p->kernelParams, p->extra);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  static bool ok(const CUpti_CallbackData* cb) {
+    return cb->functionReturnValue &&
+           *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+  }
+
+  void add_allocation(CUdeviceptr address, std::size_t size) {
+    std::lock_guard lock(mutex_);
+    allocations_[address] = size;
+  }
+  void remove_allocation(CUdeviceptr address) {
+    std::lock_guard lock(mutex_);
+    allocations_.erase(address);
+  }
+
+  // The live allocation that contains `address` (callers hold the mutex).
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> allocation_of(std::uint64_t address) {
+    auto it = allocations_.upper_bound(address);
+    if (it == allocations_.begin()) return std::nullopt;
+    --it;
+    if (address >= it->first + it->second) return std::nullopt;
+    return *it;
+  }
+
+  struct Names {
+    std::string name, demangled, label;
+    bool is_library_kernel = false;
+  };
+
+  static Names names_of(CUfunction f) {
+    Names n;
+    const char* name = nullptr;
+    if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name) {
+      n.name = name;
+    } else if (cuKernelGetName(&name, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && name) {
+      // Runtime-API launches pass a CUkernel (the library API) as the function.
+      n.name = name;
+      n.is_library_kernel = true;
+    }
+    n.demangled = demangle(n.name);
+    n.label = kokkos_label();
+    return n;
+  }
+
+  // The parameter layout: offsets and sizes from the driver.
+  static std::vector<capture::Param> params_of(CUfunction f, bool library_kernel) {
+    std::vector<capture::Param> params;
+    for (std::size_t i = 0;; ++i) {
+      std::size_t offset = 0, size = 0;
+      CUresult rc = library_kernel
+                        ? cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &offset, &size)
+                        : cuFuncGetParamInfo(f, i, &offset, &size);
+      if (rc != CUDA_SUCCESS) break;
+      capture::Param p;
+      p.offset = offset;
+      p.size = size;
+      params.push_back(p);
+    }
+    return params;
+  }
+
+  bool selected(const Names& n) const {
+    return std::regex_search(n.name, selection_) ||
+           (!n.demangled.empty() && std::regex_search(n.demangled, selection_)) ||
+           (!n.label.empty() && std::regex_search(n.label, selection_));
+  }
+
+  void launch(const CUpti_CallbackData* cb, CUfunction f, capture::Dim3 grid, capture::Dim3 block,
+              unsigned shared, CUstream stream, void** kernel_params, void** extra) {
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      finish_launch(cb);
+      return;
+    }
+    Names n = names_of(f);
+    {
+      std::lock_guard lock(mutex_);
+      ++launches_seen_[n.name.empty() ? "(unnamed)" : n.name];
+      ++sequence_;
+    }
+    if (n.name.empty() || !selected(n)) return;
+    std::vector<capture::Param> params = params_of(f, n.is_library_kernel);
+    std::vector<std::byte> args;
+    if (kernel_params) {
+      std::size_t total = 0;
+      for (const auto& p : params) total = std::max<std::size_t>(total, p.offset + p.size);
+      args.resize(total);
+      for (std::size_t i = 0; i < params.size(); ++i)
+        std::memcpy(args.data() + params[i].offset, kernel_params[i], params[i].size);
+    } else if (extra) {
+      void* buffer = nullptr;
+      std::size_t size = 0;
+      for (void** e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+        if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = e[1];
+        if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<std::size_t*>(e[1]);
+      }
+      if (buffer)
+        args.assign(static_cast<std::byte*>(buffer), static_cast<std::byte*>(buffer) + size);
+    }
+
+    std::lock_guard lock(mutex_);
+    std::size_t k = kernel_index(n, params);
+    KernelRecord& record = kernels_[k];
+    r3::Hasher h;
+    h.update(std::as_bytes(std::span(&grid, 1)));
+    h.update(std::as_bytes(std::span(&block, 1)));
+    h.update(std::as_bytes(std::span(&shared, 1)));
+    h.update(args);
+    r3::Hash128 key = h.digest();
+    if (record.distinct.contains(key) || record.distinct.size() >= launches_per_kernel_) return;
+
+    auto pending = std::make_unique<Pending>();
+    pending->name = n.name;
+    pending->kernel = k;
+    pending->launch.sequence = sequence_ - 1;
+    pending->launch.grid = grid;
+    pending->launch.block = block;
+    pending->launch.shared_memory_bytes = shared;
+    pending->launch.stream = reinterpret_cast<std::uint64_t>(stream);
+    pending->launch.args = args;
+    R3_REC_CU(cuCtxSynchronize());
+    snapshot(*pending, record);
+    R3_REC_CU(cuEventCreate(&pending->start, CU_EVENT_DEFAULT));
+    R3_REC_CU(cuEventCreate(&pending->stop, CU_EVENT_DEFAULT));
+    R3_REC_CU(cuEventRecord(pending->start, stream));
+    record.distinct.insert(key);
+    pending_[cb->correlationId] = std::move(pending);
+  }
+
+  std::size_t kernel_index(const Names& n, const std::vector<capture::Param>& params) {
+    for (std::size_t i = 0; i < kernels_.size(); ++i)
+      if (kernels_[i].kernel.name == n.name) return i;
+    KernelRecord record;
+    record.kernel.name = n.name;
+    record.kernel.demangled_name = n.demangled == n.name ? "" : n.demangled;
+    record.kernel.kokkos_label = n.label;
+    record.kernel.params = params;
+    kernels_.push_back(std::move(record));
+    return kernels_.size() - 1;
+  }
+
+  // The regions before the launch: every allocation an argument points into, then (reachable)
+  // every allocation a pointer-sized word of those points into, or every live allocation.
+  void snapshot(Pending& pending, KernelRecord& record) {
+    std::set<std::uint64_t> chosen;
+    std::vector<std::uint64_t> queue;
+    auto consider = [&](std::uint64_t word) {
+      if (auto a = allocation_of(word); a && chosen.insert(a->first).second)
+        queue.push_back(a->first);
+    };
+    if (capture_all_) {
+      for (const auto& [base, size] : allocations_) chosen.insert(base), queue.push_back(base);
+    } else {
+      for (capture::Param& p : record.kernel.params) {
+        if (p.size != 8 || p.offset + 8 > pending.launch.args.size()) continue;
+        std::uint64_t word = 0;
+        std::memcpy(&word, pending.launch.args.data() + p.offset, 8);
+        if (allocation_of(word)) p.is_pointer = true;
+        consider(word);
+      }
+    }
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+      const std::uint64_t base = queue[i], size = allocations_.at(base);
+      PendingRegion region{base, size, std::vector<std::byte>(size)};
+      if (size > 0) R3_REC_CU(cuMemcpyDtoH(region.before.data(), base, size));
+      if (!capture_all_) {
+        for (std::uint64_t at = 0; at + 8 <= size; at += 8) {
+          std::uint64_t word = 0;
+          std::memcpy(&word, region.before.data() + at, 8);
+          consider(word);
+        }
+      }
+      pending.regions.push_back(std::move(region));
+    }
+  }
+
+  void finish_launch(const CUpti_CallbackData* cb) {
+    std::lock_guard lock(mutex_);
+    auto it = pending_.find(cb->correlationId);
+    if (it == pending_.end()) return;
+    std::unique_ptr<Pending> pending = std::move(it->second);
+    pending_.erase(it);
+    KernelRecord& record = kernels_[pending->kernel];
+    if (!ok(cb)) {
+      log::warning("record (CUDA): the launch of ", pending->name,
+                   " failed in the application; it is not recorded");
+      return;
+    }
+    R3_REC_CU(cuEventRecord(pending->stop, pending->launch.stream
+                                               ? reinterpret_cast<CUstream>(pending->launch.stream)
+                                               : nullptr));
+    R3_REC_CU(cuCtxSynchronize());
+    float ms = 0;
+    if (cuEventElapsedTime(&ms, pending->start, pending->stop) == CUDA_SUCCESS)
+      pending->launch.app_time_us = ms * 1000.0;
+    cuEventDestroy(pending->start);
+    cuEventDestroy(pending->stop);
+
+    capture::CaptureWriter& writer = open_writer();
+    for (PendingRegion& region : pending->regions) {
+      capture::Region r;
+      r.address = region.address;
+      r.size = region.size;
+      r.content = writer.put_content(region.before);
+      pending->launch.prologue.push_back(r);
+      std::vector<std::byte> after(region.size);
+      if (region.size > 0) R3_REC_CU(cuMemcpyDtoH(after.data(), region.address, region.size));
+      if (after != region.before) {
+        r.content = writer.put_content(after);
+        pending->launch.epilogue.push_back(r);
+      }
+    }
+    if (!record.id) {
+      if (const std::vector<std::byte>* cubin = cubin_with(record.kernel.name))
+        record.kernel.images[std::string(capture::kImageCubin)] = writer.put_content(*cubin);
+      else
+        log::warning("record (CUDA): no loaded cubin holds ", record.kernel.name,
+                     "; replays need its source (tune.yaml kernels[].source)");
+      record.id = writer.add_kernel(record.kernel);
+    }
+    writer.add_launch(*record.id, pending->launch);
+    writer.flush();
+  }
+
+  // The loaded cubin whose symbol names include `name` (names are NUL-terminated in ELF).
+  const std::vector<std::byte>* cubin_with(const std::string& name) {
+    std::string needle = std::string(1, '\0') + name + std::string(1, '\0');
+    std::lock_guard lock(cubins_mutex_);
+    for (const auto& cubin : cubins_) {
+      std::string_view text(reinterpret_cast<const char*>(cubin.data()), cubin.size());
+      if (text.find(needle) != std::string_view::npos) return &cubin;
+    }
+    return nullptr;
+  }
+
+  capture::CaptureWriter& open_writer() {
+    if (writer_) return *writer_;
+    capture::CaptureInfo info;
+    info.command_line = this_command_line();
+    info.rank = log::rank_from_environment().value_or(-1);
+    info.device = device_info();
+    writer_ =
+        std::make_unique<capture::CaptureWriter>(capture::CaptureWriter::create(output_, info));
+    // Registered after HDF5 registered its own handler, so that it runs before HDF5 closes.
+    std::atexit([] { instance().finish(); });
+    return *writer_;
+  }
+
+  static capture::DeviceInfo device_info() {
+    capture::DeviceInfo d;
+    d.backend = "cuda";
+    CUdevice device = 0;
+    R3_REC_CU(cuCtxGetDevice(&device));
+    char name[256] = {};
+    cuDeviceGetName(name, sizeof name, device);
+    d.name = name;
+    int major = 0, minor = 0;
+    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    d.compute_capability_major = major;
+    d.compute_capability_minor = minor;
+    d.architecture = "sm_" + std::to_string(major * 10 + minor);
+    return d;
+  }
+
+  std::mutex mutex_;
+  bool active_ = false, finished_ = false, capture_all_ = false;
+  std::string output_, selection_text_;
+  std::regex selection_;
+  unsigned long launches_per_kernel_ = 1;
+  std::map<std::uint64_t, std::uint64_t> allocations_;  // base -> size
+  std::mutex cubins_mutex_;
+  std::vector<std::vector<std::byte>> cubins_;
+  std::vector<KernelRecord> kernels_;
+  std::map<std::uint32_t, std::unique_ptr<Pending>> pending_;  // by CUPTI correlation id
+  std::map<std::string, std::uint64_t> launches_seen_;
+  std::uint64_t sequence_ = 0;
+  std::unique_ptr<capture::CaptureWriter> writer_;
+  std::atomic<std::uint64_t> errors_{0}, unsupported_managed_{0};
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  try {
+    if (!recording_requested()) return 1;
+    CudaRecorder::instance().start();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "r3: record (CUDA): cannot start: %s\n", e.what());
+  } catch (...) {
+  }
+  return 1;
+}
