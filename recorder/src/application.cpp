@@ -20,10 +20,10 @@ std::string name_of(const std::string& assignment) {
   return assignment.substr(0, assignment.find('='));
 }
 
-int wait_for(pid_t child) {
+int wait_for(std::string_view who, pid_t child) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(std::string("waitpid: ") + std::strerror(errno));
+    if (errno != EINTR) throw Error(std::string(who) + ": waitpid: " + std::strerror(errno));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
@@ -31,8 +31,10 @@ int wait_for(pid_t child) {
 
 }  // namespace
 
-int run_application(const std::vector<std::string>& command, const ApplicationEnvironment& env) {
-  if (command.empty()) throw UsageError("give the application to run after --");
+int run_application(std::string_view who, const std::vector<std::string>& command,
+                    const ApplicationEnvironment& env) {
+  if (command.empty())
+    throw UsageError(std::string(who) + ": give the application to run after --");
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
@@ -65,8 +67,9 @@ int run_application(const std::vector<std::string>& command, const ApplicationEn
   envp.push_back(nullptr);
   pid_t child = 0;
   int rc = posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data());
-  if (rc != 0) throw Error("cannot start '" + command[0] + "': " + std::strerror(rc));
-  return wait_for(child);
+  if (rc != 0)
+    throw Error(std::string(who) + ": cannot start '" + command[0] + "': " + std::strerror(rc));
+  return wait_for(who, child);
 }
 
 // lib/ next to this program's bin/ (the build tree and an installation alike).

@@ -39,14 +39,7 @@ int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   if (options.kokkos_without_tuning)
     env.prepended_paths.push_back("LD_PRELOAD=" + find_kokkos_library(kCompatFile).string());
   report.flush();
-  int status = 0;
-  try {
-    status = run_application(options.command, env);
-  } catch (const UsageError&) {
-    throw UsageError("r3 apply: give the application to run after --");
-  } catch (const Error& e) {
-    throw Error(std::string("r3 apply: ") + e.what());
-  }
+  const int status = run_application("r3 apply", options.command, env);
   if (status != 0) report << "r3 apply: the application exited with status " << status << "\n";
   return status;
 }

@@ -58,14 +58,7 @@ int record_application(const RecordOptions& options, std::ostream& report) {
 
   // File times have the file system's resolution: compare with a moment just before the start.
   const auto start = fs::file_time_type::clock::now() - std::chrono::seconds(2);
-  int status = 0;
-  try {
-    status = run_application(options.command, env);
-  } catch (const UsageError&) {
-    throw UsageError("r3 record: give the application to run after --");
-  } catch (const Error& e) {
-    throw Error(std::string("r3 record: ") + e.what());
-  }
+  const int status = run_application("r3 record", options.command, env);
 
   std::vector<fs::path> captures = written_since(output, start);
   for (const fs::path& path : captures) {

@@ -14,6 +14,7 @@
 #include "r3/replay/backend.hpp"
 #include "r3/replay/replay_command.hpp"
 #include "r3/replay/sandbox.hpp"
+#include "require_gpu.hpp"
 #include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -23,11 +24,7 @@ namespace {
 
 using test::contains;
 
-#define R3_REQUIRE_GPU()                                                         \
-  do {                                                                           \
-    if (std::string why = cuda::why_unavailable(); !why.empty())                 \
-      GTEST_SKIP() << "no GPU here, so the CUDA backend is not tested: " << why; \
-  } while (0)
+#define R3_REQUIRE_GPU() R3_REQUIRE_GPU_FOR("the CUDA backend")
 
 constexpr int kN = 256;
 

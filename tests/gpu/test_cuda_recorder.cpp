@@ -3,8 +3,8 @@
 // backend as recorded and as a variant compiled from source. Needs a GPU.
 #include <gtest/gtest.h>
 
-#include "driver.hpp"
 #include "r3/capture.hpp"
+#include "require_gpu.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -13,11 +13,7 @@ namespace {
 
 using test::contains;
 
-#define R3_REQUIRE_GPU()                                                          \
-  do {                                                                            \
-    if (std::string why = cuda::why_unavailable(); !why.empty())                  \
-      GTEST_SKIP() << "no GPU here, so the CUDA recorder is not tested: " << why; \
-  } while (0)
+#define R3_REQUIRE_GPU() R3_REQUIRE_GPU_FOR("the CUDA recorder")
 
 test::ProcessResult record(const std::vector<std::string>& options, const std::string& out) {
   std::vector<std::string> argv = {R3_TEST_R3, "record", "-o", out};

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace r3::record {
@@ -16,8 +17,10 @@ struct ApplicationEnvironment {
 };
 
 // Starts `command` (searched on PATH) and waits. Returns its exit status, 128 + signal when it
-// was killed. Throws r3::Error when it cannot be started.
-int run_application(const std::vector<std::string>& command, const ApplicationEnvironment& env);
+// was killed. Throws r3::Error, its message starting with `who` ("r3 record"), when it cannot
+// be started or waited for.
+int run_application(std::string_view who, const std::vector<std::string>& command,
+                    const ApplicationEnvironment& env);
 
 inline constexpr const char* kConnectorFile = "libr3kokkos.so";
 inline constexpr const char* kCompatFile = "libr3kokkos_compat.so";
