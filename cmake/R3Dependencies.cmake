@@ -110,6 +110,7 @@ endif()
 
 # --- CUDA (AUTO) --------------------------------------------------------------------------------
 set(R3_HAVE_CUDA 0)
+set(R3_HAVE_ZSTD 0)
 if(NOT R3_ENABLE_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit 12.4 QUIET)
   set(cuda_missing "")
@@ -122,6 +123,20 @@ if(NOT R3_ENABLE_CUDA STREQUAL "OFF")
     set(R3_HAVE_CUDA 1)
     get_filename_component(R3_CUDA_ROOT "${CUDAToolkit_BIN_DIR}" DIRECTORY)
     r3_summary_found(CUDA "${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR}" "${R3_CUDA_ROOT}")
+    # nvcc (CUDA 13) compresses the PTX in fat binaries with zstd: the CUDA recorder needs it to
+    # keep a kernel's PTX (for replays on another GPU architecture).
+    find_package(zstd CONFIG QUIET)
+    if(TARGET zstd::libzstd_shared)
+      set(R3_ZSTD_TARGET zstd::libzstd_shared)
+    elseif(TARGET zstd::libzstd_static)
+      set(R3_ZSTD_TARGET zstd::libzstd_static)
+    endif()
+    if(R3_ZSTD_TARGET)
+      set(R3_HAVE_ZSTD 1)
+      r3_summary_found(zstd "${zstd_VERSION}" "${zstd_DIR}")
+    else()
+      r3_summary_missing(zstd "not found; the CUDA recorder keeps only uncompressed PTX (apt-get install libzstd-dev)")
+    endif()
   elseif(R3_ENABLE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "R3_ENABLE_CUDA=ON but the CUDA Toolkit >= 12.4 with driver API, NVRTC and "
       "CUPTI was not found (missing: ${cuda_missing}). Set CUDAToolkit_ROOT or put nvcc on PATH.")

@@ -13,11 +13,13 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "code_images.hpp"
 #include "r3/capture.hpp"
 #include "r3/hash.hpp"
 #include "r3/log.hpp"
@@ -68,23 +71,64 @@ struct RecorderError : std::runtime_error {
     if (rc_ != CUDA_SUCCESS) throw RecorderError(std::string(#call) + ": " + cu_error(rc_)); \
   } while (0)
 
+// Kernel records of CUPTI's activity API, in the version of the CUPTI built against.
+#if CUPTI_API_VERSION >= 130000
+using KernelActivity = CUpti_ActivityKernel10;
+#else
+using KernelActivity = CUpti_ActivityKernel9;
+#endif
+
 struct PendingRegion {
+  capture::RegionKind kind = capture::RegionKind::allocation;
+  std::string name;  // a global's symbol
   std::uint64_t address = 0, size = 0;
   std::vector<std::byte> before;
+  capture::ElementType element_type = capture::ElementType::unknown;
 };
 
 struct Pending {
   std::string name;
   std::size_t kernel = 0;  // index into kernels_
+  std::uint32_t correlation = 0;
   capture::Launch launch;
   std::vector<PendingRegion> regions;
   CUevent start = nullptr, stop = nullptr;
+};
+
+// A module global or __constant__ variable of a kernel's module, where it lives in this run.
+struct ModuleGlobal {
+  std::string name;
+  std::uint64_t address = 0, size = 0;
 };
 
 struct KernelRecord {
   capture::Kernel kernel;  // name, names, params (no launches)
   std::optional<std::size_t> id;
   std::set<r3::Hash128> distinct;
+  std::optional<std::vector<ModuleGlobal>> globals;  // resolved at its first selected launch
+};
+
+// A launch as written, kept (without its contents) until the application's own times of the
+// kernel are known at exit.
+struct WrittenLaunch {
+  std::size_t kernel_id = 0, index = 0;
+  std::string name;
+  std::uint32_t correlation = 0;
+  capture::Launch launch;
+};
+
+// One launch of a recorded kernel in the application, from CUPTI's activity records.
+struct AppLaunch {
+  capture::Dim3 grid, block;
+  double us = 0;
+  std::uint32_t correlation = 0;
+};
+
+// PTX of a loaded fat binary, decompressed when a recorded kernel is looked up in it.
+struct LoadedPtx {
+  record::cuda::PtxEntry entry;
+  std::optional<std::string> text;
+  bool unreadable = false;
 };
 
 class CudaRecorder {
@@ -125,7 +169,10 @@ class CudaRecorder {
           CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
           CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
+          CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
+          CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary})
       cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
     active_ = true;
@@ -142,6 +189,14 @@ class CudaRecorder {
     for (const KernelRecord& k : kernels_) {
       recorded += k.distinct.size();
       kernels += k.distinct.empty() ? 0 : 1;
+    }
+    if (activity_on_) {
+      // The application's launches of the recorded kernels, still in CUPTI's buffers.
+      if (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS)
+        log::warning(
+            "record (CUDA): cuptiActivityFlushAll failed; times in the application "
+            "come from events around the recorded launches");
+      apply_app_times();
     }
     try {
       if (writer_) writer_->close();
@@ -163,6 +218,10 @@ class CudaRecorder {
       log::error("record (CUDA): ", errors_.load(),
                  " launch(es) could not be recorded (the messages above say why); the "
                  "application was not affected");
+    if (unreadable_code_ > 0)
+      log::warning("record (CUDA): the PTX of ", unreadable_code_.load(),
+                   " loaded image(s) could not be read (messages above); kernels from them are "
+                   "recorded with their cubin only");
     if (unsupported_managed_ > 0)
       log::warning("record (CUDA): the application allocated managed memory ",
                    unsupported_managed_.load(),
@@ -197,8 +256,7 @@ class CudaRecorder {
   void on_resource(const CUpti_ResourceData* data) {
     auto* module = static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor);
     if (!module || !module->pCubin || module->cubinSize == 0) return;
-    // Its own lock: a module may be loaded inside a driver call made while mutex_ is held.
-    std::lock_guard lock(cubins_mutex_);
+    std::lock_guard lock(images_mutex_);
     const auto* bytes = reinterpret_cast<const std::byte*>(module->pCubin);
     cubins_.emplace_back(bytes, bytes + module->cubinSize);
   }
@@ -231,6 +289,25 @@ class CudaRecorder {
         if (!exit) remove_allocation(p->dptr);
         return;
       }
+      // Code as the application hands it over (fat binaries carry the PTX; the loaded cubin
+      // comes from the resource callback).
+      case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+        if (!exit)
+          on_code_loaded(static_cast<const cuLibraryLoadData_params*>(cb->functionParams)->code);
+        return;
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+        if (!exit)
+          on_code_loaded(static_cast<const cuModuleLoadData_params*>(cb->functionParams)->image);
+        return;
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+        if (!exit)
+          on_code_loaded(static_cast<const cuModuleLoadDataEx_params*>(cb->functionParams)->image);
+        return;
+      case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+        if (!exit)
+          on_code_loaded(
+              static_cast<const cuModuleLoadFatBinary_params*>(cb->functionParams)->fatCubin);
+        return;
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
         auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
@@ -251,6 +328,176 @@ class CudaRecorder {
       default:
         return;
     }
+  }
+
+  // Keeps the PTX of a fat binary or PTX text being loaded. A failure to read it costs only the
+  // PTX of its kernels, so it is counted apart from failed recordings.
+  void on_code_loaded(const void* code) {
+    if (!code) return;
+    std::vector<LoadedPtx> found;
+    try {
+      if (const std::byte* fatbin = record::cuda::find_fatbin(code)) {
+        for (auto& entry : record::cuda::fatbin_ptx_entries(fatbin))
+          found.push_back({std::move(entry), std::nullopt, false});
+      } else if (std::memcmp(code,
+                             "\x7f"
+                             "ELF",
+                             4) != 0) {
+        // Neither fat binary nor cubin: NUL-terminated PTX text (cuModuleLoadData's contract).
+        std::string text(static_cast<const char*>(code));
+        const std::size_t target = text.find(".target sm_");
+        if (target == std::string::npos) return;
+        LoadedPtx ptx;
+        ptx.entry.architecture = std::strtoul(text.c_str() + target + 11, nullptr, 10);
+        ptx.entry.text_size = text.size();
+        ptx.text = std::move(text);
+        found.push_back(std::move(ptx));
+      }
+    } catch (const std::exception& e) {
+      log::warning("record (CUDA): loaded code: ", e.what());
+      ++unreadable_code_;
+      return;
+    }
+    std::lock_guard lock(images_mutex_);
+    for (auto& ptx : found) ptx_.push_back(std::move(ptx));
+  }
+
+  // The PTX that defines `name` for the highest architecture the device runs, as the driver
+  // would pick it to JIT; "" when the application loaded none.
+  std::string ptx_for(const std::string& name, unsigned device_architecture) {
+    std::lock_guard lock(images_mutex_);
+    const std::string* best = nullptr;
+    unsigned best_architecture = 0;
+    for (LoadedPtx& ptx : ptx_) {
+      if (ptx.unreadable || ptx.entry.architecture > device_architecture) continue;
+      if (!ptx.text) {
+        try {
+          ptx.text = record::cuda::ptx_text(ptx.entry);
+          ptx.entry.payload = {};
+        } catch (const std::exception& e) {
+          log::warning("record (CUDA): PTX for sm_", ptx.entry.architecture, ": ", e.what());
+          ptx.unreadable = true;
+          ++unreadable_code_;
+          continue;
+        }
+      }
+      if (record::cuda::ptx_defines_entry(*ptx.text, name) &&
+          (!best || ptx.entry.architecture > best_architecture)) {
+        best = &*ptx.text;
+        best_architecture = ptx.entry.architecture;
+      }
+    }
+    return best ? *best : "";
+  }
+
+  // The module globals and __constant__ variables of the kernel's module: named by the data
+  // objects of its cubin, placed by the driver.
+  std::vector<ModuleGlobal> globals_of(CUfunction f, bool library_kernel,
+                                       const std::vector<std::byte>* cubin) {
+    std::vector<ModuleGlobal> globals;
+    if (!cubin) return globals;
+    CUmodule module = nullptr;
+    CUlibrary library = nullptr;
+    if (library_kernel) {
+#if CUDA_VERSION >= 12050
+      R3_REC_CU(cuKernelGetLibrary(&library, reinterpret_cast<CUkernel>(f)));
+#else
+      return globals;  // no cuKernelGetLibrary before CUDA 12.5
+#endif
+    } else {
+      R3_REC_CU(cuFuncGetModule(&module, f));
+    }
+    for (const record::cuda::ElfObject& object : record::cuda::elf_objects(*cubin)) {
+      CUdeviceptr address = 0;
+      std::size_t size = 0;
+      const CUresult rc = library
+                              ? cuLibraryGetGlobal(&address, &size, library, object.name.c_str())
+                              : cuModuleGetGlobal(&address, &size, module, object.name.c_str());
+      if (rc == CUDA_SUCCESS && size > 0) globals.push_back({object.name, address, size});
+    }
+    return globals;
+  }
+
+  // CUPTI's kernel activity records give each launch's duration on the GPU. They are turned on
+  // at the first selected launch, so that a run which selects nothing does not pay for them.
+  void start_activity() {
+    if (activity_on_ || activity_failed_) return;
+    if (cuptiActivityRegisterCallbacks(&CudaRecorder::buffer_requested,
+                                       &CudaRecorder::buffer_completed) != CUPTI_SUCCESS ||
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+      log::warning(
+          "record (CUDA): CUPTI kernel activity records are not available; times in "
+          "the application come from events around the recorded launches");
+      activity_failed_ = true;
+      return;
+    }
+    activity_on_ = true;
+  }
+
+  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    constexpr std::size_t kBufferBytes = 4 << 20;
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    *size = *buffer ? kBufferBytes : 0;
+    *max_records = 0;
+  }
+
+  static void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t,
+                                        size_t valid) {
+    try {
+      instance().take_activity(buffer, valid);
+    } catch (...) {
+      ++instance().errors_;
+    }
+    std::free(buffer);
+  }
+
+  void take_activity(uint8_t* buffer, std::size_t valid) {
+    constexpr std::size_t kSamplesPerKernel = 100000;
+    CUpti_Activity* record = nullptr;
+    std::lock_guard lock(activity_mutex_);
+    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+          record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+        continue;
+      const auto* k = reinterpret_cast<const KernelActivity*>(record);
+      if (!k->name || !timed_names_.contains(k->name)) continue;
+      std::vector<AppLaunch>& samples = app_launches_[k->name];
+      if (samples.size() >= kSamplesPerKernel) continue;
+      samples.push_back(
+          {capture::Dim3{std::uint32_t(k->gridX), std::uint32_t(k->gridY), std::uint32_t(k->gridZ)},
+           capture::Dim3{std::uint32_t(k->blockX), std::uint32_t(k->blockY),
+                         std::uint32_t(k->blockZ)},
+           double(k->end - k->start) / 1000.0, k->correlationId});
+    }
+  }
+
+  // Each written launch's time in the application: the median duration of the application's
+  // launches of that kernel with the same shape, leaving out the recorded launch itself (it
+  // ran after the recorder's copies), unless it was the only one. Callers hold mutex_.
+  void apply_app_times() {
+    std::lock_guard lock(activity_mutex_);
+    std::size_t timed = 0;
+    for (WrittenLaunch& w : written_) {
+      std::vector<double> others, own;
+      for (const AppLaunch& a : app_launches_[w.name]) {
+        if (a.grid != w.launch.grid || a.block != w.launch.block) continue;
+        (a.correlation == w.correlation ? own : others).push_back(a.us);
+      }
+      std::vector<double>& samples = others.empty() ? own : others;
+      if (samples.empty()) continue;
+      std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+      w.launch.app_time_us = samples[samples.size() / 2];
+      try {
+        writer_->set_app_time(w.kernel_id, w.index, w.launch);
+        ++timed;
+      } catch (const std::exception& e) {
+        log::error("record (CUDA): ", e.what());
+        ++errors_;
+      }
+    }
+    log::debug("record (CUDA): application times of ", timed,
+               " recorded launch(es) from CUPTI "
+               "kernel activity records");
   }
 
   static bool ok(const CUpti_CallbackData* cb) {
@@ -354,6 +601,7 @@ class CudaRecorder {
     std::lock_guard lock(mutex_);
     std::size_t k = kernel_index(n, params);
     KernelRecord& record = kernels_[k];
+    if (!record.globals) record.globals = globals_of(f, n.is_library_kernel, cubin_with(n.name));
     r3::Hasher h;
     h.update(std::as_bytes(std::span(&grid, 1)));
     h.update(std::as_bytes(std::span(&block, 1)));
@@ -365,6 +613,7 @@ class CudaRecorder {
     auto pending = std::make_unique<Pending>();
     pending->name = n.name;
     pending->kernel = k;
+    pending->correlation = cb->correlationId;
     pending->launch.sequence = sequence_ - 1;
     pending->launch.grid = grid;
     pending->launch.block = block;
@@ -378,6 +627,9 @@ class CudaRecorder {
     R3_REC_CU(cuEventRecord(pending->start, stream));
     record.distinct.insert(key);
     pending_[cb->correlationId] = std::move(pending);
+    start_activity();
+    std::lock_guard activity_lock(activity_mutex_);
+    timed_names_.insert(n.name);
   }
 
   std::size_t kernel_index(const Names& n, const std::vector<capture::Param>& params) {
@@ -388,6 +640,11 @@ class CudaRecorder {
     record.kernel.demangled_name = n.demangled == n.name ? "" : n.demangled;
     record.kernel.kokkos_label = n.label;
     record.kernel.params = params;
+    // C types from the demangled signature: they say what the pointed-to memory holds, which
+    // sets how replays compare it (floating point within tolerance).
+    const std::vector<std::string> types = record::cuda::parameter_types(n.demangled);
+    if (types.size() == params.size())
+      for (std::size_t i = 0; i < params.size(); ++i) record.kernel.params[i].type = types[i];
     kernels_.push_back(std::move(record));
     return kernels_.size() - 1;
   }
@@ -397,32 +654,55 @@ class CudaRecorder {
   void snapshot(Pending& pending, KernelRecord& record) {
     std::set<std::uint64_t> chosen;
     std::vector<std::uint64_t> queue;
+    // What a typed pointer parameter says its allocation holds; unknown where two disagree.
+    std::map<std::uint64_t, capture::ElementType> element_types;
     auto consider = [&](std::uint64_t word) {
       if (auto a = allocation_of(word); a && chosen.insert(a->first).second)
         queue.push_back(a->first);
     };
+    auto follow_words = [&](const std::vector<std::byte>& bytes) {
+      if (capture_all_) return;
+      for (std::uint64_t at = 0; at + 8 <= bytes.size(); at += 8) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, bytes.data() + at, 8);
+        consider(word);
+      }
+    };
+    // All of the module's globals: which of them the kernel uses is not known here.
+    for (const ModuleGlobal& global : *record.globals) {
+      PendingRegion region{capture::RegionKind::global, global.name, global.address, global.size,
+                           std::vector<std::byte>(global.size)};
+      R3_REC_CU(cuMemcpyDtoH(region.before.data(), global.address, global.size));
+      follow_words(region.before);
+      pending.regions.push_back(std::move(region));
+    }
     if (capture_all_) {
       for (const auto& [base, size] : allocations_) chosen.insert(base), queue.push_back(base);
     } else {
+      // Every aligned word of every parameter: structs passed by value carry pointers too.
       for (capture::Param& p : record.kernel.params) {
-        if (p.size != 8 || p.offset + 8 > pending.launch.args.size()) continue;
-        std::uint64_t word = 0;
-        std::memcpy(&word, pending.launch.args.data() + p.offset, 8);
-        if (allocation_of(word)) p.is_pointer = true;
-        consider(word);
+        for (std::uint64_t at = (p.offset + 7) / 8 * 8;
+             at + 8 <= p.offset + p.size && at + 8 <= pending.launch.args.size(); at += 8) {
+          std::uint64_t word = 0;
+          std::memcpy(&word, pending.launch.args.data() + at, 8);
+          if (auto a = allocation_of(word); a && p.size == 8) {
+            p.is_pointer = true;
+            const capture::ElementType type = record::cuda::pointee_element_type(p.type);
+            auto [it, fresh] = element_types.emplace(a->first, type);
+            if (!fresh && it->second != type) it->second = capture::ElementType::unknown;
+          }
+          consider(word);
+        }
       }
     }
     for (std::size_t i = 0; i < queue.size(); ++i) {
       const std::uint64_t base = queue[i], size = allocations_.at(base);
-      PendingRegion region{base, size, std::vector<std::byte>(size)};
+      PendingRegion region{capture::RegionKind::allocation, "", base, size,
+                           std::vector<std::byte>(size)};
+      if (auto it = element_types.find(base); it != element_types.end())
+        region.element_type = it->second;
       if (size > 0) R3_REC_CU(cuMemcpyDtoH(region.before.data(), base, size));
-      if (!capture_all_) {
-        for (std::uint64_t at = 0; at + 8 <= size; at += 8) {
-          std::uint64_t word = 0;
-          std::memcpy(&word, region.before.data() + at, 8);
-          consider(word);
-        }
-      }
+      follow_words(region.before);
       pending.regions.push_back(std::move(region));
     }
   }
@@ -452,10 +732,15 @@ class CudaRecorder {
     capture::CaptureWriter& writer = open_writer();
     for (PendingRegion& region : pending->regions) {
       capture::Region r;
+      r.kind = region.kind;
+      r.name = region.name;
       r.address = region.address;
       r.size = region.size;
+      r.element_type = region.element_type;
       r.content = writer.put_content(region.before);
-      pending->launch.prologue.push_back(r);
+      (region.kind == capture::RegionKind::global ? pending->launch.globals
+                                                  : pending->launch.prologue)
+          .push_back(r);
       std::vector<std::byte> after(region.size);
       if (region.size > 0) R3_REC_CU(cuMemcpyDtoH(after.data(), region.address, region.size));
       if (after != region.before) {
@@ -464,21 +749,30 @@ class CudaRecorder {
       }
     }
     if (!record.id) {
-      if (const std::vector<std::byte>* cubin = cubin_with(record.kernel.name))
+      const std::vector<std::byte>* cubin = cubin_with(record.kernel.name);
+      if (cubin)
         record.kernel.images[std::string(capture::kImageCubin)] = writer.put_content(*cubin);
-      else
-        log::warning("record (CUDA): no loaded cubin holds ", record.kernel.name,
+      const std::string ptx = ptx_for(record.kernel.name, device_architecture_);
+      if (!ptx.empty())
+        record.kernel.images[std::string(capture::kImagePtx)] =
+            writer.put_content(std::as_bytes(std::span(ptx.data(), ptx.size())));
+      if (!cubin && ptx.empty())
+        log::warning("record (CUDA): no loaded cubin or PTX holds ", record.kernel.name,
                      "; replays need its source (tune.yaml kernels[].source)");
+      else if (ptx.empty())
+        log::info("record (CUDA): the application loaded no PTX of ", record.kernel.name,
+                  "; it replays on ", "sm_", device_architecture_, " only, or from its source");
       record.id = writer.add_kernel(record.kernel);
     }
-    writer.add_launch(*record.id, pending->launch);
+    const std::size_t index = writer.add_launch(*record.id, pending->launch);
+    written_.push_back({*record.id, index, pending->name, pending->correlation, pending->launch});
     writer.flush();
   }
 
   // The loaded cubin whose symbol names include `name` (names are NUL-terminated in ELF).
   const std::vector<std::byte>* cubin_with(const std::string& name) {
     std::string needle = std::string(1, '\0') + name + std::string(1, '\0');
-    std::lock_guard lock(cubins_mutex_);
+    std::lock_guard lock(images_mutex_);
     for (const auto& cubin : cubins_) {
       std::string_view text(reinterpret_cast<const char*>(cubin.data()), cubin.size());
       if (text.find(needle) != std::string_view::npos) return &cubin;
@@ -492,6 +786,8 @@ class CudaRecorder {
     info.command_line = this_command_line();
     info.rank = log::rank_from_environment().value_or(-1);
     info.device = device_info();
+    device_architecture_ =
+        info.device.compute_capability_major * 10 + info.device.compute_capability_minor;
     writer_ =
         std::make_unique<capture::CaptureWriter>(capture::CaptureWriter::create(output_, info));
     // Registered after HDF5 registered its own handler, so that it runs before HDF5 closes.
@@ -522,14 +818,23 @@ class CudaRecorder {
   std::regex selection_;
   unsigned long launches_per_kernel_ = 1;
   std::map<std::uint64_t, std::uint64_t> allocations_;  // base -> size
-  std::mutex cubins_mutex_;
-  std::vector<std::vector<std::byte>> cubins_;
+  // Its own lock: a module may be loaded inside a driver call made while mutex_ is held. A deque,
+  // so that a cubin found stays where it is while other modules load.
+  std::mutex images_mutex_;
+  std::deque<std::vector<std::byte>> cubins_;
+  std::deque<LoadedPtx> ptx_;
+  std::mutex activity_mutex_;
+  bool activity_on_ = false, activity_failed_ = false;
+  std::set<std::string, std::less<>> timed_names_;              // kernels whose activity is kept
+  std::map<std::string, std::vector<AppLaunch>> app_launches_;  // by kernel name
+  std::vector<WrittenLaunch> written_;
+  unsigned device_architecture_ = 0;  // 90 for sm_90
   std::vector<KernelRecord> kernels_;
   std::map<std::uint32_t, std::unique_ptr<Pending>> pending_;  // by CUPTI correlation id
   std::map<std::string, std::uint64_t> launches_seen_;
   std::uint64_t sequence_ = 0;
   std::unique_ptr<capture::CaptureWriter> writer_;
-  std::atomic<std::uint64_t> errors_{0}, unsupported_managed_{0};
+  std::atomic<std::uint64_t> errors_{0}, unsupported_managed_{0}, unreadable_code_{0};
 };
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
 #include "r3/inspect.hpp"
+#include "r3/log.hpp"
 #include "r3/record.hpp"
+#include "session.hpp"
 
 namespace r3::record {
 namespace {
@@ -61,6 +63,19 @@ int record_application(const RecordOptions& options, std::ostream& report) {
   const int status = run_application("r3 record", options.command, env);
 
   std::vector<fs::path> captures = written_since(output, start);
+  // Started by srun/mpirun as one rank of many (`srun -n 4 r3 record --ranks 0,3 -- app`): the
+  // other ranks write their own files at their own pace, so this one reports only its own.
+  if (const std::optional<int> rank = log::rank_from_environment()) {
+    const std::set<int> selected = session::parse_ranks(options.ranks);
+    if (!selected.empty() && !selected.contains(*rank)) {
+      report << "r3 record: rank " << *rank << " is not among --ranks " << options.ranks
+             << "; it ran unrecorded\n";
+      if (status != 0) report << "r3 record: the application exited with status " << status << "\n";
+      return status;
+    }
+    const fs::path own = session::rank_output_path(output.string(), *rank);
+    std::erase_if(captures, [&](const fs::path& path) { return path != own; });
+  }
   for (const fs::path& path : captures) {
     auto reader = capture::CaptureReader::open(path);
     capture::CaptureStats stats = reader.stats();

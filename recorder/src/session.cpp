@@ -36,18 +36,21 @@ bool rank_selected() {
 
 bool recording_requested() { return !environment(kOutputVariable).empty() && rank_selected(); }
 
+std::string rank_output_path(std::string path, int rank) {
+  std::string suffix = ".rank" + std::to_string(rank);
+  std::size_t dot = path.rfind('.');
+  std::size_t slash = path.rfind('/');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+    path.insert(dot, suffix);
+  } else {
+    path += suffix;
+  }
+  return path;
+}
+
 std::string output_path() {
   std::string path = environment(kOutputVariable);
-  if (auto rank = log::rank_from_environment()) {
-    std::string suffix = ".rank" + std::to_string(*rank);
-    std::size_t dot = path.rfind('.');
-    std::size_t slash = path.rfind('/');
-    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
-      path.insert(dot, suffix);
-    } else {
-      path += suffix;
-    }
-  }
+  if (auto rank = log::rank_from_environment()) return rank_output_path(path, *rank);
   return path;
 }
 

@@ -15,6 +15,7 @@ bool rank_selected();
 bool recording_requested();
 // Under an MPI launcher each rank writes its own file: capture.h5 -> capture.rank3.h5.
 std::string output_path();
+std::string rank_output_path(std::string path, int rank);
 std::string this_command_line();
 
 }  // namespace r3::record::session

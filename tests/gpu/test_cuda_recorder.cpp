@@ -3,6 +3,12 @@
 // backend as recorded and as a variant compiled from source. Needs a GPU.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
 #include "r3/capture.hpp"
 #include "require_gpu.hpp"
 #include "support/process.hpp"
@@ -15,11 +21,35 @@ using test::contains;
 
 #define R3_REQUIRE_GPU() R3_REQUIRE_GPU_FOR("the CUDA recorder")
 
-test::ProcessResult record(const std::vector<std::string>& options, const std::string& out) {
+// `r3 record OPTIONS -o OUT -- APPLICATION...`
+test::ProcessResult record_app(const std::vector<std::string>& options, const std::string& out,
+                               const std::vector<std::string>& application) {
   std::vector<std::string> argv = {R3_TEST_R3, "record", "-o", out};
   argv.insert(argv.end(), options.begin(), options.end());
-  for (const char* a : {"--", R3_TEST_CUDA_HEAT, "512", "4"}) argv.push_back(a);
+  argv.push_back("--");
+  argv.insert(argv.end(), application.begin(), application.end());
   return test::run_process(argv, std::chrono::seconds(300));
+}
+
+test::ProcessResult record(const std::vector<std::string>& options, const std::string& out) {
+  return record_app(options, out, {R3_TEST_CUDA_HEAT, "512", "4"});
+}
+
+test::ProcessResult replay(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {R3_TEST_R3, "replay"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test::run_process(argv, std::chrono::seconds(300));
+}
+
+std::string example_source(const std::string& file) {
+  return std::string(R3_TEST_SOURCE_DIR) + "/examples/cuda/" + file;
+}
+
+const capture::Region* global_named(const std::vector<capture::Region>& table,
+                                    const std::string& name) {
+  for (const capture::Region& r : table)
+    if (r.kind == capture::RegionKind::global && r.name == name) return &r;
+  return nullptr;
 }
 
 TEST(CudaRecorder, RecordsAnUnmodifiedStaticRuntimeApplicationAndItReplaysVerified) {
@@ -44,10 +74,14 @@ TEST(CudaRecorder, RecordsAnUnmodifiedStaticRuntimeApplicationAndItReplaysVerifi
   for (const capture::Launch& l : k.launches) {
     EXPECT_EQ(l.block, (capture::Dim3{16, 16, 1}));
     EXPECT_EQ(l.grid, (capture::Dim3{32, 32, 1}));
-    EXPECT_EQ(l.prologue.size(), 2u);
+    ASSERT_EQ(l.prologue.size(), 2u);
+    for (const capture::Region& r : l.prologue)
+      EXPECT_EQ(r.element_type, capture::ElementType::f32) << "from 'float const*' and 'float*'";
     ASSERT_EQ(l.epilogue.size(), 1u) << "only the output grid changes";
     EXPECT_TRUE(l.app_time_us && *l.app_time_us > 0);
   }
+  EXPECT_EQ(k.params[0].type, "float const*");
+  EXPECT_TRUE(k.images.contains("ptx")) << "nvcc kept the PTX in the fat binary";
   EXPECT_NE(k.launches[0].epilogue[0].address, k.launches[1].epilogue[0].address);
 
   auto recorded = test::run_process({R3_TEST_R3, "replay", capture});
@@ -59,6 +93,152 @@ TEST(CudaRecorder, RecordsAnUnmodifiedStaticRuntimeApplicationAndItReplaysVerifi
                          "--entry", "heat_step", "--block", "32,8,1", "-n", "5"});
   EXPECT_EQ(variant.exit_code, 0) << variant.out << variant.err;
   EXPECT_EQ(test::count(variant.out, "verified  median"), 2) << variant.out;
+  // JIT options replay the recorded PTX instead of the cubin.
+  auto jit = replay({capture, "--flags", "-O3", "-n", "3"});
+  EXPECT_EQ(jit.exit_code, 0) << jit.out << jit.err;
+  EXPECT_EQ(test::count(jit.out, "verified  median"), 2) << jit.out;
+}
+
+// Conjugate gradients: four kernels of integer and double data, each replayed verified, and the
+// SpMV as a variant with another block size.
+TEST(CudaRecorder, ConjugateGradientKernelsReplayVerified) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string capture = (dir / "cg.h5").string();
+  auto rec = record_app({"-k", "csr_spmv|dot_partial|axpy|xpby", "--launches", "2"}, capture,
+                        {R3_TEST_CUDA_CG, "128", "10"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  EXPECT_TRUE(contains(rec.out, "10 iterations")) << rec.out;
+  auto reader = capture::CaptureReader::open(capture);
+  ASSERT_EQ(reader.kernels().size(), 4u) << rec.err;
+  const capture::Kernel& spmv = reader.kernel("csr_spmv");
+  ASSERT_EQ(spmv.params.size(), 6u);
+  ASSERT_FALSE(spmv.launches.empty());
+  std::map<capture::ElementType, int> types;
+  for (const capture::Region& r : spmv.launches[0].prologue) ++types[r.element_type];
+  EXPECT_EQ(types[capture::ElementType::i32], 2) << "row starts and columns";
+  EXPECT_EQ(types[capture::ElementType::f64], 3) << "values, x and y";
+  for (const capture::Kernel& k : reader.kernels()) {
+    auto replayed = replay({capture, "-k", k.name, "-n", "3"});
+    EXPECT_EQ(replayed.exit_code, 0) << k.name << "\n" << replayed.out << replayed.err;
+    EXPECT_EQ(test::count(replayed.out, "verified  median"), int(k.launches.size()))
+        << k.name << "\n"
+        << replayed.out;
+  }
+  auto variant = replay({capture, "-k", "csr_spmv", "--source", example_source("cg_kernels.cuh"),
+                         "--entry", "csr_spmv", "--block", "128,1,1", "-n", "3"});
+  EXPECT_EQ(variant.exit_code, 0) << variant.out << variant.err;
+  EXPECT_EQ(test::count(variant.out, "verified  median"), int(spmv.launches.size())) << variant.out;
+}
+
+// Memory reached through a struct of pointers passed by value, a pointer table in device memory
+// and a pointer table in a module global; __constant__ data and a global counter the kernel
+// changes.
+TEST(CudaRecorder, StructsPointerTablesAndModuleGlobalsAreRecordedAndReplayed) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string capture = (dir / "fields.h5").string();
+  auto rec = record_app({"-k", "compute_flux|mix_species|decay"}, capture,
+                        {R3_TEST_CUDA_FIELDS, "100000", "3"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  EXPECT_TRUE(contains(rec.out, "300000 cells decayed")) << rec.out;
+  auto reader = capture::CaptureReader::open(capture);
+  ASSERT_EQ(reader.kernels().size(), 3u) << rec.err;
+
+  const capture::Launch& flux = reader.kernel("compute_flux").launches.at(0);
+  EXPECT_EQ(flux.prologue.size(), 3u) << "density, velocity and flux, through the struct";
+  ASSERT_EQ(flux.epilogue.size(), 1u) << "only the flux changes";
+  const capture::Region* weights = global_named(flux.globals, "upwind_weights");
+  ASSERT_NE(weights, nullptr) << "the __constant__ weights are a module global";
+  EXPECT_EQ(weights->size, 3 * sizeof(float));
+  const std::vector<std::byte> bytes = reader.read_content(weights->content);
+  float w[3];
+  std::memcpy(w, bytes.data(), sizeof w);
+  EXPECT_EQ(w[0], 0.25f);
+  EXPECT_EQ(w[1], 0.5f);
+
+  const capture::Launch& mix = reader.kernel("mix_species").launches.at(0);
+  EXPECT_EQ(mix.prologue.size(), 7u) << "the table, 4 species through it, weights, output";
+
+  const capture::Launch& decay = reader.kernel("decay").launches.at(0);
+  EXPECT_EQ(decay.prologue.size(), 2u) << "the two tracers, through the global pointer table";
+  ASSERT_NE(global_named(decay.globals, "tracers"), nullptr);
+  EXPECT_NE(global_named(decay.epilogue, "decayed_cells"), nullptr)
+      << "the counter the launch changed is in its epilogue";
+
+  for (const char* kernel : {"compute_flux", "mix_species", "decay"}) {
+    auto replayed = replay({capture, "-k", kernel, "-n", "3"});
+    EXPECT_EQ(replayed.exit_code, 0) << kernel << "\n" << replayed.out << replayed.err;
+    EXPECT_EQ(test::count(replayed.out, "verified  median"), 1) << kernel << replayed.out;
+    auto variant = replay({capture, "-k", kernel, "--source", example_source("fields_kernels.cuh"),
+                           "--entry", kernel, "--block", "128,1,1", "-n", "3"});
+    EXPECT_EQ(variant.exit_code, 0) << kernel << "\n" << variant.out << variant.err;
+    EXPECT_EQ(test::count(variant.out, "verified  median"), 1) << kernel << variant.out;
+  }
+}
+
+// `mpirun -n 2 r3 record --ranks 1 -- app`: only rank 1 is recorded, into its own file.
+TEST(CudaRecorder, UnderMpirunOnlyTheSelectedRankIsRecorded) {
+  R3_REQUIRE_GPU();
+  if (!std::filesystem::exists(R3_TEST_MPIEXEC))
+    GTEST_SKIP() << "no " << R3_TEST_MPIEXEC << " on this machine";
+  test::TempDir dir;
+  const std::string out = (dir / "heat.h5").string();
+  auto run = test::run_process(
+      {R3_TEST_MPIEXEC, "-n", "2", "--oversubscribe", R3_TEST_R3, "record", "--ranks", "1", "-k",
+       "heat_step", "-o", out, "--", R3_TEST_CUDA_HEAT, "256", "2"},
+      std::chrono::seconds(300));
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "heat.rank0.h5"));
+  ASSERT_TRUE(std::filesystem::exists(dir / "heat.rank1.h5")) << run.err;
+  EXPECT_EQ(capture::CaptureReader::open(dir / "heat.rank1.h5").info().rank, 1);
+  EXPECT_TRUE(contains(run.err, "rank 0 is not among --ranks 1")) << run.err;
+}
+
+// Each example's tune.yaml runs a short tuning job on the capture the example records.
+TEST(CudaRecorder, EachExamplesTuneYamlTunesItsRecording) {
+  R3_REQUIRE_GPU();
+  struct Example {
+    std::string yaml, capture;
+    std::vector<std::string> record_options, application;
+  };
+  const std::vector<Example> examples = {
+      {"tune-heat.yaml",
+       "heat.h5",
+       {"-k", "heat_step", "--launches", "2"},
+       {R3_TEST_CUDA_HEAT, "1024", "4"}},
+      {"tune-cg.yaml", "cg.h5", {"-k", "csr_spmv"}, {R3_TEST_CUDA_CG, "256", "4"}},
+      {"tune-fields.yaml",
+       "fields.h5",
+       {"-k", "compute_flux"},
+       {R3_TEST_CUDA_FIELDS, "1000000", "2"}},
+  };
+  for (const Example& e : examples) {
+    SCOPED_TRACE(e.yaml);
+    test::TempDir dir;
+    auto rec = record_app(e.record_options, (dir / e.capture).string(), e.application);
+    ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+    // The example's tune.yaml beside its sources, with a small budget and this capture.
+    std::ifstream in(example_source(e.yaml));
+    std::ostringstream yaml;
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with("capture:")) line = "capture: " + (dir / e.capture).string();
+      if (line.find("source: ") != std::string::npos)
+        line = line.substr(0, line.find("source: ")) +
+               "source: " + example_source(line.substr(line.find("source: ") + 8));
+      if (line.find("evaluations:") != std::string::npos) line = "  evaluations: 12";
+      if (line.find("directory:") != std::string::npos)
+        line = "  directory: " + (dir / "results").string();
+      yaml << line << "\n";
+    }
+    const std::filesystem::path tune = dir / e.yaml;
+    std::ofstream(tune) << yaml.str();
+    auto job = test::run_process(
+        {R3_TEST_MPIEXEC, "-n", "2", "--oversubscribe", R3_TEST_R3_MPI, tune.string()},
+        std::chrono::seconds(600));
+    EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+    EXPECT_TRUE(std::filesystem::exists(dir / "results" / "best.yaml")) << job.out << job.err;
+  }
 }
 
 TEST(CudaRecorder, CaptureAllTakesEveryLiveAllocation) {

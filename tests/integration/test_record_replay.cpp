@@ -175,8 +175,18 @@ TEST_F(RecordReplay, UnderMpiEachSelectedRankWritesItsOwnFile) {
   ProcessResult skipped = r3({"record", "--ranks", "0,1", "-o", (dir_ / "other.h5").string(), "--",
                               R3_TEST_EXAMPLE_STENCIL, "16", "1"},
                              {"SLURM_PROCID=3"});
-  EXPECT_EQ(skipped.exit_code, 1);  // rank 3 is not among 0,1: nothing recorded
+  // Under srun a rank that is not selected runs the application and succeeds like it.
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_TRUE(contains(skipped.err, "rank 3 is not among --ranks 0,1; it ran unrecorded"))
+      << skipped.err;
   EXPECT_FALSE(fs::exists(dir_ / "other.rank3.h5"));
+  // Each rank reports its own file, not the ones its siblings write beside it.
+  ProcessResult rank4 =
+      r3({"record", "-o", capture.string(), "--", R3_TEST_EXAMPLE_STENCIL, "16", "1"},
+         {"SLURM_PROCID=4"});
+  EXPECT_EQ(rank4.exit_code, 0) << rank4.err;
+  EXPECT_TRUE(contains(rank4.err, "ranks.rank4.h5")) << rank4.err;
+  EXPECT_FALSE(contains(rank4.err, "ranks.rank3.h5")) << rank4.err;
 }
 
 }  // namespace

@@ -388,3 +388,26 @@ TEST(CaptureKernelLookup, TemplateAndNamespacedKernelsByTheirBaseName) {
 }
 
 }  // namespace
+
+// The CUDA recorder learns a launch's time in the application after writing the launch.
+TEST(CaptureWriterChecks, ApplicationTimeSetAfterTheLaunchReadsBackWithAValidChecksum) {
+  TempDir dir;
+  Launch launch;
+  launch.sequence = 7;
+  launch.args = {std::byte{1}, std::byte{2}};
+  {
+    CaptureWriter writer = CaptureWriter::create(dir / "t.h5", CaptureInfo{});
+    Kernel kernel;
+    kernel.name = "k";
+    const std::size_t id = writer.add_kernel(kernel);
+    writer.add_launch(id, launch);
+    launch.app_time_us = 123.5;
+    writer.set_app_time(id, 0, launch);
+    EXPECT_THROW(writer.set_app_time(id, 1, launch), r3::Error) << "there is no launch 1";
+    EXPECT_THROW(writer.set_app_time(id, 0, Launch{}), r3::Error) << "no time to set";
+    writer.close();
+  }
+  CaptureReader reader = CaptureReader::open(dir / "t.h5");
+  ASSERT_EQ(reader.kernels().at(0).launches.size(), 1u);
+  EXPECT_EQ(reader.kernels()[0].launches[0], launch);
+}

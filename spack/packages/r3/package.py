@@ -86,6 +86,8 @@ class R3(CMakePackage, CudaPackage):
     depends_on("libseccomp@2.4:", when="+seccomp")
     # Driver API, NVRTC and CUPTI (extras/CUPTI of Spack's cuda).
     depends_on("cuda@12.4:", when="+cuda")
+    # The CUDA recorder decompresses the PTX that nvcc 13 stores zstd-compressed in fat binaries.
+    depends_on("zstd", when="+cuda")
     # Exactly LLVM 16 (CMake checks LLVM_VERSION_MAJOR EQUAL 16). libr3llvm links LLVM's
     # component archives and Clang's static libraries (lib/libclang*.a), which Spack's llvm
     # installs (it builds with BUILD_SHARED_LIBS=OFF); at run time the in-process Clang uses the

@@ -355,6 +355,21 @@ std::size_t CaptureWriter::add_launch(std::size_t kernel_id, const Launch& launc
   return index;
 }
 
+void CaptureWriter::set_app_time(std::size_t kernel_id, std::size_t index, const Launch& launch) {
+  h5::Session session(impl_->path.string());
+  impl_->require_usable();
+  if (kernel_id >= impl_->launch_counts.size() || index >= impl_->launch_counts[kernel_id]) {
+    impl_->fail("set_app_time: kernel " + std::to_string(kernel_id) + " has no launch " +
+                std::to_string(index));
+  }
+  if (!launch.app_time_us) impl_->fail("set_app_time: the launch has no application time");
+  const std::string path = "/kernels/" + schema::index_name(kernel_id) + "/" + schema::kLaunches +
+                           "/" + schema::index_name(index);
+  h5::Handle group = h5::open_group(impl_->file, path, path);
+  h5::write_double_attribute(group, "app_time_us", *launch.app_time_us);
+  h5::write_string_attribute(group, schema::kChecksum, schema::checksum(launch).hex());
+}
+
 void CaptureWriter::flush() {
   h5::Session session(impl_->path.string());
   if (impl_->file.valid()) {

@@ -174,6 +174,10 @@ class CaptureWriter {
   std::size_t add_kernel(const Kernel& kernel);
   // Adds a launch to kernel `kernel_id`; every region's content must have been put before.
   std::size_t add_launch(std::size_t kernel_id, const Launch& launch);
+  // Sets the application time of launch `index` of a kernel once it is known (a recorder learns
+  // it after the launch was written): `launch` is that launch as written, with the new
+  // app_time_us; its checksum is rewritten to match.
+  void set_app_time(std::size_t kernel_id, std::size_t index, const Launch& launch);
 
   void flush();
   void close();

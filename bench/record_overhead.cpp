@@ -1,0 +1,85 @@
+// record_overhead: how much slower a CUDA application runs under the CUDA recorder when no
+// kernel is selected (DESIGN.md §9): every launch then costs one CUPTI callback. For each example
+// it runs, interleaved ROUNDS times, the application alone, the application with the recorder
+// injected (the environment `r3 record` sets, without starting r3), and `r3 record -k <nothing>
+// -- application`, and prints the median wall times and their ratios to the plain run, plus the
+// per-launch cost where the application says how many launches it made.
+//
+// Usage: record_overhead [ROUNDS]   (default 5)
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+double seconds_of(const std::string& command) {
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system((command + " > /dev/null 2>&1").c_str());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // `r3 record` exits with 1 when nothing was recorded, which is the point here.
+  if (status != 0 && command.find(" record ") == std::string::npos) {
+    std::fprintf(stderr, "record_overhead: '%s' failed (status %d)\n", command.c_str(), status);
+    std::exit(1);
+  }
+  return seconds;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+struct Example {
+  std::string name, application;
+  long launches;  // kernel launches the application makes with these arguments
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const fs::path dir = fs::temp_directory_path() / ("r3-overhead-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string none = "'^no_kernel_is_selected$'";
+  const std::string injected = std::string("CUDA_INJECTION64_PATH=") + R3_BENCH_INJECTION +
+                               " R3_RECORD_OUTPUT=" + (dir / "injected.h5").string() +
+                               " R3_RECORD_KERNELS=" + none + " ";
+  const std::string recorded = std::string(R3_BENCH_R3) + " record -o " +
+                               (dir / "recorded.h5").string() + " -k " + none + " -- ";
+  // heat: 2 launches per step + 1; cg: 6 per iteration + 1 (dot products included).
+  const std::vector<Example> examples = {
+      {"cuda_heat 4096 10000", std::string(R3_BENCH_CUDA_HEAT) + " 4096 10000", 20001},
+      {"cuda_heat 512 20000", std::string(R3_BENCH_CUDA_HEAT) + " 512 20000", 40001},
+      {"cuda_cg 2048 1000", std::string(R3_BENCH_CUDA_CG) + " 2048 1000", 6001},
+      {"cuda_fields 16777216 300", std::string(R3_BENCH_CUDA_FIELDS) + " 16777216 300", 900},
+  };
+  std::printf("%-26s %10s %10s %10s %9s %9s %16s\n", "application", "plain (s)", "inject (s)",
+              "record (s)", "inject/x", "record/x", "per launch (us)");
+  for (const Example& e : examples) {
+    seconds_of(e.application);  // warm the file cache and the driver
+    std::vector<double> plain, inject, record;
+    for (int r = 0; r < rounds; ++r) {
+      plain.push_back(seconds_of(e.application));
+      inject.push_back(seconds_of(injected + e.application));
+      record.push_back(seconds_of(recorded + e.application));
+    }
+    const double p = median(plain), i = median(inject), c = median(record);
+    std::printf("%-26s %10.3f %10.3f %10.3f %9.3f %9.3f %16.2f\n", e.name.c_str(), p, i, c, i / p,
+                c / p, 1e6 * (i - p) / double(e.launches));
+  }
+  std::printf(
+      "(medians of %d interleaved rounds; 'inject' is the application with the recorder "
+      "loaded and nothing selected, 'record' adds starting r3)\n",
+      rounds);
+  fs::remove_all(dir);
+  return 0;
+}
