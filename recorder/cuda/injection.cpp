@@ -26,6 +26,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "code_images.hpp"
@@ -204,8 +205,12 @@ class CudaRecorder {
       log::error("record (CUDA): closing ", output_, ": ", e.what());
       ++errors_;
     }
+    std::map<std::string, std::uint64_t> launches_seen;
+    for (const auto& [handle, function] : functions_)
+      launches_seen[function.names.name.empty() ? "(unnamed)" : function.names.name] +=
+          function.launches;
     std::string seen;
-    for (const auto& [name, n] : launches_seen_)
+    for (const auto& [name, n] : launches_seen)
       seen += (seen.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
     if (recorded == 0) {
       log::warning("record (CUDA): no launch was recorded: no kernel matched '", selection_text_,
@@ -539,9 +544,17 @@ class CudaRecorder {
       n.is_library_kernel = true;
     }
     n.demangled = demangle(n.name);
-    n.label = kokkos_label();
     return n;
   }
+
+  // What the recorder knows of a launched function, found once: the names are looked up, the
+  // name selection decided, and the launches counted here, so that a launch which is not
+  // selected costs a hash lookup (and the Kokkos label check when the connector is loaded).
+  struct Function {
+    Names names;
+    bool selected_by_name = false;
+    std::uint64_t launches = 0;
+  };
 
   // The parameter layout: offsets and sizes from the driver.
   static std::vector<capture::Param> params_of(CUfunction f, bool library_kernel) {
@@ -560,10 +573,10 @@ class CudaRecorder {
     return params;
   }
 
-  bool selected(const Names& n) const {
-    return std::regex_search(n.name, selection_) ||
-           (!n.demangled.empty() && std::regex_search(n.demangled, selection_)) ||
-           (!n.label.empty() && std::regex_search(n.label, selection_));
+  bool selected_by_name(const Names& n) const {
+    return !n.name.empty() &&
+           (std::regex_search(n.name, selection_) ||
+            (!n.demangled.empty() && std::regex_search(n.demangled, selection_)));
   }
 
   void launch(const CUpti_CallbackData* cb, CUfunction f, capture::Dim3 grid, capture::Dim3 block,
@@ -572,13 +585,24 @@ class CudaRecorder {
       finish_launch(cb);
       return;
     }
-    Names n = names_of(f);
+    const std::string label = kokkos_label();
+    Names n;
     {
       std::lock_guard lock(mutex_);
-      ++launches_seen_[n.name.empty() ? "(unnamed)" : n.name];
       ++sequence_;
+      auto [it, fresh] = functions_.try_emplace(f);
+      Function& function = it->second;
+      if (fresh) {
+        function.names = names_of(f);
+        function.selected_by_name = selected_by_name(function.names);
+      }
+      ++function.launches;
+      const bool by_label =
+          !label.empty() && !function.names.name.empty() && std::regex_search(label, selection_);
+      if (!function.selected_by_name && !by_label) return;
+      n = function.names;
+      n.label = label;
     }
-    if (n.name.empty() || !selected(n)) return;
     std::vector<capture::Param> params = params_of(f, n.is_library_kernel);
     std::vector<std::byte> args;
     if (kernel_params) {
@@ -627,6 +651,7 @@ class CudaRecorder {
     R3_REC_CU(cuEventRecord(pending->start, stream));
     record.distinct.insert(key);
     pending_[cb->correlationId] = std::move(pending);
+    ++pending_count_;
     start_activity();
     std::lock_guard activity_lock(activity_mutex_);
     timed_names_.insert(n.name);
@@ -708,11 +733,13 @@ class CudaRecorder {
   }
 
   void finish_launch(const CUpti_CallbackData* cb) {
+    if (pending_count_.load(std::memory_order_acquire) == 0) return;
     std::lock_guard lock(mutex_);
     auto it = pending_.find(cb->correlationId);
     if (it == pending_.end()) return;
     std::unique_ptr<Pending> pending = std::move(it->second);
     pending_.erase(it);
+    --pending_count_;
     KernelRecord& record = kernels_[pending->kernel];
     if (!ok(cb)) {
       log::warning("record (CUDA): the launch of ", pending->name,
@@ -809,6 +836,17 @@ class CudaRecorder {
     d.compute_capability_major = major;
     d.compute_capability_minor = minor;
     d.architecture = "sm_" + std::to_string(major * 10 + minor);
+    cuDeviceGetAttribute(&d.multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    int l2 = 0;
+    cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device);
+    d.l2_cache_bytes = static_cast<std::uint64_t>(l2);
+    std::size_t memory = 0;
+    if (cuDeviceTotalMem(&memory, device) == CUDA_SUCCESS) d.memory_bytes = memory;
+    int driver = 0;
+    if (cuDriverGetVersion(&driver) == CUDA_SUCCESS)
+      d.driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    d.toolkit_version =
+        std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
     return d;
   }
 
@@ -831,10 +869,11 @@ class CudaRecorder {
   unsigned device_architecture_ = 0;  // 90 for sm_90
   std::vector<KernelRecord> kernels_;
   std::map<std::uint32_t, std::unique_ptr<Pending>> pending_;  // by CUPTI correlation id
-  std::map<std::string, std::uint64_t> launches_seen_;
+  std::unordered_map<CUfunction, Function> functions_;
   std::uint64_t sequence_ = 0;
   std::unique_ptr<capture::CaptureWriter> writer_;
   std::atomic<std::uint64_t> errors_{0}, unsupported_managed_{0}, unreadable_code_{0};
+  std::atomic<std::size_t> pending_count_{0};  // pending_.size(), read without the lock
 };
 
 }  // namespace
