@@ -159,6 +159,28 @@ std::string ptx_text(const PtxEntry& entry) {
   return text;
 }
 
+std::vector<std::string> ptx_variables(std::string_view ptx) {
+  std::vector<std::string> names;
+  std::size_t line_start = 0;
+  while (line_start < ptx.size()) {
+    std::size_t line_end = ptx.find('\n', line_start);
+    if (line_end == std::string_view::npos) line_end = ptx.size();
+    std::string_view line = ptx.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
+    // Module scope only: declarations inside functions are indented or follow a '{'.
+    if (line.starts_with(".visible ")) line.remove_prefix(9);
+    if (!line.starts_with(".global ") && !line.starts_with(".const ")) continue;
+    const std::size_t end = line.find_first_of("[;=");
+    if (end == std::string_view::npos) continue;
+    std::string_view head = line.substr(0, end);
+    while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
+    const std::size_t space = head.rfind(' ');
+    const std::string_view name = space == std::string_view::npos ? head : head.substr(space + 1);
+    if (!name.empty() && name[0] != '.' && name[0] != '$') names.emplace_back(name);
+  }
+  return names;
+}
+
 bool ptx_defines_entry(std::string_view ptx, std::string_view name) {
   for (std::size_t at = ptx.find(".entry "); at != std::string_view::npos;
        at = ptx.find(".entry ", at + 1)) {

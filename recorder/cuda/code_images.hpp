@@ -47,6 +47,11 @@ std::vector<PtxEntry> fatbin_ptx_entries(const std::byte* fatbin);
 // (LZ4, used by nvcc before CUDA 13, is not read; zstd only when built with it).
 std::string ptx_text(const PtxEntry& entry);
 
+// The module-scope variables PTX text declares in the global or constant state space
+// (`.global .align 8 .u64 table[2];`, `.const .align 4 .f32 scale;`), for modules loaded from
+// PTX whose cubin the recorder does not see.
+std::vector<std::string> ptx_variables(std::string_view ptx);
+
 // Whether PTX text defines the kernel entry `name`.
 bool ptx_defines_entry(std::string_view ptx, std::string_view name);
 

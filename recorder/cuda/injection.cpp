@@ -96,6 +96,12 @@ struct Pending {
   CUevent start = nullptr, stop = nullptr;
 };
 
+// A launched function's names.
+struct Names {
+  std::string name, demangled, label;
+  bool is_library_kernel = false;
+};
+
 // A module global or __constant__ variable of a kernel's module, where it lives in this run.
 struct ModuleGlobal {
   std::string name;
@@ -397,10 +403,18 @@ class CudaRecorder {
 
   // The module globals and __constant__ variables of the kernel's module: named by the data
   // objects of its cubin, placed by the driver.
-  std::vector<ModuleGlobal> globals_of(CUfunction f, bool library_kernel,
-                                       const std::vector<std::byte>* cubin) {
+  std::vector<ModuleGlobal> globals_of(CUfunction f, const Names& n) {
     std::vector<ModuleGlobal> globals;
-    if (!cubin) return globals;
+    const bool library_kernel = n.is_library_kernel;
+    // From the cubin's data objects, or from the PTX the module was loaded from.
+    std::vector<std::string> names;
+    if (const std::vector<std::byte>* cubin = cubin_with(n.name)) {
+      for (const record::cuda::ElfObject& object : record::cuda::elf_objects(*cubin))
+        names.push_back(object.name);
+    } else {
+      names = record::cuda::ptx_variables(ptx_for(n.name, device_architecture()));
+    }
+    if (names.empty()) return globals;
     CUmodule module = nullptr;
     CUlibrary library = nullptr;
     if (library_kernel) {
@@ -412,13 +426,12 @@ class CudaRecorder {
     } else {
       R3_REC_CU(cuFuncGetModule(&module, f));
     }
-    for (const record::cuda::ElfObject& object : record::cuda::elf_objects(*cubin)) {
+    for (const std::string& name : names) {
       CUdeviceptr address = 0;
       std::size_t size = 0;
-      const CUresult rc = library
-                              ? cuLibraryGetGlobal(&address, &size, library, object.name.c_str())
-                              : cuModuleGetGlobal(&address, &size, module, object.name.c_str());
-      if (rc == CUDA_SUCCESS && size > 0) globals.push_back({object.name, address, size});
+      const CUresult rc = library ? cuLibraryGetGlobal(&address, &size, library, name.c_str())
+                                  : cuModuleGetGlobal(&address, &size, module, name.c_str());
+      if (rc == CUDA_SUCCESS && size > 0) globals.push_back({name, address, size});
     }
     return globals;
   }
@@ -528,11 +541,6 @@ class CudaRecorder {
     return *it;
   }
 
-  struct Names {
-    std::string name, demangled, label;
-    bool is_library_kernel = false;
-  };
-
   static Names names_of(CUfunction f) {
     Names n;
     const char* name = nullptr;
@@ -553,6 +561,7 @@ class CudaRecorder {
   struct Function {
     Names names;
     bool selected_by_name = false;
+    bool recorded_enough = false;  // its kernel has all the launches --launches asks for
     std::uint64_t launches = 0;
   };
 
@@ -597,6 +606,7 @@ class CudaRecorder {
         function.selected_by_name = selected_by_name(function.names);
       }
       ++function.launches;
+      if (function.recorded_enough) return;
       const bool by_label =
           !label.empty() && !function.names.name.empty() && std::regex_search(label, selection_);
       if (!function.selected_by_name && !by_label) return;
@@ -625,13 +635,14 @@ class CudaRecorder {
     std::lock_guard lock(mutex_);
     std::size_t k = kernel_index(n, params);
     KernelRecord& record = kernels_[k];
-    if (!record.globals) record.globals = globals_of(f, n.is_library_kernel, cubin_with(n.name));
+    if (!record.globals) record.globals = globals_of(f, n);
     r3::Hasher h;
     h.update(std::as_bytes(std::span(&grid, 1)));
     h.update(std::as_bytes(std::span(&block, 1)));
     h.update(std::as_bytes(std::span(&shared, 1)));
     h.update(args);
     r3::Hash128 key = h.digest();
+    if (record.distinct.size() >= launches_per_kernel_) functions_[f].recorded_enough = true;
     if (record.distinct.contains(key) || record.distinct.size() >= launches_per_kernel_) return;
 
     auto pending = std::make_unique<Pending>();
@@ -650,6 +661,7 @@ class CudaRecorder {
     R3_REC_CU(cuEventCreate(&pending->stop, CU_EVENT_DEFAULT));
     R3_REC_CU(cuEventRecord(pending->start, stream));
     record.distinct.insert(key);
+    if (record.distinct.size() >= launches_per_kernel_) functions_[f].recorded_enough = true;
     pending_[cb->correlationId] = std::move(pending);
     ++pending_count_;
     start_activity();
@@ -779,7 +791,7 @@ class CudaRecorder {
       const std::vector<std::byte>* cubin = cubin_with(record.kernel.name);
       if (cubin)
         record.kernel.images[std::string(capture::kImageCubin)] = writer.put_content(*cubin);
-      const std::string ptx = ptx_for(record.kernel.name, device_architecture_);
+      const std::string ptx = ptx_for(record.kernel.name, device_architecture());
       if (!ptx.empty())
         record.kernel.images[std::string(capture::kImagePtx)] =
             writer.put_content(std::as_bytes(std::span(ptx.data(), ptx.size())));
@@ -788,7 +800,7 @@ class CudaRecorder {
                      "; replays need its source (tune.yaml kernels[].source)");
       else if (ptx.empty())
         log::info("record (CUDA): the application loaded no PTX of ", record.kernel.name,
-                  "; it replays on ", "sm_", device_architecture_, " only, or from its source");
+                  "; it replays on ", "sm_", device_architecture(), " only, or from its source");
       record.id = writer.add_kernel(record.kernel);
     }
     const std::size_t index = writer.add_launch(*record.id, pending->launch);
@@ -813,13 +825,25 @@ class CudaRecorder {
     info.command_line = this_command_line();
     info.rank = log::rank_from_environment().value_or(-1);
     info.device = device_info();
-    device_architecture_ =
-        info.device.compute_capability_major * 10 + info.device.compute_capability_minor;
+
     writer_ =
         std::make_unique<capture::CaptureWriter>(capture::CaptureWriter::create(output_, info));
     // Registered after HDF5 registered its own handler, so that it runs before HDF5 closes.
     std::atexit([] { instance().finish(); });
     return *writer_;
+  }
+
+  // The current device's architecture (90 for sm_90), asked once.
+  unsigned device_architecture() {
+    if (device_architecture_ == 0) {
+      CUdevice device = 0;
+      int major = 0, minor = 0;
+      R3_REC_CU(cuCtxGetDevice(&device));
+      R3_REC_CU(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
+      R3_REC_CU(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
+      device_architecture_ = unsigned(major * 10 + minor);
+    }
+    return device_architecture_;
   }
 
   static capture::DeviceInfo device_info() {

@@ -99,6 +99,46 @@ TEST(CudaRecorder, RecordsAnUnmodifiedStaticRuntimeApplicationAndItReplaysVerifi
   EXPECT_EQ(test::count(jit.out, "verified  median"), 2) << jit.out;
 }
 
+// The same application with the shared CUDA runtime, and a driver-API application that loads
+// PTX text it compiled with NVRTC and sets a __constant__ through cuModuleGetGlobal.
+TEST(CudaRecorder, SharedRuntimeAndDriverApiApplicationsAreRecordedAndReplayed) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string shared = (dir / "shared.h5").string();
+  auto rec = record_app({"-k", "heat_step"}, shared, {R3_TEST_CUDA_HEAT_SHARED, "512", "4"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  EXPECT_EQ(capture::CaptureReader::open(shared).kernel("heat_step").launches.size(), 1u);
+  auto replayed = replay({shared, "-n", "3"});
+  EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+  EXPECT_EQ(test::count(replayed.out, "verified  median"), 1) << replayed.out;
+
+  const std::string driver = (dir / "driver.h5").string();
+  rec = record_app({"-k", "scaled_axpy", "--launches", "2"}, driver,
+                   {R3_TEST_CUDA_DRIVER_API, "100000", "3"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  auto reader = capture::CaptureReader::open(driver);
+  const capture::Kernel& k = reader.kernel("scaled_axpy");
+  ASSERT_TRUE(k.images.contains("ptx")) << "the PTX text the application loaded";
+  const std::vector<std::byte> ptx = reader.read_content(k.images.at("ptx"));
+  EXPECT_NE(
+      std::string(reinterpret_cast<const char*>(ptx.data()), ptx.size()).find(".entry scaled_axpy"),
+      std::string::npos);
+  ASSERT_EQ(k.launches.size(), 2u) << "two values of a: two distinct launches";
+  const capture::Region* scale = global_named(k.launches[0].globals, "scale");
+  ASSERT_NE(scale, nullptr) << "the __constant__ of a module loaded from PTX";
+  float value = 0;
+  std::memcpy(&value, reader.read_content(scale->content).data(), sizeof value);
+  EXPECT_EQ(value, 0.5f);
+  for (const std::vector<std::string>& how :
+       {std::vector<std::string>{}, std::vector<std::string>{"--flags", "-O3"}}) {
+    std::vector<std::string> args = {driver, "-n", "3"};
+    args.insert(args.end(), how.begin(), how.end());
+    auto again = replay(args);
+    EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+    EXPECT_EQ(test::count(again.out, "verified  median"), 2) << again.out;
+  }
+}
+
 // Conjugate gradients: four kernels of integer and double data, each replayed verified, and the
 // SpMV as a variant with another block size.
 TEST(CudaRecorder, ConjugateGradientKernelsReplayVerified) {

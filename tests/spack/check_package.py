@@ -72,6 +72,7 @@ REQUIRED_DEPENDENCIES = {
     "cuda": "cuda",
     "llvm": "llvm",
     "kokkos": "kokkos",
+    "zstd": "cuda",  # the CUDA recorder's PTX
     "googletest": "tests",
     "cpp-httplib": "tests",
 }
@@ -88,6 +89,7 @@ CMAKE_TO_SPACK = {
     "LLVM": "llvm",
     "Clang": "llvm",
     "Kokkos": "kokkos",
+    "zstd": "zstd",
 }
 # pkg-config modules of pkg_check_modules(...) and their Spack packages.
 PKG_CONFIG_TO_SPACK = {

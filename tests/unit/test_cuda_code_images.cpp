@@ -144,5 +144,17 @@ TEST(CudaKernelSignature, ElementTypeOfWhatAParameterPointsTo) {
   EXPECT_EQ(pointee_element_type("void*"), ElementType::unknown);
 }
 
+TEST(CudaKernelSignature, ModuleVariablesOfPtxText) {
+  const std::string ptx =
+      ".version 9.0\n.target sm_90\n.address_size 64\n\n"
+      ".const .align 4 .f32 scale;\n"
+      ".visible .global .align 8 .u64 tracers[2];\n"
+      ".global .align 4 .b8 $str[7] = {104, 105, 0};\n"
+      ".visible .entry k(\n.param .u64 k_param_0\n)\n{\n"
+      "\t.reg .f32 %f<3>;\n\t.local .align 4 .b8 __local_depot[8];\n}\n";
+  EXPECT_EQ(ptx_variables(ptx), (std::vector<std::string>{"scale", "tracers"}));
+  EXPECT_TRUE(ptx_variables(".version 9.0\n.visible .entry k()\n{\n}\n").empty());
+}
+
 }  // namespace
 }  // namespace r3::record::cuda
