@@ -2,10 +2,11 @@
 // kernel is selected (DESIGN.md §9): every launch then costs one CUPTI callback. For each example
 // it runs, interleaved ROUNDS times, the application alone, the application with the recorder
 // injected (the environment `r3 record` sets, without starting r3), and `r3 record -k <nothing>
-// -- application`, and prints the median wall times and their ratios to the plain run, plus the
-// per-launch cost where the application says how many launches it made.
+// -- application`, and prints the median wall times and their ratios to the plain run. The first
+// row, a run of 3 launches, gives the fixed cost of loading the recorder (CUPTI and its
+// libraries); the last column is the rest of the extra time per kernel launch.
 //
-// Usage: record_overhead [ROUNDS]   (default 5)
+// Usage: record_overhead [ROUNDS]   (default 7)
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,7 +47,7 @@ struct Example {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
   const fs::path dir = fs::temp_directory_path() / ("r3-overhead-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string none = "'^no_kernel_is_selected$'";
@@ -57,13 +58,15 @@ int main(int argc, char** argv) {
                                (dir / "recorded.h5").string() + " -k " + none + " -- ";
   // heat: 2 launches per step + 1; cg: 6 per iteration + 1 (dot products included).
   const std::vector<Example> examples = {
+      {"cuda_heat 512 1 (fixed cost)", std::string(R3_BENCH_CUDA_HEAT) + " 512 1", 3},
       {"cuda_heat 4096 10000", std::string(R3_BENCH_CUDA_HEAT) + " 4096 10000", 20001},
       {"cuda_heat 512 20000", std::string(R3_BENCH_CUDA_HEAT) + " 512 20000", 40001},
       {"cuda_cg 2048 1000", std::string(R3_BENCH_CUDA_CG) + " 2048 1000", 6001},
       {"cuda_fields 16777216 300", std::string(R3_BENCH_CUDA_FIELDS) + " 16777216 300", 900},
   };
-  std::printf("%-26s %10s %10s %10s %9s %9s %16s\n", "application", "plain (s)", "inject (s)",
+  std::printf("%-29s %10s %10s %10s %9s %9s %16s\n", "application", "plain (s)", "inject (s)",
               "record (s)", "inject/x", "record/x", "per launch (us)");
+  double fixed = 0;  // extra seconds of a run that makes 3 launches
   for (const Example& e : examples) {
     seconds_of(e.application);  // warm the file cache and the driver
     std::vector<double> plain, inject, record;
@@ -73,8 +76,14 @@ int main(int argc, char** argv) {
       record.push_back(seconds_of(recorded + e.application));
     }
     const double p = median(plain), i = median(inject), c = median(record);
-    std::printf("%-26s %10.3f %10.3f %10.3f %9.3f %9.3f %16.2f\n", e.name.c_str(), p, i, c, i / p,
-                c / p, 1e6 * (i - p) / double(e.launches));
+    if (&e == &examples.front()) {
+      fixed = i - p;
+      std::printf("%-29s %10.3f %10.3f %10.3f %9.3f %9.3f %16s\n", e.name.c_str(), p, i, c, i / p,
+                  c / p, "-");
+      continue;
+    }
+    std::printf("%-29s %10.3f %10.3f %10.3f %9.3f %9.3f %16.2f\n", e.name.c_str(), p, i, c, i / p,
+                c / p, 1e6 * (i - p - fixed) / double(e.launches));
   }
   std::printf(
       "(medians of %d interleaved rounds; 'inject' is the application with the recorder "
