@@ -84,7 +84,10 @@ int main(int argc, char** argv) {
   double* x = to_device(zeros);
   double* r = to_device(ones);
   double* p = to_device(ones);
-  double* ap = to_device(zeros);
+  // A = A p lives in the stream-ordered pool (cudaMallocAsync), as in applications that use it.
+  double* ap = nullptr;
+  CHECK(cudaMallocAsync(&ap, rows * sizeof(double), nullptr));
+  CHECK(cudaMemsetAsync(ap, 0, rows * sizeof(double), nullptr));
   double* partial = to_device(std::vector<double>(kDotBlocks, 0.0));
   const int blocks = (rows + kThreads - 1) / kThreads;
 
@@ -103,8 +106,9 @@ int main(int argc, char** argv) {
   }
   std::printf("cg on %d x %d: %d iterations, relative residual %.3e\n", n, n, done,
               std::sqrt(rr / rr0));
+  CHECK(cudaFreeAsync(ap, nullptr));
   for (void* d : {(void*)row_start, (void*)columns, (void*)values, (void*)x, (void*)r, (void*)p,
-                  (void*)ap, (void*)partial})
+                  (void*)partial})
     CHECK(cudaFree(d));
   return 0;
 }

@@ -1,8 +1,9 @@
 // A CUDA driver-API application (no CUDA runtime): it compiles its kernel to PTX with NVRTC at
 // run time, loads the PTX text with cuModuleLoadData, sets a __constant__ through
 // cuModuleGetGlobal and launches with cuLaunchKernel. For recording with
-// `r3 record -- cuda_driver_api N STEPS`: the recorder sees a CUfunction (not a CUkernel), PTX text
-// rather than a fat binary, and a module global of a module the application loaded itself.
+// `r3 record -- cuda_driver_api N STEPS [managed]`: the recorder sees a CUfunction (not a
+// CUkernel), PTX text rather than a fat binary, and a module global of a module the application
+// loaded itself. With `managed`, y is managed memory, which the recorder does not record.
 #include <cuda.h>
 #include <nvrtc.h>
 
@@ -60,8 +61,9 @@ std::string compile_to_ptx(int major, int minor) {
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 1 << 20;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 4;
-  if (n < 1 || steps < 1) {
-    std::fprintf(stderr, "usage: cuda_driver_api [N >= 1 [STEPS >= 1]]\n");
+  const bool managed = argc > 3 && std::string(argv[3]) == "managed";
+  if (n < 1 || steps < 1 || (argc > 3 && !managed)) {
+    std::fprintf(stderr, "usage: cuda_driver_api [N >= 1 [STEPS >= 1 [managed]]]\n");
     return 2;
   }
   CHECK(cuInit(0));
@@ -89,7 +91,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) x[i] = float(i % 13), y[i] = 1.0f;
   CUdeviceptr dx = 0, dy = 0;
   CHECK(cuMemAlloc(&dx, n * sizeof(float)));
-  CHECK(cuMemAlloc(&dy, n * sizeof(float)));
+  if (managed)
+    CHECK(cuMemAllocManaged(&dy, n * sizeof(float), CU_MEM_ATTACH_GLOBAL));
+  else
+    CHECK(cuMemAlloc(&dy, n * sizeof(float)));
   CHECK(cuMemcpyHtoD(dx, x.data(), n * sizeof(float)));
   CHECK(cuMemcpyHtoD(dy, y.data(), n * sizeof(float)));
   const unsigned threads = 256, blocks = (unsigned(n) + threads - 1) / threads;

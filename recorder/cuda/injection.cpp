@@ -113,6 +113,7 @@ struct KernelRecord {
   std::optional<std::size_t> id;
   std::set<r3::Hash128> distinct;
   std::optional<std::vector<ModuleGlobal>> globals;  // resolved at its first selected launch
+  bool warned_managed = false;
 };
 
 // A launch as written, kept (without its contents) until the application's own times of the
@@ -290,9 +291,15 @@ class CudaRecorder {
         if (exit && ok(cb)) add_allocation(*p->dptr, *p->pPitch * p->Height);
         return;
       }
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
-        if (exit && ok(cb)) ++unsupported_managed_;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+        auto* p = static_cast<const cuMemAllocManaged_params*>(cb->functionParams);
+        if (exit && ok(cb)) {
+          ++unsupported_managed_;
+          std::lock_guard lock(mutex_);
+          managed_[*p->dptr] = p->bytesize;
+        }
         return;
+      }
       case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
       case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
       case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
@@ -530,6 +537,19 @@ class CudaRecorder {
   void remove_allocation(CUdeviceptr address) {
     std::lock_guard lock(mutex_);
     allocations_.erase(address);
+    managed_.erase(address);
+  }
+
+  // Says once per kernel that a launch reaches managed memory, which is not recorded (callers
+  // hold the mutex).
+  void warn_if_managed(std::uint64_t word, KernelRecord& record) {
+    if (record.warned_managed || managed_.empty()) return;
+    auto it = managed_.upper_bound(word);
+    if (it == managed_.begin() || word >= std::prev(it)->first + std::prev(it)->second) return;
+    record.warned_managed = true;
+    log::warning("record (CUDA): a launch of ", record.kernel.name,
+                 " uses managed memory (cudaMallocManaged) at 0x", std::hex, word, std::dec,
+                 ", which is not recorded: its recorded launches will not replay");
   }
 
   // The live allocation that contains `address` (callers hold the mutex).
@@ -722,6 +742,7 @@ class CudaRecorder {
              at + 8 <= p.offset + p.size && at + 8 <= pending.launch.args.size(); at += 8) {
           std::uint64_t word = 0;
           std::memcpy(&word, pending.launch.args.data() + at, 8);
+          warn_if_managed(word, record);
           if (auto a = allocation_of(word); a && p.size == 8) {
             p.is_pointer = true;
             const capture::ElementType type = record::cuda::pointee_element_type(p.type);
@@ -880,6 +901,7 @@ class CudaRecorder {
   std::regex selection_;
   unsigned long launches_per_kernel_ = 1;
   std::map<std::uint64_t, std::uint64_t> allocations_;  // base -> size
+  std::map<std::uint64_t, std::uint64_t> managed_;      // managed allocations, base -> size
   // Its own lock: a module may be loaded inside a driver call made while mutex_ is held. A deque,
   // so that a cubin found stays where it is while other modules load.
   std::mutex images_mutex_;

@@ -129,6 +129,12 @@ TEST(CudaRecorder, SharedRuntimeAndDriverApiApplicationsAreRecordedAndReplayed) 
   float value = 0;
   std::memcpy(&value, reader.read_content(scale->content).data(), sizeof value);
   EXPECT_EQ(value, 0.5f);
+  // Managed memory is not recorded: the warning names the kernel whose launch uses it.
+  auto managed = record_app({"-k", "scaled_axpy"}, (dir / "managed.h5").string(),
+                            {R3_TEST_CUDA_DRIVER_API, "1000", "1", "managed"});
+  EXPECT_EQ(managed.exit_code, 0) << managed.err;
+  EXPECT_TRUE(contains(managed.err, "a launch of scaled_axpy uses managed memory")) << managed.err;
+  EXPECT_TRUE(contains(managed.err, "allocated managed memory 1 time(s)")) << managed.err;
   for (const std::vector<std::string>& how :
        {std::vector<std::string>{}, std::vector<std::string>{"--flags", "-O3"}}) {
     std::vector<std::string> args = {driver, "-n", "3"};
@@ -157,7 +163,7 @@ TEST(CudaRecorder, ConjugateGradientKernelsReplayVerified) {
   std::map<capture::ElementType, int> types;
   for (const capture::Region& r : spmv.launches[0].prologue) ++types[r.element_type];
   EXPECT_EQ(types[capture::ElementType::i32], 2) << "row starts and columns";
-  EXPECT_EQ(types[capture::ElementType::f64], 3) << "values, x and y";
+  EXPECT_EQ(types[capture::ElementType::f64], 3) << "values, x and y (y from the stream pool)";
   for (const capture::Kernel& k : reader.kernels()) {
     auto replayed = replay({capture, "-k", k.name, "-n", "3"});
     EXPECT_EQ(replayed.exit_code, 0) << k.name << "\n" << replayed.out << replayed.err;
