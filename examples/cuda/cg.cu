@@ -7,15 +7,7 @@
 #include <vector>
 
 #include "cg_kernels.cuh"
-
-#define CHECK(call)                                                    \
-  do {                                                                 \
-    cudaError_t e_ = (call);                                           \
-    if (e_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
+#include "check.cuh"
 
 namespace {
 

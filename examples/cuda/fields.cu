@@ -6,16 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "check.cuh"
 #include "fields_kernels.cuh"
-
-#define CHECK(call)                                                    \
-  do {                                                                 \
-    cudaError_t e_ = (call);                                           \
-    if (e_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
 
 namespace {
 

@@ -4,16 +4,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "check.cuh"
 #include "heat_kernels.cuh"
-
-#define CHECK(call)                                                    \
-  do {                                                                 \
-    cudaError_t e_ = (call);                                           \
-    if (e_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 1024;

@@ -231,9 +231,9 @@ class CudaRecorder {
                  " launch(es) could not be recorded (the messages above say why); the "
                  "application was not affected");
     if (unreadable_code_ > 0)
-      log::warning("record (CUDA): the PTX of ", unreadable_code_.load(),
-                   " loaded image(s) could not be read (messages above); kernels from them are "
-                   "recorded with their cubin only");
+      log::warning("record (CUDA): ", unreadable_code_.load(),
+                   " loaded image(s) or PTX entries could not be read (messages above); kernels "
+                   "from them are recorded with their cubin only");
     if (unsupported_managed_ > 0)
       log::warning("record (CUDA): the application allocated managed memory ",
                    unsupported_managed_.load(),
@@ -521,8 +521,7 @@ class CudaRecorder {
       }
     }
     log::debug("record (CUDA): application times of ", timed,
-               " recorded launch(es) from CUPTI "
-               "kernel activity records");
+               " recorded launch(es) from CUPTI kernel activity records");
   }
 
   static bool ok(const CUpti_CallbackData* cb) {
@@ -543,22 +542,26 @@ class CudaRecorder {
   // Says once per kernel that a launch reaches managed memory, which is not recorded (callers
   // hold the mutex).
   void warn_if_managed(std::uint64_t word, KernelRecord& record) {
-    if (record.warned_managed || managed_.empty()) return;
-    auto it = managed_.upper_bound(word);
-    if (it == managed_.begin() || word >= std::prev(it)->first + std::prev(it)->second) return;
+    if (record.warned_managed || !range_containing(managed_, word)) return;
     record.warned_managed = true;
     log::warning("record (CUDA): a launch of ", record.kernel.name,
                  " uses managed memory (cudaMallocManaged) at 0x", std::hex, word, std::dec,
                  ", which is not recorded: its recorded launches will not replay");
   }
 
-  // The live allocation that contains `address` (callers hold the mutex).
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> allocation_of(std::uint64_t address) {
-    auto it = allocations_.upper_bound(address);
-    if (it == allocations_.begin()) return std::nullopt;
+  // The (base, size) of `ranges` (base -> size) that contains `address`.
+  static std::optional<std::pair<std::uint64_t, std::uint64_t>> range_containing(
+      const std::map<std::uint64_t, std::uint64_t>& ranges, std::uint64_t address) {
+    auto it = ranges.upper_bound(address);
+    if (it == ranges.begin()) return std::nullopt;
     --it;
     if (address >= it->first + it->second) return std::nullopt;
     return *it;
+  }
+
+  // The live allocation that contains `address` (callers hold the mutex).
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> allocation_of(std::uint64_t address) {
+    return range_containing(allocations_, address);
   }
 
   static Names names_of(CUfunction f) {
