@@ -3,7 +3,8 @@
 // batch of 64 takes with 1000 observations. Every figure is measured in this one run.
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
-//               [--acquisition log_ei|ucb] [--initial N] [--no-timing] [--verbose] TABLE.csv...
+//               [--acquisition log_ei|ucb] [--initial N] [--candidates N] [--local-starts N]
+//               [--fit-evaluations N] [--no-timing] [--verbose] TABLE.csv...
 //
 // Each search runs until it is within 1% of the table's optimum (all the figures need), BO for
 // at most --budget evaluations, random search for at most the whole space: its medians are
@@ -35,6 +36,7 @@ struct Settings {
   std::size_t batch = 1;
   std::size_t initial = 8;
   Acquisition acquisition = Acquisition::log_ei;
+  Options defaults;  // the optimiser's other settings (--candidates, --local-starts, ...)
   bool timing = true;
   bool verbose = false;  // print every BO seed's evaluations to 5% and 1%
   std::vector<std::string> tables;
@@ -51,29 +53,66 @@ Settings parse(int argc, char** argv) {
       }
       return argv[++i];
     };
+    auto count = [&]() -> std::size_t {
+      const std::string text = next();
+      char* end = nullptr;
+      const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || text[0] == '-') {
+        std::fprintf(stderr, "%s needs a non-negative whole number, not '%s'\n", a.c_str(),
+                     text.c_str());
+        std::exit(2);
+      }
+      return static_cast<std::size_t>(value);
+    };
     if (a == "--seeds")
-      s.seeds = std::stoul(next());
+      s.seeds = count();
     else if (a == "--random-seeds")
-      s.random_seeds = std::stoul(next());
+      s.random_seeds = count();
     else if (a == "--budget")
-      s.budget = std::stoul(next());
+      s.budget = count();
     else if (a == "--batch")
-      s.batch = std::stoul(next());
+      s.batch = count();
     else if (a == "--initial")
-      s.initial = std::stoul(next());
-    else if (a == "--acquisition")
-      s.acquisition = next() == "ucb" ? Acquisition::ucb : Acquisition::log_ei;
+      s.initial = count();
+    else if (a == "--acquisition") {
+      const std::string name = next();
+      if (name != "ucb" && name != "log_ei") {
+        std::fprintf(stderr, "--acquisition is log_ei or ucb, not '%s'\n", name.c_str());
+        std::exit(2);
+      }
+      s.acquisition = name == "ucb" ? Acquisition::ucb : Acquisition::log_ei;
+    } else if (a == "--candidates")
+      s.defaults.random_candidates = count();
+    else if (a == "--local-starts")
+      s.defaults.local_search_starts = count();
+    else if (a == "--fit-evaluations")
+      s.defaults.fit_evaluations = static_cast<int>(count());
     else if (a == "--no-timing")
       s.timing = false;
     else if (a == "--verbose")
       s.verbose = true;
     else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q] "
-          "[--acquisition log_ei|ucb] [--initial N] [--no-timing] [--verbose] TABLE.csv...\n");
+          "usage: bo_sim [options] TABLE.csv...\n"
+          "  --seeds N             BO runs, seeds 1..N (default 20)\n"
+          "  --random-seeds N      random-search runs (default 200)\n"
+          "  --budget N            most evaluations per BO run (default 500)\n"
+          "  --batch Q             proposals per BO step (default 1)\n"
+          "  --acquisition A       log_ei (default) or ucb\n"
+          "  --initial N           initial design points (default 8)\n"
+          "  --candidates N        random candidates per proposal (default 512)\n"
+          "  --local-starts N      local searches per proposal (default 8)\n"
+          "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
+          "  --no-timing           leave out the batch-of-64 timing\n"
+          "  --verbose             print every BO seed's evaluations to 5%% and 1%%\n");
       std::exit(0);
     } else
       s.tables.push_back(a);
+  }
+  if (s.seeds == 0 || s.random_seeds == 0 || s.batch == 0 || s.budget == 0) {
+    std::fprintf(stderr,
+                 "bo_sim: --seeds, --random-seeds, --batch and --budget must be at least 1\n");
+    std::exit(2);
   }
   if (s.tables.empty()) {
     std::fprintf(stderr, "bo_sim: give at least one table (bench/data/*.csv)\n");
@@ -124,7 +163,7 @@ void simulate(const Table& table, const Settings& settings) {
   auto worker = [&] {
     for (std::size_t job; (job = next++) < settings.seeds + settings.random_seeds;) {
       if (job < settings.seeds) {
-        Options options;
+        Options options = settings.defaults;
         options.seed = job + 1;
         options.initial_samples = settings.initial;
         options.acquisition = settings.acquisition;

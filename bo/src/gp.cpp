@@ -145,6 +145,51 @@ double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h)
   return k * std::exp(-exponent);
 }
 
+WarpedTimes warp_times(const std::vector<double>& times) {
+  const std::size_t n = times.size();
+  WarpedTimes out;
+  if (n == 0) return out;
+  // Relative to the fastest time, so that lambda does not depend on the unit of time.
+  std::vector<double> logs;
+  for (double t : times) logs.push_back(std::log(t));
+  const double fastest = *std::min_element(logs.begin(), logs.end());
+  for (double& l : logs) l -= fastest;
+  auto transform = [](double log_ratio, double lambda) {
+    return std::abs(lambda) < 1e-12 ? log_ratio : std::expm1(lambda * log_ratio) / lambda;
+  };
+  auto standardise = [&](double lambda, std::vector<double>& values) {
+    values.clear();
+    for (double l : logs) values.push_back(transform(l, lambda));
+    double mean = 0;
+    for (double v : values) mean += v;
+    mean /= static_cast<double>(n);
+    double variance = 0;
+    for (double v : values) variance += (v - mean) * (v - mean);
+    variance /= static_cast<double>(n);
+    const double sd = variance > 1e-24 ? std::sqrt(variance) : 1.0;
+    for (double& v : values) v = (v - mean) / sd;
+    return variance;
+  };
+  double sum_of_logs = 0;
+  for (double l : logs) sum_of_logs += l;
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<double> values;
+  for (int step = 0; step <= 20; ++step) {
+    const double lambda = -0.05 * step;
+    const double variance = standardise(lambda, values);
+    if (variance <= 1e-24) break;  // all times equal: any lambda, keep log
+    // Profile log-likelihood of the Box-Cox model, up to a constant.
+    const double likelihood =
+        -0.5 * static_cast<double>(n) * std::log(variance) + (lambda - 1) * sum_of_logs;
+    if (likelihood > best) {
+      best = likelihood;
+      out.lambda = lambda;
+    }
+  }
+  standardise(out.lambda, out.values);
+  return out;
+}
+
 namespace {
 
 Eigen::MatrixXd covariance(const std::vector<Encoded>& x, const Hyperparameters& h) {

@@ -53,6 +53,18 @@ double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h)
 // share, counted with multiplicity) / (2 * the longer length).
 double sequence_distance(const std::vector<int>& a, const std::vector<int>& b);
 
+// The regression target for a list of positive times: the Box-Cox transform of time / fastest,
+// (r^lambda - 1) / lambda (log r at lambda = 0), standardised to zero mean and unit variance.
+// lambda is the maximum of the Box-Cox profile likelihood over [-1, 0] in steps of 0.05, so log
+// time is the model whenever the log times look normal. Tuning times are skewed far to the slow
+// side (a bad block shape can be 30x slower); lambda < 0 compresses that tail, so that the
+// kernel's length scales describe the fast region rather than the distance to the slowest.
+struct WarpedTimes {
+  std::vector<double> values;  // per time, in order
+  double lambda = 0;
+};
+WarpedTimes warp_times(const std::vector<double>& times);
+
 class GaussianProcess {
  public:
   // `y` is standardised (zero mean, unit variance); the prior mean is 0.

@@ -36,12 +36,12 @@ double log_expected_improvement(double mean, double sd, double best) {
   return std::log(sd) + log_h;
 }
 
-// The observations a model is built from: all successes, standardised log times, and a subset
-// of them (the best half of `limit`, the rest spread over the run) when there are too many.
+// The observations a model is built from: all successes, their warped times (warp_times), and a
+// subset of them (the best half of `limit`, the rest spread over the run) when there are too many.
 struct Data {
   std::vector<std::size_t> successes;  // indices into the observations
-  std::vector<double> log_time;        // standardised, per success
-  double best = 0;                     // lowest standardised log time
+  std::vector<double> target;          // warped time, per success
+  double best = 0;                     // the lowest target
 };
 
 std::vector<std::size_t> subset(const Data& data, std::size_t limit) {
@@ -49,9 +49,8 @@ std::vector<std::size_t> subset(const Data& data, std::size_t limit) {
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   if (n <= limit) return order;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return data.log_time[a] < data.log_time[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return data.target[a] < data.target[b]; });
   std::vector<std::size_t> chosen(order.begin(), order.begin() + static_cast<long>(limit / 2));
   std::vector<std::size_t> rest(order.begin() + static_cast<long>(limit / 2), order.end());
   std::sort(rest.begin(), rest.end());  // in the order they were observed
@@ -103,16 +102,10 @@ class Model {
     for (std::size_t i = 0; i < observations.size(); ++i) {
       if (observations[i].outcome.ok) data.successes.push_back(i);
     }
-    std::vector<double> logs;
-    for (std::size_t i : data.successes) logs.push_back(std::log(observations[i].outcome.time));
-    const double mean =
-        std::accumulate(logs.begin(), logs.end(), 0.0) / static_cast<double>(logs.size());
-    double variance = 0;
-    for (double l : logs) variance += (l - mean) * (l - mean);
-    variance /= static_cast<double>(logs.size());
-    const double sd = variance > 1e-24 ? std::sqrt(variance) : 1.0;
-    for (double l : logs) data.log_time.push_back((l - mean) / sd);
-    data.best = *std::min_element(data.log_time.begin(), data.log_time.end());
+    std::vector<double> times;
+    for (std::size_t i : data.successes) times.push_back(observations[i].outcome.time);
+    data.target = warp_times(times).values;
+    data.best = *std::min_element(data.target.begin(), data.target.end());
     best_ = data.best;
 
     auto build = [&](const std::vector<std::size_t>& rows, std::vector<Encoded>& x,
@@ -120,7 +113,7 @@ class Model {
       y.resize(static_cast<Eigen::Index>(rows.size()));
       for (std::size_t k = 0; k < rows.size(); ++k) {
         x.push_back(encoder_.encode(observations[data.successes[rows[k]]].configuration));
-        y(static_cast<Eigen::Index>(k)) = data.log_time[rows[k]];
+        y(static_cast<Eigen::Index>(k)) = data.target[rows[k]];
       }
     };
     std::vector<Encoded> fit_x;

@@ -85,6 +85,59 @@ TEST(BoGaussianProcess, KernelPiecesBehave) {
   EXPECT_NEAR(correlation(encoder.encode(c), encoder.encode(other), h), std::exp(-1.0), 1e-12);
 }
 
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+// The (i + 1/2) / n quantiles of the standard normal distribution, by bisection.
+std::vector<double> normal_quantiles(int n) {
+  std::vector<double> z;
+  for (int i = 0; i < n; ++i) {
+    const double p = (i + 0.5) / n;
+    double low = -10, high = 10;
+    for (int step = 0; step < 100; ++step) {
+      const double middle = 0.5 * (low + high);
+      (0.5 * std::erfc(-middle / std::sqrt(2.0)) < p ? low : high) = middle;
+    }
+    z.push_back(0.5 * (low + high));
+  }
+  return z;
+}
+
+TEST(BoGaussianProcess, WarpsTimesByBoxCoxChosenFromTheData) {
+  // Log-normal times: the log is already right, lambda stays at 0.
+  std::vector<double> log_normal;
+  for (double z : normal_quantiles(41)) log_normal.push_back(std::exp(0.5 * z));
+  WarpedTimes warped = warp_times(log_normal);
+  EXPECT_GE(warped.lambda, -0.05);
+  // Times whose inverses (rates) are normal: skewed to the slow side even in log, which lambda
+  // near -1 undoes; the log alone would leave the skew.
+  std::vector<double> rate_normal;
+  for (double z : normal_quantiles(41)) rate_normal.push_back(1.0 / (4.0 - 0.5 * z));
+  warped = warp_times(rate_normal);
+  EXPECT_LE(warped.lambda, -0.85);
+  // Standardised, in the order of the times, and the same in any unit of time.
+  EXPECT_NEAR(mean_of(warped.values), 0.0, 1e-12);
+  std::vector<double> squares;
+  for (double v : warped.values) squares.push_back(v * v);
+  EXPECT_NEAR(mean_of(squares), 1.0, 1e-12);
+  for (std::size_t i = 1; i < warped.values.size(); ++i) {
+    EXPECT_GT(warped.values[i], warped.values[i - 1]);  // the times increase
+  }
+  std::vector<double> in_microseconds;
+  for (double t : rate_normal) in_microseconds.push_back(t * 1000);
+  WarpedTimes scaled = warp_times(in_microseconds);
+  EXPECT_DOUBLE_EQ(scaled.lambda, warped.lambda);
+  for (std::size_t i = 0; i < warped.values.size(); ++i) {
+    EXPECT_NEAR(scaled.values[i], warped.values[i], 1e-9);
+  }
+  // Equal times carry no information: zeros, not NaN.
+  warped = warp_times({2.0, 2.0, 2.0});
+  for (double v : warped.values) EXPECT_EQ(v, 0.0);
+}
+
 // A small discrete problem: f over a 12 x 12 grid, failing where x + y > 16 (as a thread limit).
 struct Problem {
   Space space{{Parameter::ordinal("x", grid(1, 12, 12)), Parameter::ordinal("y", grid(1, 12, 12))}};
