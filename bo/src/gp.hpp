@@ -1,4 +1,4 @@
-// The surrogate of the search: a Gaussian process on standardised log(time) over mixed
+// The surrogate of the search: a Gaussian process on Box-Cox-warped log(time) over mixed
 // configurations. Private to libr3bo (tests include it).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Bayesian optimisation over a Space: a GP surrogate on log(time), log-EI or UCB times a
+// Bayesian optimisation over a Space: a GP surrogate on warped log(time), log-EI or UCB times a
 // feasibility model learned from failures, batches of proposals for idle workers.
 //
 // The optimiser holds no state but its observations (in order) and the pending proposals: a
@@ -17,7 +17,7 @@ namespace r3::bo {
 
 struct Outcome {
   bool ok = true;
-  double time = 0;      // when ok: positive, any unit (the search works on its logarithm)
+  double time = 0;      // when ok: positive, any unit (the search models time / fastest)
   std::string failure;  // when not: the class of failure (compile error, timeout, ...)
 
   static Outcome success(double time) { return Outcome{true, time, ""}; }
