@@ -41,7 +41,6 @@ double log_expected_improvement(double mean, double sd, double best) {
 struct Data {
   std::vector<std::size_t> successes;  // indices into the observations
   std::vector<double> target;          // warped time, per success
-  double best = 0;                     // the lowest target
 };
 
 std::vector<std::size_t> subset(const Data& data, std::size_t limit) {
@@ -105,8 +104,7 @@ class Model {
     std::vector<double> times;
     for (std::size_t i : data.successes) times.push_back(observations[i].outcome.time);
     data.target = warp_times(times).values;
-    data.best = *std::min_element(data.target.begin(), data.target.end());
-    best_ = data.best;
+    best_ = *std::min_element(data.target.begin(), data.target.end());
 
     auto build = [&](const std::vector<std::size_t>& rows, std::vector<Encoded>& x,
                      Eigen::VectorXd& y) {
