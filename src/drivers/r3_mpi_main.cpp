@@ -51,6 +51,9 @@ int check_configuration(const Options& options, int world_size) {
                                  : " that also evaluates")
               << "\n# resolved configuration (every default filled in):\n"
               << r3::config::to_yaml(config);
+    std::cout << "# compiling and verifying each kernel's original in a sandbox:\n";
+    std::cout.flush();
+    r3::tune::check_originals(options.tune_file);
     return r3::exit_ok;
   }
   return r3::exit_ok;
@@ -76,7 +79,9 @@ int main(int argc, char** argv) {
                "jobs that may be requeued)")
       ->excludes("--resume");
   app.add_flag("--dry-run", options.dry_run,
-               "Check tune.yaml against its capture and print the resolved configuration");
+               "Check tune.yaml against its capture, print the resolved configuration, then "
+               "compile and verify each kernel's original (the recorded code, and its source at "
+               "its defaults) in a sandbox on this rank");
   app.add_option("--log-level", options.log_level,
                  "error, warning, info, debug or trace (or R3_LOG_LEVEL)")
       ->check(CLI::IsMember({"error", "warning", "info", "debug", "trace"}));

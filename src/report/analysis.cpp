@@ -63,21 +63,33 @@ void confirm(const run::RunRecord& record, KernelResult& k,
               if (a_ok != b_ok) return a_ok;
               return a.median < b.median;
             });
-  if (!winner || !k.original || !measured.contains(k.original->id)) return;
+  if (!k.original || !measured.contains(k.original->id)) return;
   const ConfirmedCandidate& original = measured.at(k.original->id);
   if (original.seconds.empty()) return;
-  // The original may still be the fastest: then it is the winner, at 1x.
-  if (original.median <= winner_median) {
+  // The original's time over another candidate's, run for run on the same evaluator.
+  auto paired_ratios = [&](std::uint64_t other) {
+    std::vector<double> ratios;
+    for (const auto& [slot, times] : runs) {
+      auto o = times.find(k.original->id), w = times.find(other);
+      if (o != times.end() && w != times.end() && w->second > 0)
+        ratios.push_back(o->second / w->second);
+    }
+    return ratios;
+  };
+  if (k.rebuilt && measured.contains(k.rebuilt->id)) {
+    std::vector<double> ratios = paired_ratios(k.rebuilt->id);
+    if (!ratios.empty()) k.rebuilt_ratio = median(ratios);
+  }
+  if (!winner) return;
+  // The original may still be the fastest, or no faster than the winner run for run: then the
+  // application's code is kept, at 1x.
+  std::vector<double> ratios = paired_ratios(winner->id);
+  if (ratios.empty()) return;
+  if (original.median <= winner_median || median(ratios) <= 1.0) {
     winner = k.original;
     winner_median = original.median;
+    ratios = paired_ratios(winner->id);
   }
-  std::vector<double> ratios;
-  for (const auto& [slot, times] : runs) {
-    auto o = times.find(k.original->id), w = times.find(winner->id);
-    if (o != times.end() && w != times.end() && w->second > 0)
-      ratios.push_back(o->second / w->second);
-  }
-  if (ratios.empty()) return;
   k.confirmed = true;
   k.winner = winner;
   k.original_seconds = original.median;
@@ -86,6 +98,7 @@ void confirm(const run::RunRecord& record, KernelResult& k,
   k.speedup_low = *std::min_element(ratios.begin(), ratios.end());
   k.speedup_high = *std::max_element(ratios.begin(), ratios.end());
   k.pairs = ratios.size();
+  k.keep_original = winner == k.original;
 }
 
 }  // namespace
@@ -108,6 +121,7 @@ std::vector<KernelResult> analyse(const run::RunRecord& record,
     ++level.ok;
     if (level.best_seconds == 0 || c.seconds < level.best_seconds) level.best_seconds = c.seconds;
     if (c.level == "original" && !k.original) k.original = &c;
+    if (c.level == "rebuilt" && !k.rebuilt) k.rebuilt = &c;
     if (!k.best_sample || c.seconds < k.best_sample->seconds) k.best_sample = &c;
   }
   for (KernelResult& k : out) {
@@ -119,6 +133,9 @@ std::vector<KernelResult> analyse(const run::RunRecord& record,
       if (k.winner && k.original && k.winner->seconds > 0) {
         k.speedup = k.speedup_low = k.speedup_high = k.original->seconds / k.winner->seconds;
       }
+      if (k.rebuilt && k.original && k.rebuilt->seconds > 0)
+        k.rebuilt_ratio = k.original->seconds / k.rebuilt->seconds;
+      k.keep_original = k.winner && k.winner == k.original;
     }
     // Lineage: follow the parents of the winner's source back to the original.
     std::set<std::uint64_t> seen;

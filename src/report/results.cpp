@@ -108,6 +108,11 @@ std::string fragment(const config::TuneConfig& config, const config::KernelSelec
   std::ostringstream out;
   out << "# r3 result for kernel '" << k.name << "': candidate " << w.id << " (" << w.level << ": "
       << w.description << ")\n";
+  if (k.keep_original)
+    out << "# keep the application's code: no candidate was faster than it, run for run\n";
+  if (k.rebuilt_ratio > 0)
+    out << "# the rebuilt original (" << k.rebuilt->description << ") ran at "
+        << svg::number(k.rebuilt_ratio) << "x the speed of the recorded code\n";
   if (k.confirmed) {
     out << "# confirmed speedup " << svg::number(k.speedup) << "x (" << svg::number(k.speedup_low)
         << "-" << svg::number(k.speedup_high) << " over " << k.pairs << " neighbouring pairs), "
@@ -184,6 +189,10 @@ std::vector<std::string> summary_lines(const std::vector<KernelResult>& results)
     line << k.name << ": ";
     if (!k.winner) {
       line << "no candidate passed verification";
+    } else if (k.keep_original) {
+      line << "keep the application's code: no candidate was faster ("
+           << format_seconds(k.original_seconds)
+           << (k.confirmed ? ", confirmed" : ", single sample") << ")";
     } else if (k.confirmed) {
       line << svg::number(k.speedup) << "x confirmed (" << svg::number(k.speedup_low) << "-"
            << svg::number(k.speedup_high) << " over " << k.pairs << " neighbouring pairs on "
@@ -195,9 +204,12 @@ std::vector<std::string> summary_lines(const std::vector<KernelResult>& results)
     } else {
       line << "best " << format_seconds(k.winner_seconds) << " (the original did not verify)";
     }
-    if (k.winner)
+    if (k.winner && !k.keep_original)
       line << ", candidate " << k.winner->id << " (" << k.winner->level << ": "
            << k.winner->description << ")";
+    if (k.rebuilt_ratio > 0)
+      line << "; rebuilt original at " << svg::number(k.rebuilt_ratio)
+           << "x the recorded code's speed";
     lines.push_back(line.str());
   }
   return lines;
@@ -222,14 +234,18 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
     fs::create_directories(dir, ec);
     if (ec) throw IoError("mkdir", "cannot create " + dir.string() + ": " + ec.message());
     fs::path source_name;
-    const run::CandidateRecord* first = nullptr;  // the original, whatever its outcome
+    // The kernel's source as tune.yaml gave it: the original's, or the rebuilt original's when
+    // the original is the recorded code (whatever their outcome).
+    const run::CandidateRecord* first = nullptr;
     for (const auto& c : record.candidates) {
-      if (c.kernel == i && c.level == "original") {
+      if (c.kernel == i && (c.level == "original" || c.level == "rebuilt") &&
+          !record.sources.at(c.source).empty()) {
         first = &c;
         break;
       }
     }
-    if (!selection.source.empty() && first) {
+    const bool winner_is_recorded = record.sources.at(k.winner->source).empty();
+    if (!selection.source.empty() && first && !winner_is_recorded) {
       source_name = selection.source.filename();
       const std::string& best = record.sources.at(k.winner->source);
       const std::string& original = record.sources.at(first->source);

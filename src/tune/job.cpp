@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <tuple>
 
+#include "budget.hpp"
 #include "llm_worker.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
@@ -248,7 +250,8 @@ struct Master {
   std::set<Hash128> sent_sources;  // texts the evaluators of this session already hold
 };
 
-std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size) {
+std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
+                                      bool dry_run = false) {
   auto m = std::make_unique<Master>();
   m->config = config::load_tune_config(options.tune_file);
   const config::TuneConfig& c = m->config;
@@ -281,6 +284,9 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size)
       k.original_block = kernel.launches.at(k.launches.empty() ? 0 : k.launches.front()).block;
     k.base.compiler =
         m->backend == config::Backend::cuda ? config::Compiler::nvrtc : config::Compiler::clang;
+    k.has_recorded_cubin = kernel.images.contains(std::string(capture::kImageCubin));
+    k.has_recorded_ptx = kernel.images.contains(std::string(capture::kImagePtx));
+    k.has_recorded_source = kernel.images.contains(std::string(capture::kImageSource));
     kernels.push_back(std::move(k));
   }
   if (c.llm.enabled()) {
@@ -288,6 +294,10 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size)
     if (!why.empty()) c.fail("llm.endpoint", why);
   }
   m->database = c.output.run_database;
+  if (dry_run) {
+    m->search = std::make_unique<Search>(c, m->backend, *m->capture, std::move(kernels));
+    return m;
+  }
   std::error_code ec;
   std::filesystem::create_directories(m->database.parent_path(), ec);
   if (ec)
@@ -445,9 +455,8 @@ struct BatchResult {
 // Broadcasts `items` (each source text once per session), lets the evaluators run them — a share
 // each, or all of them each when `everyone` — and gathers the results. `busy` is the evaluators'
 // summed evaluation time.
-std::vector<BatchResult> run_batch(Master& m, const Collectives& world, Evaluator* local,
-                                   std::uint32_t generation, const std::vector<BatchItem>& items,
-                                   bool everyone, double& busy) {
+json batch_message(Master& m, std::uint32_t generation, const std::vector<BatchItem>& items,
+                   bool everyone) {
   json message{{"generation", generation},
                {"everyone", everyone},
                {"sources", json::object()},
@@ -461,10 +470,10 @@ std::vector<BatchResult> run_batch(Master& m, const Collectives& world, Evaluato
                                      {"source", item.source.hex()},
                                      {"request", json::parse(replay::wire::encode(request))}});
   }
-  world.broadcast(json{{"batch", message}}.dump());
-  std::vector<std::string> gathered = local
-                                          ? std::vector<std::string>{local->evaluate(message, 0, 1)}
-                                          : world.gather(std::string());
+  return message;
+}
+
+std::vector<BatchResult> parse_results(const std::vector<std::string>& gathered, double& busy) {
   std::vector<BatchResult> results;
   busy = 0;
   for (const std::string& text : gathered) {
@@ -479,27 +488,99 @@ std::vector<BatchResult> run_batch(Master& m, const Collectives& world, Evaluato
   return results;
 }
 
+std::vector<BatchResult> run_batch(Master& m, const Collectives& world, Evaluator* local,
+                                   std::uint32_t generation, const std::vector<BatchItem>& items,
+                                   bool everyone, double& busy) {
+  json message = batch_message(m, generation, items, everyone);
+  world.broadcast(json{{"batch", message}}.dump());
+  std::vector<std::string> gathered = local
+                                          ? std::vector<std::string>{local->evaluate(message, 0, 1)}
+                                          : world.gather(std::string());
+  return parse_results(gathered, busy);
+}
+
+// The first line of a compiler's or verifier's message that names an error, else its first line.
+std::string first_diagnostic(const std::string& message) {
+  std::istringstream lines(message);
+  std::string line, first;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (line.find("error") != std::string::npos) return line;
+  }
+  return first.empty() ? std::string("(no message)") : first;
+}
+
+// Why the job cannot go on when a kernel's original (the application's code as recorded, or its
+// source at its defaults) failed; "" when it may. The recorded PTX through the JIT failing is
+// only a warning: the recorded code still runs, and the compiler level learns what fails.
+std::string original_failure(const Master& m, const run::CandidateRecord& c, std::string& key) {
+  if (c.outcome == "ok" || (c.level != "original" && c.level != "rebuilt")) return "";
+  const config::KernelSelection& selection = m.config.kernels.at(c.kernel);
+  const std::string kernel = "kernel '" + selection.name + "'";
+  const std::string source = m.record.sources.count(c.source) ? m.record.sources.at(c.source) : "";
+  const bool recorded = source.empty();
+  key = "kernels[" + std::to_string(c.kernel) + "]." + (recorded ? "name" : "source");
+  std::string what;
+  if (recorded && c.level == "original") {
+    what = "the application's code as recorded";
+  } else if (recorded) {
+    log::warning(kernel, ": the recorded PTX does not run through the JIT (", c.outcome, ": ",
+                 first_diagnostic(c.message), "); the compiler level goes on without it");
+    return "";
+  } else {
+    what = "its source " + selection.source.filename().string() + " at its defaults";
+  }
+  const std::string compiler =
+      recorded ? "the CUDA driver"
+               : (m.backend == config::Backend::cuda ? "NVRTC" : "Clang (host backend)");
+  std::string verb = c.outcome == "compile_error" ? "does not compile with " + compiler
+                     : c.outcome == "wrong_result"
+                         ? "does not reproduce the recorded results"
+                         : "fails to run (" + c.outcome + ")";
+  return kernel + ": " + what + " " + verb + ": " + first_diagnostic(c.message) +
+         " (fix the set-up: nothing else of this kernel can be compared with it)";
+}
+
+// Stops the job with one clear error when a kernel's original failed in generation `generation`.
+void refuse_broken_originals(const Master& m, std::uint32_t generation) {
+  for (const auto& c : m.record.candidates) {
+    if (c.generation != generation) continue;
+    std::string key;
+    if (std::string why = original_failure(m, c, key); !why.empty()) m.config.fail(key, why);
+  }
+}
+
 // What the winner confirmation of a kernel re-measures: its original (first) and its best
 // distinct verified candidates (at most timing.confirm_top); empty when the original did not
 // verify or nothing else did.
 std::vector<const run::CandidateRecord*> confirmation_set(const Master& m, std::size_t kernel) {
   const run::CandidateRecord* original = nullptr;
+  const run::CandidateRecord* rebuilt = nullptr;
   std::vector<const run::CandidateRecord*> ranked;
   for (const auto& c : m.record.candidates) {
     if (c.kernel != kernel || c.outcome != "ok" || c.configuration.empty()) continue;
     if (c.level == "original") {
       if (!original) original = &c;
     } else {
+      if (c.level == "rebuilt" && !rebuilt) rebuilt = &c;
       ranked.push_back(&c);
     }
   }
   if (!original || ranked.empty() || m.config.timing.confirm_top == 0) return {};
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto* a, const auto* b) { return a->seconds < b->seconds; });
+  // The original, the rebuilt original (its ratio to the recorded code is reported), then the
+  // best distinct candidates.
   std::vector<const run::CandidateRecord*> out{original};
   std::set<std::pair<Hash128, std::string>> seen{{original->source, original->configuration}};
+  if (rebuilt && seen.insert({rebuilt->source, rebuilt->configuration}).second) {
+    out.push_back(rebuilt);
+    ranked.erase(std::find(ranked.begin(), ranked.end(), rebuilt));
+  }
+  const std::size_t limit = m.config.timing.confirm_top + (out.size() - 1);
   for (const auto* c : ranked) {
-    if (out.size() > m.config.timing.confirm_top) break;
+    if (out.size() > limit) break;
     if (seen.insert({c->source, c->configuration}).second) out.push_back(c);
   }
   return out;
@@ -625,6 +706,7 @@ int run_generations(Master& m, const Collectives& world) {
     local = std::make_unique<Evaluator>(evaluator_setup(m), c.capture, 0, world.node_rank(),
                                         world.node_size());
   }
+  Budget budget(c.budget, job_end);
   double last_generation_s = 0;
   std::string stop_reason;
   std::vector<double> latencies;
@@ -634,18 +716,7 @@ int run_generations(Master& m, const Collectives& world) {
     double elapsed = elapsed_before + seconds_since(session_start);
     // The confirmation at the end must fit too.
     double reserve = confirmation_estimate(m);
-    if (evaluated >= c.budget.evaluations) {
-      stop_reason = "budget.evaluations (" + std::to_string(c.budget.evaluations) + ") reached";
-    } else if (generation >= c.budget.generations) {
-      stop_reason = "budget.generations (" + std::to_string(c.budget.generations) + ") reached";
-    } else if (elapsed + last_generation_s + reserve > c.budget.wall_time_s) {
-      stop_reason = "budget.wall_time (" + config::format_duration(c.budget.wall_time_s) +
-                    ") would be passed by another generation and the confirmation";
-    } else if (job_end &&
-               now_epoch() + last_generation_s + reserve + c.budget.job_end_margin_s > *job_end) {
-      stop_reason = "the batch job's time limit is near (budget.job_end_margin " +
-                    config::format_duration(c.budget.job_end_margin_s) + ")";
-    }
+    stop_reason = budget.stop_reason(evaluated, generation, elapsed, reserve, now_epoch());
     if (!stop_reason.empty()) break;
     if (m.llm) {
       for (const auto& answer : m.llm->take()) {
@@ -702,8 +773,11 @@ int run_generations(Master& m, const Collectives& world) {
       m.record.candidates[i].run_seconds = m.record.elapsed_seconds;
     run::write_run_database(m.database, m.record);
     last_generation_s = seconds_since(generation_start);
+    budget.add_generation(last_generation_s);
     double busy_fraction = generation_s > 0 ? busy / (evaluators * generation_s) : 0;
     log::info(progress_line(m, generation - 1, first, last_generation_s, busy_fraction, latencies));
+    // The originals run first: a set-up in which they fail would spend the budget on nothing.
+    if (generation == 1) refuse_broken_originals(m, 0);
   }
   confirm_winners(m, world, local.get());
   m.record.elapsed_seconds = elapsed_before + seconds_since(session_start);
@@ -763,6 +837,43 @@ int run_evaluator(const Collectives& world) {
 }
 
 }  // namespace
+
+void check_originals(const std::string& tune_file) {
+  std::unique_ptr<Master> m = set_up_master(JobOptions{tune_file}, 1, /*dry_run=*/true);
+  std::unique_ptr<Evaluator> local;
+  try {
+    local = std::make_unique<Evaluator>(evaluator_setup(*m), m->config.capture, 0, 0, 1);
+  } catch (const std::exception& e) {
+    std::cout << "# the originals were not compiled and run here: " << e.what() << "\n";
+    return;
+  }
+  std::vector<Planned> originals = m->search->propose(0, 0);
+  std::vector<BatchItem> items;
+  for (const Planned& p : originals) {
+    m->record.sources.emplace(p.record.source, m->search->sources().at(p.record.source));
+    items.push_back({p.record.id, p.record.source, p.request});
+  }
+  double busy = 0;
+  std::vector<BatchResult> results =
+      parse_results({local->evaluate(batch_message(*m, 0, items, false), 0, 1)}, busy);
+  std::map<std::uint64_t, const replay::Evaluation*> by_id;
+  for (const BatchResult& r : results) by_id[r.id] = &r.evaluation;
+  for (Planned& p : originals) {
+    run::CandidateRecord& r = p.record;
+    if (auto it = by_id.find(r.id); it != by_id.end()) {
+      record_result(r, *it->second, 0);
+    } else {
+      r.outcome = "crash";
+      r.message = "no result came back from the sandbox";
+    }
+    std::cout << "# " << m->config.kernels.at(r.kernel).name << ": " << r.level << " ("
+              << r.description << "): " << r.outcome;
+    if (r.outcome == "ok") std::cout << ", " << format_ms(r.seconds);
+    std::cout << "\n";
+    m->record.candidates.push_back(r);
+  }
+  refuse_broken_originals(*m, 0);
+}
 
 int run_job(const JobOptions& options, const Collectives& world) {
   std::unique_ptr<Master> master;

@@ -58,26 +58,38 @@ std::optional<Level> parse_level(std::string_view text) {
   return std::nullopt;
 }
 
-std::string host_flag(std::string_view search_flag) {
-  if (search_flag == "fast_math") return "-ffast-math";
-  if (search_flag == "ftz") return "-fdenormal-fp-math=preserve-sign";
-  if (search_flag == "fmad") return "-ffp-contract=fast";
-  return "";
+std::string_view to_string(CodePath path) {
+  switch (path) {
+    case CodePath::host:
+      return "host";
+    case CodePath::recorded:
+      return "recorded";
+    case CodePath::nvrtc:
+      return "nvrtc";
+  }
+  return "?";
 }
 
-// What a search switch means to NVRTC: each turns a default off or a relaxation on.
-std::string cuda_flag(std::string_view search_flag) {
-  if (search_flag == "fast_math") return "--use_fast_math";
-  if (search_flag == "ftz") return "--ftz=true";
-  if (search_flag == "prec_div") return "--prec-div=false";
-  if (search_flag == "prec_sqrt") return "--prec-sqrt=false";
-  if (search_flag == "fmad") return "--fmad=false";
-  if (search_flag == "extra_device_vectorization") return "--extra-device-vectorization";
-  return "";
+// Clang's relaxations: each is off by default and turned on by its flag.
+std::optional<Switch> host_switch(std::string_view search_flag) {
+  if (search_flag == "fast_math") return Switch{"fast_math", kOff, kOn, "-ffast-math"};
+  if (search_flag == "ftz")
+    return Switch{"ftz", kOff, kOn, "-fdenormal-fp-math=preserve-sign"};
+  if (search_flag == "fmad") return Switch{"fmad", kOff, kOn, "-ffp-contract=fast"};
+  return std::nullopt;
 }
 
-std::string LevelBuilder::flag(std::string_view search_flag) const {
-  return backend_ == config::Backend::host ? host_flag(search_flag) : cuda_flag(search_flag);
+// NVRTC's switches, named and valued as NVRTC spells them: its default first.
+std::optional<Switch> nvrtc_switch(std::string_view search_flag) {
+  if (search_flag == "fast_math") return Switch{"use_fast_math", kOff, kOn, "--use_fast_math"};
+  if (search_flag == "ftz") return Switch{"ftz", "false", "true", "--ftz=true"};
+  if (search_flag == "prec_div") return Switch{"prec_div", "true", "false", "--prec-div=false"};
+  if (search_flag == "prec_sqrt")
+    return Switch{"prec_sqrt", "true", "false", "--prec-sqrt=false"};
+  if (search_flag == "fmad") return Switch{"fmad", "true", "false", "--fmad=false"};
+  if (search_flag == "extra_device_vectorization")
+    return Switch{"extra_device_vectorization", kOff, kOn, "--extra-device-vectorization"};
+  return std::nullopt;
 }
 
 LevelBuilder::LevelBuilder(const config::TuneConfig& config, config::Backend backend)
@@ -91,7 +103,9 @@ LevelBuilder::LevelBuilder(const config::TuneConfig& config, config::Backend bac
       dropped.push_back(pass);
   }
   for (const std::string& flag : config.search.compiler.flags) {
-    if (!this->flag(flag).empty()) flags_.push_back(flag);
+    if (backend == config::Backend::host ? host_switch(flag).has_value()
+                                         : nvrtc_switch(flag).has_value())
+      flags_.push_back(flag);
   }
   if (!dropped.empty()) {
     std::call_once(warned, [&] {
@@ -127,9 +141,69 @@ double LevelBuilder::share(Level level) const {
   return 0;
 }
 
+// The compiler level's space for one code path: only options that change the code on it.
+//   host      opt (the pipeline's level), Clang's switches, an LLVM pass sequence
+//   nvrtc     ptxas_opt, NVRTC's switches, max_registers, cache_mode (ptxas -dlcm)
+//   recorded  code: the recorded cubin as it is, or the recorded PTX through the JIT, with
+//             ptxas_opt, max_registers and cache_mode for the JIT only; nothing without PTX
+// Its default point changes nothing: the recorded cubin, or the compiler's own defaults.
+std::optional<LevelSpace> LevelBuilder::build_compiler(CodePath path, bool has_ptx) const {
+  const config::CompilerLevel& c = config_.search.compiler;
+  if (path == CodePath::recorded && !has_ptx) return std::nullopt;
+  std::vector<bo::Parameter> parameters;
+  bo::Configuration defaults;
+  auto add = [&](bo::Parameter p, std::vector<int> default_value) {
+    parameters.push_back(std::move(p));
+    defaults.values.push_back(std::move(default_value));
+  };
+  const char* jit_only = "code == \"ptx\"";
+  auto when_jit = [&](bo::Parameter p) {
+    // On the recorded path these act only on the JIT, so they exist only with code=ptx.
+    if (path == CodePath::recorded) p.when(jit_only);
+    return p;
+  };
+  if (path == CodePath::recorded) add(bo::Parameter::categorical("code", {"cubin", "ptx"}), {0});
+  std::vector<double> opts(c.opt_levels.begin(), c.opt_levels.end());
+  const int baseline = opt_level_of(c.passes.baseline).value_or(3);
+  if (std::find(opts.begin(), opts.end(), double(baseline)) == opts.end()) opts.push_back(baseline);
+  std::sort(opts.begin(), opts.end());
+  opts.erase(std::unique(opts.begin(), opts.end()), opts.end());
+  const int at = static_cast<int>(std::find(opts.begin(), opts.end(), double(baseline)) -
+                                  opts.begin());
+  const bool recorded = path == CodePath::recorded;
+  if (opts.size() > 1 || recorded)
+    add(when_jit(bo::Parameter::ordinal(path == CodePath::host ? "opt" : "ptxas_opt", opts)),
+        recorded ? std::vector<int>{} : std::vector<int>{at});
+  if (path != CodePath::recorded) {
+    for (const std::string& flag : flags_) {
+      std::optional<Switch> s = path == CodePath::host ? host_switch(flag) : nvrtc_switch(flag);
+      if (s) add(bo::Parameter::categorical(s->name, {s->default_label, s->other_label}), {0});
+    }
+  }
+  if (path == CodePath::host) {
+    if (!passes_.empty() && c.passes.max_length > 0)
+      add(bo::Parameter::sequence("passes", passes_, c.passes.max_length, c.passes.repeat), {});
+  } else {
+    std::vector<double> limits(c.max_registers.begin(), c.max_registers.end());
+    limits.push_back(0);  // no limit: the default
+    std::sort(limits.begin(), limits.end());
+    limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
+    if (limits.size() > 1)
+      add(when_jit(bo::Parameter::ordinal("max_registers", limits)),
+          recorded ? std::vector<int>{} : std::vector<int>{0});
+    add(when_jit(bo::Parameter::categorical("cache_mode", {"default", "ca", "cg"})),
+        recorded ? std::vector<int>{} : std::vector<int>{0});
+  }
+  if (parameters.empty()) return std::nullopt;
+  bo::Space space(std::move(parameters));
+  if (space.log10_size() <= 0) return std::nullopt;
+  return LevelSpace{std::move(space), std::move(defaults)};
+}
+
 std::optional<LevelSpace> LevelBuilder::build(Level level,
                                               const std::vector<evolve::Tunable>& tunables,
-                                              std::optional<capture::Dim3> original_block) const {
+                                              std::optional<capture::Dim3> original_block,
+                                              CodePath path, bool has_ptx) const {
   if (!enabled(level)) return std::nullopt;
   std::vector<bo::Parameter> parameters;
   bo::Configuration defaults;
@@ -139,27 +213,7 @@ std::optional<LevelSpace> LevelBuilder::build(Level level,
     defaults.values.push_back(std::move(default_value));
   };
   if (level == Level::compiler) {
-    const config::CompilerLevel& c = config_.search.compiler;
-    std::vector<double> opts(c.opt_levels.begin(), c.opt_levels.end());
-    std::sort(opts.begin(), opts.end());
-    opts.erase(std::unique(opts.begin(), opts.end()), opts.end());
-    int baseline = opt_level_of(c.passes.baseline).value_or(static_cast<int>(opts.back()));
-    auto at = std::find(opts.begin(), opts.end(), double(baseline));
-    if (at == opts.end()) {
-      opts.push_back(baseline);
-      std::sort(opts.begin(), opts.end());
-      at = std::find(opts.begin(), opts.end(), double(baseline));
-    }
-    add(bo::Parameter::ordinal("opt", opts), {static_cast<int>(at - opts.begin())});
-    for (const std::string& flag : flags_) add(bo::Parameter::categorical(flag, {kOff, kOn}), {0});
-    if (backend_ == config::Backend::cuda) {
-      // ptxas's register limit; the pass pipeline is Clang's, and GPU variants compile with NVRTC.
-      std::vector<double> limits(c.max_registers.begin(), c.max_registers.end());
-      std::sort(limits.begin(), limits.end());
-      limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
-      if (limits.size() > 1) add(bo::Parameter::ordinal("max_registers", limits), {0});
-    } else if (!passes_.empty() && c.passes.max_length > 0)
-      add(bo::Parameter::sequence("passes", passes_, c.passes.max_length, c.passes.repeat), {});
+    return build_compiler(path, has_ptx);
   } else if (level == Level::launch) {
     const config::LaunchLevel& l = config_.search.launch;
     // Each dimension's values, with the original's among them; its index is the default.
@@ -224,22 +278,41 @@ void LevelBuilder::apply(Level level, const LevelSpace& level_space,
   };
   if (level == Level::compiler) {
     std::string sequence;
+    std::optional<int> opt;
+    bool jit = true;  // the recorded path with code=cubin compiles nothing
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       const bo::Parameter& p = parameters[i];
-      if (p.name == "opt") continue;
-      if (p.name == "max_registers") {
+      if (configuration.values[i].empty()) continue;  // inactive
+      if (p.name == "opt" || p.name == "ptxas_opt") {
+        opt = std::stoi(label(i));
+      } else if (p.name == "code") {
+        jit = label(i) == "ptx";
+      } else if (p.name == "max_registers") {
         if (label(i) != "0") variant.flags.push_back("--maxrregcount=" + label(i));
+      } else if (p.name == "cache_mode") {
+        if (label(i) != "default") variant.flags.push_back("-dlcm=" + label(i));
       } else if (p.kind == bo::Kind::sequence) {
         for (int item : configuration.values[i])
           sequence += (sequence.empty() ? "" : ",") + p.pool.at(static_cast<std::size_t>(item));
-      } else if (label(i) == kOn) {
-        if (std::string f = flag(p.name); !f.empty()) variant.flags.push_back(f);
+      } else {
+        for (const std::string& flag : flags_) {
+          std::optional<Switch> s =
+              backend_ == config::Backend::host ? host_switch(flag) : nvrtc_switch(flag);
+          if (s && s->name == p.name && label(i) == s->other_label) variant.flags.push_back(s->flag);
+        }
       }
     }
-    if (backend_ == config::Backend::cuda) variant.flags.push_back("-O" + label(0));  // ptxas
-    std::string pipeline = "default<O" + label(0) + ">";
-    if (!sequence.empty()) pipeline += ",function(" + sequence + ")";
-    variant.passes = pipeline;
+    const int baseline = opt_level_of(config_.search.compiler.passes.baseline).value_or(3);
+    if (backend_ == config::Backend::host) {
+      std::string pipeline = "default<O" + std::to_string(opt.value_or(baseline)) + ">";
+      if (!sequence.empty()) pipeline += ",function(" + sequence + ")";
+      variant.passes = pipeline;
+    } else if (parameters.front().name == "code") {
+      // The recorded PTX goes through the JIT only when an -O level is given.
+      if (jit) variant.flags.push_back("-O" + std::to_string(opt.value_or(baseline)));
+    } else if (opt && *opt != baseline) {
+      variant.flags.push_back("-O" + std::to_string(*opt));  // ptxas, after NVRTC
+    }
   } else if (level == Level::launch) {
     // At its default point every launch keeps the block it was recorded with (or tune.yaml's).
     if (configuration == level_space.defaults) return;

@@ -21,6 +21,15 @@ inline constexpr std::array kLevels = {Level::compiler, Level::launch, Level::pa
 std::string_view to_string(Level level);
 std::optional<Level> parse_level(std::string_view text);
 
+// How a candidate's code is made. Each path has its own compiler options: the compiler level
+// proposes only options that change the code on the path in use.
+enum class CodePath {
+  host,      // the host backend: Clang, an LLVM pass pipeline, ORC JIT
+  recorded,  // CUDA: the recorded cubin as it is, or the recorded PTX through the driver's JIT
+  nvrtc,     // CUDA: the source through NVRTC (and ptxas)
+};
+std::string_view to_string(CodePath path);
+
 // What a level searches for one source; absent when it has nothing to search.
 struct LevelSpace {
   bo::Space space;
@@ -33,9 +42,11 @@ class LevelBuilder {
  public:
   LevelBuilder(const config::TuneConfig& config, config::Backend backend);
   // `original_block`: the launch level's default point (added to the block lists when missing);
-  // without one the smallest block of the lists.
+  // without one the smallest block of the lists. `path`: how the source's code is made (the
+  // compiler level's options); `has_ptx`: whether the capture holds PTX to JIT (recorded path).
   std::optional<LevelSpace> build(Level level, const std::vector<evolve::Tunable>& tunables,
-                                  std::optional<capture::Dim3> original_block = {}) const;
+                                  std::optional<capture::Dim3> original_block = {},
+                                  CodePath path = CodePath::host, bool has_ptx = true) const;
   // Sets what `configuration` of `level` means on `variant`.
   void apply(Level level, const LevelSpace& space, const bo::Configuration& configuration,
              replay::Variant& variant) const;
@@ -43,16 +54,24 @@ class LevelBuilder {
   double share(Level level) const;
 
  private:
-  std::string flag(std::string_view search_flag) const;  // for this backend's compiler
+  std::optional<LevelSpace> build_compiler(CodePath path, bool has_ptx) const;
   const config::TuneConfig& config_;
   config::Backend backend_;
   std::vector<std::string> passes_;  // pool entries as they are written in a pipeline
   std::vector<std::string> flags_;   // compiler.flags this backend knows how to pass
 };
 
-// The compiler flags a search flag stands for with the host backend's Clang and with NVRTC
-// ("" when none).
-std::string host_flag(std::string_view search_flag);
-std::string cuda_flag(std::string_view search_flag);
+// A compiler switch of the search as one compiler sees it: the parameter's values, first the
+// compiler's default, and the flag the other value produces. Named and valued after the flag
+// (NVRTC's "prec_div" takes "true"/"false" and "false" gives --prec-div=false), so that
+// descriptions say what the code was built with.
+struct Switch {
+  std::string name;
+  std::string default_label, other_label;
+  std::string flag;  // what the other value adds to the compile
+};
+// nullopt when the compiler has no such switch.
+std::optional<Switch> host_switch(std::string_view search_flag);
+std::optional<Switch> nvrtc_switch(std::string_view search_flag);
 
 }  // namespace r3::tune

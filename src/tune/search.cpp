@@ -21,28 +21,34 @@ std::string first_lines(const std::string& text, std::size_t limit = 400) {
   return text.size() <= limit ? text : text.substr(0, limit) + " ...";
 }
 
-// Splits `total` by `weights` (largest remainder; ties to the earlier entry).
-std::vector<std::size_t> split(std::size_t total, const std::vector<double>& weights) {
-  std::vector<std::size_t> counts(weights.size(), 0);
-  double sum = 0;
-  for (double w : weights) sum += w;
-  if (sum <= 0 || total == 0) return counts;
-  std::vector<std::pair<double, std::size_t>> remainders;
-  std::size_t given = 0;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    double exact = total * weights[i] / sum;
-    counts[i] = static_cast<std::size_t>(exact);
-    given += counts[i];
-    remainders.push_back({-(exact - counts[i]), i});
-  }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (std::size_t i = 0; given < total && i < remainders.size(); ++i, ++given)
-    ++counts[remainders[i].second];
-  return counts;
-}
-
 }  // namespace
+
+std::vector<std::size_t> fair_shares(std::size_t count, const std::vector<double>& weights,
+                                     std::vector<double>& received) {
+  std::vector<std::size_t> out(weights.size(), 0);
+  received.resize(weights.size(), 0);
+  double sum = 0;
+  for (double w : weights) sum += std::max(0.0, w);
+  if (sum <= 0) return out;
+  double total = 0;
+  for (double r : received) total += r;
+  for (std::size_t n = 0; n < count; ++n) {
+    total += 1;
+    std::size_t best = weights.size();
+    double best_deficit = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      if (weights[i] <= 0) continue;
+      const double deficit = total * weights[i] / sum - received[i];
+      if (best == weights.size() || deficit > best_deficit + 1e-9) {
+        best = i;
+        best_deficit = deficit;
+      }
+    }
+    ++out[best];
+    received[best] += 1;
+  }
+  return out;
+}
 
 struct Search::SourceEntry {
   Hash128 hash;
@@ -68,6 +74,7 @@ struct Search::KernelState {
   std::map<Hash128, std::vector<evolve::Mutation>> mutations;  // per parent, made once
   std::deque<std::pair<std::string, Hash128>> llm_sources;     // answers waiting: text, parent
   std::deque<std::string> recent_failures;
+  std::vector<double> received;  // candidates each slot (source, then kLevels) got so far
   explicit KernelState(const config::TuneConfig& c)
       : archive(c.search.archive), novelty(c.search.archive.similarity_threshold) {}
 };
@@ -101,9 +108,10 @@ Search::SourceEntry& Search::add_source(KernelState& kernel, std::string text, s
   entry->parent = parent;
   entry->island = island % std::max<std::size_t>(1, kernel.archive.islands());
   entry->tunables = evolve::parse_tunables(text);
+  const KernelTarget& target = kernels_[kernel.index];
   for (Level level : kLevels) {
-    const KernelTarget& target = kernels_[kernel.index];
-    if (auto space = levels_.build(level, entry->tunables, target.original_block))
+    if (auto space = levels_.build(level, entry->tunables, target.original_block,
+                                   code_path(kernel, text), target.has_recorded_ptx))
       entry->spaces.emplace(level, std::move(*space));
   }
   kernel.novelty.add(text);
@@ -113,6 +121,12 @@ Search::SourceEntry& Search::add_source(KernelState& kernel, std::string text, s
   kernel.by_hash[hash] = entry.get();
   kernel.sources.push_back(std::move(entry));
   return added;
+}
+
+CodePath Search::code_path(const KernelState& kernel, const std::string& text) const {
+  if (backend_ == config::Backend::host) return CodePath::host;
+  const KernelTarget& target = kernels_[kernel.index];
+  return text.empty() && !target.has_recorded_source ? CodePath::recorded : CodePath::nvrtc;
 }
 
 std::string Search::describe_source(const Hash128& source) const {
@@ -133,7 +147,16 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   v = target.base;
   v.source_text = source.text;
   v.source_name = target.source_name;
-  if (v.passes.empty()) v.passes = config_.search.compiler.passes.baseline;
+  const CodePath path = code_path(kernel, source.text);
+  if (path == CodePath::host && v.passes.empty()) v.passes = config_.search.compiler.passes.baseline;
+  if (path == CodePath::recorded) {
+    // The recorded code: none of tune.yaml's compile settings act on it.
+    v.compiler = config::Compiler::recorded;
+    v.entry.clear();
+    v.defines.clear();
+    v.include_dirs.clear();
+    v.flags.clear();
+  }
   json levels = json::object();
   std::string description;
   for (const auto& [level, space] : source.spaces) {
@@ -167,7 +190,9 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   r.kernel = static_cast<std::uint32_t>(kernel.index);
   r.source = source.hash;
   r.level = std::move(level_name);
-  r.plan = json{{"levels", levels}}.dump();
+  json plan_json{{"levels", levels}};
+  if (searched) plan_json["searched"] = std::string(to_string(*searched));
+  r.plan = plan_json.dump();
   replay::Variant shown = v;
   shown.source_text.clear();
   r.configuration = replay::wire::encode(shown);
@@ -285,36 +310,129 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
   }
 }
 
+Planned Search::plan_recorded(KernelState& kernel, std::uint32_t generation) {
+  const KernelTarget& target = kernels_[kernel.index];
+  Planned p;
+  replay::Variant& v = p.request.variant;
+  v.source_name = target.source_name;
+  v.compiler = config::Compiler::recorded;  // the cubin at the recorded launch shape
+  p.request.kernel = kernel.index;
+  p.request.options.warmup = config_.timing.warmup;
+  p.request.options.repeats = config_.timing.repeats;
+  p.request.options.verify_after_timing = config_.verify.after_timing;
+  p.request.options.flush_l2 = config_.timing.flush_l2;
+  p.request.options.verify = config_.verify;
+  const Hash128 none = hash_string("");
+  sources_.emplace(none, std::string());
+  run::CandidateRecord& r = p.record;
+  r.id = next_id_++;
+  r.generation = generation;
+  r.parent = -1;
+  r.kernel = static_cast<std::uint32_t>(kernel.index);
+  r.source = none;
+  r.level = "original";
+  r.plan = json{{"levels", json::object()}, {"recorded", true}}.dump();
+  replay::Variant shown = v;
+  r.configuration = replay::wire::encode(shown);
+  r.description = "the application's code as recorded";
+  outstanding_[r.id] = p;
+  return p;
+}
+
+void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
+                               std::vector<Planned>& out) {
+  const KernelTarget& target = kernels_[kernel.index];
+  SourceEntry& first = *kernel.sources.front();
+  const CodePath path = code_path(kernel, first.text);
+  if (path == CodePath::host) {
+    out.push_back(plan(kernel, first, std::nullopt, nullptr, "original", generation));
+    return;
+  }
+  if (path == CodePath::nvrtc) {
+    // The application's code as recorded, then its source through NVRTC at its defaults.
+    const bool recorded = target.has_recorded_cubin || target.has_recorded_ptx;
+    if (recorded) out.push_back(plan_recorded(kernel, generation));
+    out.push_back(
+        plan(kernel, first, std::nullopt, nullptr, recorded ? "rebuilt" : "original", generation));
+    return;
+  }
+  // The recorded path: the cubin as it is, then the recorded PTX through the JIT. The source's
+  // defaults are the recorded code unless tune.yaml imposes a block on every candidate.
+  if (target.base.block)
+    out.push_back(plan_recorded(kernel, generation));
+  else
+    out.push_back(plan(kernel, first, std::nullopt, nullptr, "original", generation));
+  auto space = first.spaces.find(Level::compiler);
+  if (space == first.spaces.end() || !target.has_recorded_cubin) return;
+  const bo::Space& s = space->second.space;
+  bo::Configuration jit = space->second.defaults;
+  for (std::size_t i = 0; i < s.parameters().size(); ++i) {
+    const bo::Parameter& p = s.parameters()[i];
+    const int baseline = 3;  // ptxas's own default level
+    if (p.name == "code") jit.values[i] = {1};
+    if (p.name == "ptxas_opt") {
+      auto at = std::find(p.numbers.begin(), p.numbers.end(), double(baseline));
+      jit.values[i] = {static_cast<int>(at == p.numbers.end() ? p.numbers.size() - 1
+                                                              : at - p.numbers.begin())};
+    }
+    if (p.name == "max_registers" || p.name == "cache_mode") jit.values[i] = {0};
+  }
+  if (!s.valid(jit)) return;
+  optimizer(first, Level::compiler).add_pending(jit);
+  out.push_back(plan(kernel, first, Level::compiler, &jit, "rebuilt", generation));
+  out.back().record.description = "the recorded PTX through the JIT: " + s.describe(jit);
+  outstanding_[out.back().record.id].record.description = out.back().record.description;
+}
+
 std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count) {
   if (requested_.size() <= generation) requested_.resize(generation + 1, 0);
   requested_[generation] = count;
   std::vector<Planned> out;
   if (next_id_ == 0) {
-    for (auto& state : states_)
-      out.push_back(
-          plan(*state, *state->sources.front(), std::nullopt, nullptr, "original", generation));
+    for (auto& state : states_) propose_originals(*state, generation, out);
   }
   std::size_t left = count > out.size() ? count - out.size() : 0;
-  std::vector<std::size_t> per_kernel = split(left, std::vector<double>(states_.size(), 1.0));
-  for (std::size_t k = 0; k < states_.size(); ++k) {
-    KernelState& kernel = *states_[k];
-    std::size_t n = per_kernel[k];
-    std::vector<double> weights = {config_.search.source.enabled ? config_.search.source.share : 0};
-    for (Level level : kLevels)
-      weights.push_back(levels_.enabled(level) ? levels_.share(level) : 0);
-    std::vector<std::size_t> counts = split(n, weights);
-    std::size_t before = out.size();
-    propose_sources(kernel, counts[0], generation, out);
-    std::size_t spare = counts[0] - (out.size() - before);
-    for (std::size_t i = 0; i < kLevels.size(); ++i) {
-      if (weights[i + 1] <= 0) continue;
-      std::size_t want = counts[i + 1] + spare;
-      std::size_t start = out.size();
-      propose_levels(kernel, kLevels[i], want, generation, out);
-      spare = want - (out.size() - start);
+  // The kernels share the batch evenly over the run; within a kernel the slots (new sources,
+  // then each level) share its candidates by tune.yaml's shares, over the run too. A slot that
+  // cannot use what it is given (nothing left to propose) passes it on, and is not owed it.
+  std::vector<bool> kernel_can(states_.size(), true);
+  while (left > 0) {
+    std::vector<double> kernel_weights(states_.size(), 0);
+    for (std::size_t k = 0; k < states_.size(); ++k) kernel_weights[k] = kernel_can[k] ? 1 : 0;
+    std::vector<std::size_t> per_kernel = fair_shares(left, kernel_weights, kernel_received_);
+    std::size_t made_now = 0;
+    for (std::size_t k = 0; k < states_.size(); ++k) {
+      if (per_kernel[k] == 0) continue;
+      KernelState& kernel = *states_[k];
+      std::vector<double> weights = {
+          config_.search.source.enabled ? config_.search.source.share : 0};
+      for (Level level : kLevels)
+        weights.push_back(levels_.enabled(level) ? levels_.share(level) : 0);
+      std::size_t want = per_kernel[k], made = 0;
+      while (made < want) {
+        if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
+        std::vector<double> before = kernel.received;
+        std::vector<std::size_t> counts = fair_shares(want - made, weights, kernel.received);
+        for (std::size_t slot = 0; slot < counts.size(); ++slot) {
+          if (counts[slot] == 0) continue;
+          std::size_t start = out.size();
+          if (slot == 0)
+            propose_sources(kernel, counts[slot], generation, out);
+          else
+            propose_levels(kernel, kLevels[slot - 1], counts[slot], generation, out);
+          const std::size_t got = out.size() - start;
+          made += got;
+          if (got < counts[slot]) weights[slot] = 0;  // spent for this generation
+        }
+      }
+      if (made < want) {
+        kernel_can[k] = false;
+        kernel_received_[k] -= static_cast<double>(want - made);
+      }
+      made_now += made;
+      left -= made;
     }
-    // What no level could use goes to new sources, if there are any left to make.
-    if (spare > 0 && config_.search.source.enabled) propose_sources(kernel, spare, generation, out);
+    if (made_now == 0) break;
   }
   return out;
 }
@@ -326,11 +444,14 @@ void Search::observe(const run::CandidateRecord& done) {
   Planned planned = std::move(it->second);
   outstanding_.erase(it);
   KernelState& kernel = *states_.at(planned.record.kernel);
+  json plan = json::parse(planned.record.plan);
+  // The recorded code is the baseline, not a point of any level's space.
+  if (plan.value("recorded", false)) return;
   SourceEntry& source = *kernel.by_hash.at(planned.record.source);
   bool ok = done.outcome == replay::to_string(replay::Outcome::ok);
   bo::Outcome outcome = ok ? bo::Outcome::success(done.seconds) : bo::Outcome::failed(done.outcome);
-  std::optional<Level> level = parse_level(planned.record.level);
-  json plan = json::parse(planned.record.plan);
+  std::optional<Level> level =
+      plan.contains("searched") ? parse_level(plan.at("searched").get<std::string>()) : std::nullopt;
   auto configuration_of = [&](Level l) {
     return bo::Configuration{
         plan.at("levels").at(std::string(to_string(l))).get<std::vector<std::vector<int>>>()};

@@ -38,6 +38,12 @@ struct KernelTarget {
   // The block the original runs with (tune.yaml's, else the first selected launch's): the
   // launch level's default point, so that the original keeps its shape.
   std::optional<capture::Dim3> original_block;
+  // CUDA: what the capture holds of the kernel's code. The original candidate is the recorded
+  // cubin (what the application runs); sources are rebuilt by NVRTC, and without one the
+  // recorded PTX can go through the JIT.
+  bool has_recorded_cubin = false;
+  bool has_recorded_ptx = false;
+  bool has_recorded_source = false;
 };
 
 struct Planned {
@@ -81,6 +87,15 @@ class Search {
   Planned plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
                const bo::Configuration* searched_configuration, std::string level_name,
                std::uint32_t generation);
+  // The first candidates of a kernel: the application's own code as recorded ("original") and,
+  // where candidates are rebuilt from source or PTX, the same code rebuilt ("rebuilt").
+  void propose_originals(KernelState& kernel, std::uint32_t generation, std::vector<Planned>& out);
+  Planned plan_recorded(KernelState& kernel, std::uint32_t generation);
+  CodePath code_path(const KernelState& kernel, const std::string& text) const;
+  // Each level's share of the candidates so far, carried across generations: how many of
+  // `count` each of the weighted slots gets now.
+  std::vector<std::size_t> fair_split(KernelState& kernel, std::size_t count,
+                                      const std::vector<double>& weights);
   void propose_sources(KernelState& kernel, std::size_t count, std::uint32_t generation,
                        std::vector<Planned>& out);
   void propose_levels(KernelState& kernel, Level level, std::size_t count, std::uint32_t generation,
@@ -103,6 +118,14 @@ class Search {
   std::map<std::uint64_t, std::pair<std::size_t, Hash128>> llm_parents_;  // tag -> kernel, parent
   std::uint64_t next_tag_ = 1;
   std::vector<std::size_t> requested_;  // candidates asked for, per generation (for resume)
+  std::vector<double> kernel_received_;  // candidates each kernel got so far
 };
+
+// Splits `count` among slots by `weights`, given what each slot `received` before: each
+// candidate goes to the slot furthest below its share of the total so far (ties to the earlier
+// slot), so that rounding never starves a slot over a run, whatever the batch size. Slots of
+// weight 0 get nothing. `received` is updated.
+std::vector<std::size_t> fair_shares(std::size_t count, const std::vector<double>& weights,
+                                     std::vector<double>& received);
 
 }  // namespace r3::tune

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "levels.hpp"
 #include "r3/tune_config.hpp"
@@ -36,26 +37,76 @@ bo::Configuration everything_on(const bo::Space& space) {
   return c;
 }
 
-TEST(TuneLevels, CudaCompilerLevelMeansNvrtcAndPtxasOptions) {
+// NVRTC: its switches named and valued as the flags they produce; ptxas options; defaults that
+// add no flag at all.
+TEST(TuneLevels, NvrtcCompilerLevelNamesFlagsWithTheirPolarity) {
   config::TuneConfig config = config_for("cuda");
   LevelBuilder builder(config, config::Backend::cuda);
-  auto level = builder.build(Level::compiler, {});
+  auto level = builder.build(Level::compiler, {}, {}, CodePath::nvrtc);
   ASSERT_TRUE(level);
-  EXPECT_EQ(names(level->space),
-            (std::vector<std::string>{"opt", "fast_math", "prec_div", "max_registers"}));
+  EXPECT_EQ(names(level->space), (std::vector<std::string>{"ptxas_opt", "use_fast_math", "prec_div",
+                                                           "max_registers", "cache_mode"}));
   replay::Variant variant;
-  builder.apply(Level::compiler, *level, everything_on(level->space), variant);
+  bo::Configuration all = everything_on(level->space);
+  builder.apply(Level::compiler, *level, all, variant);
+  // ptxas_opt at its largest is 3, ptxas's default: no -O flag.
   EXPECT_EQ(variant.flags, (std::vector<std::string>{"--use_fast_math", "--prec-div=false",
-                                                     "--maxrregcount=32", "-O3"}));
+                                                     "--maxrregcount=32", "-dlcm=cg"}));
+  EXPECT_NE(level->space.describe(all).find("prec_div=false"), std::string::npos)
+      << level->space.describe(all);
+  EXPECT_TRUE(variant.passes.empty()) << "no LLVM pipeline acts on NVRTC's code";
   replay::Variant defaults;
   builder.apply(Level::compiler, *level, level->defaults, defaults);
-  EXPECT_EQ(defaults.flags, (std::vector<std::string>{"-O3"}));
+  EXPECT_TRUE(defaults.flags.empty());
+  bo::Configuration o1 = level->defaults;
+  o1.values[0] = {0};
+  replay::Variant lower;
+  builder.apply(Level::compiler, *level, o1, lower);
+  EXPECT_EQ(lower.flags, std::vector<std::string>{"-O1"});
+}
+
+// Recorded code: only what acts on the recorded PTX through the JIT (-O, register limit, cache
+// mode), and nothing at all by default, which is the recorded cubin as it is.
+TEST(TuneLevels, RecordedCodeLevelSearchesOnlyJitOptions) {
+  config::TuneConfig config = config_for("cuda");
+  LevelBuilder builder(config, config::Backend::cuda);
+  EXPECT_FALSE(builder.build(Level::compiler, {}, {}, CodePath::recorded, /*has_ptx=*/false))
+      << "without PTX no option acts on the recorded cubin";
+  auto level = builder.build(Level::compiler, {}, {}, CodePath::recorded, true);
+  ASSERT_TRUE(level);
+  EXPECT_EQ(names(level->space),
+            (std::vector<std::string>{"code", "ptxas_opt", "max_registers", "cache_mode"}));
+  EXPECT_TRUE(level->space.valid(level->defaults));
+  replay::Variant cubin;
+  builder.apply(Level::compiler, *level, level->defaults, cubin);
+  EXPECT_TRUE(cubin.flags.empty()) << "the default is the recorded cubin, with no JIT option";
+  EXPECT_EQ(level->space.describe(level->defaults), "code=cubin");
+  bo::Configuration jit = {{{1}, {0}, {1}, {2}}};  // ptx, -O1, 32 registers, cg
+  ASSERT_TRUE(level->space.valid(jit));
+  replay::Variant variant;
+  builder.apply(Level::compiler, *level, jit, variant);
+  EXPECT_EQ(variant.flags, (std::vector<std::string>{"--maxrregcount=32", "-dlcm=cg", "-O1"}));
+  // The switches that do nothing on recorded code are not searched.
+  for (const std::string& name : names(level->space)) {
+    EXPECT_NE(name, "prec_div");
+    EXPECT_NE(name, "use_fast_math");
+  }
+  // Every point the search can draw either JITs with an -O level or is the cubin with no flag.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    bo::Configuration c = level->space.sample(rng);
+    replay::Variant v;
+    builder.apply(Level::compiler, *level, c, v);
+    const bool jits = std::any_of(v.flags.begin(), v.flags.end(),
+                                  [](const std::string& f) { return f.starts_with("-O"); });
+    EXPECT_EQ(jits, !v.flags.empty()) << level->space.describe(c);
+  }
 }
 
 TEST(TuneLevels, HostCompilerLevelMeansClangFlagsAndPassPipelines) {
   config::TuneConfig config = config_for("host");
   LevelBuilder builder(config, config::Backend::host);
-  auto level = builder.build(Level::compiler, {});
+  auto level = builder.build(Level::compiler, {}, {}, CodePath::host);
   ASSERT_TRUE(level);
   std::vector<std::string> parameters = names(level->space);
   // prec_div has no Clang equivalent; register limits are a GPU matter.

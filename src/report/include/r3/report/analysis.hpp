@@ -33,6 +33,9 @@ struct KernelResult {
   std::size_t kernel = 0;
   std::string name;                                   // as tune.yaml names it
   const run::CandidateRecord* original = nullptr;     // the original's evaluation, when ok
+  // The application's code rebuilt the way candidates are (its source through NVRTC, or the
+  // recorded PTX through the JIT), when ok; absent where candidates are not rebuilt (host).
+  const run::CandidateRecord* rebuilt = nullptr;
   const run::CandidateRecord* best_sample = nullptr;  // fastest single sample
   const run::CandidateRecord* winner = nullptr;       // confirmed fastest, else best_sample
   bool confirmed = false;       // winner and original were re-measured side by side
@@ -44,6 +47,11 @@ struct KernelResult {
   double speedup_low = 0;
   double speedup_high = 0;
   std::size_t pairs = 0;
+  // The original's time over the rebuilt original's (median of neighbouring pairs when
+  // confirmed): below 1 the rebuild is slower than what the application runs. 0 when unknown.
+  double rebuilt_ratio = 0;
+  // No candidate beat the application's own code: keep it (the winner is the original).
+  bool keep_original = false;
   std::set<int> evaluators;  // that took part in the confirmation
   std::vector<ConfirmedCandidate> confirmations;
   std::vector<const run::CandidateRecord*> lineage;  // the original first, the winner last

@@ -16,6 +16,13 @@ struct JobOptions {
   bool resume_if_present = false;
 };
 
+// `r3-mpi --dry-run`, after the configuration was checked: compiles and verifies each kernel's
+// original (the application's code as recorded, and its source at its defaults) in a sandbox of
+// this process, and prints one line per original. Throws ConfigError naming the kernel, the
+// compiler and the first diagnostic when one fails; returns quietly, saying why, when this
+// process cannot run the backend (e.g. no GPU on a login node).
+void check_originals(const std::string& tune_file);
+
 // Runs the job on every rank (collective). Errors in the configuration, the capture or the LLM
 // endpoint are found on rank 0 before any evaluation and end every rank with one message from
 // rank 0; returns the exit status (0, or that of r3::exit_status_of_current_exception()).

@@ -1,0 +1,39 @@
+// When the tuning job stops (DESIGN.md §6, budget): evaluations, generations, wall time and the
+// batch job's end. The time limits look one generation ahead, with the generation a run
+// typically takes: one slow generation (a compile storm, a timeout) must not end a run that has
+// most of its time left.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "r3/tune_config.hpp"
+
+namespace r3::tune {
+
+class Budget {
+ public:
+  // `job_end`: the batch job's end (seconds since the epoch), when the scheduler says.
+  Budget(const config::BudgetConfig& limits, std::optional<double> job_end)
+      : limits_(limits), job_end_(job_end) {}
+
+  void add_generation(double seconds) { generations_.push_back(seconds); }
+  // The median of this session's generation times (0 before the first).
+  double typical_generation() const;
+
+  // Why the job stops now, or "" to run another generation. `elapsed`: the run's wall time so
+  // far (all sessions); `reserve`: what the winner confirmation will take; `now`: seconds since
+  // the epoch.
+  std::string stop_reason(std::size_t evaluated, std::uint32_t generation, double elapsed,
+                          double reserve, double now) const;
+
+ private:
+  config::BudgetConfig limits_;
+  std::optional<double> job_end_;
+  std::vector<double> generations_;
+};
+
+}  // namespace r3::tune

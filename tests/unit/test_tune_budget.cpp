@@ -1,0 +1,52 @@
+// When the tuning job stops: the time limits look one typical generation ahead, so that one slow
+// generation does not end a run that has most of its time left.
+#include <gtest/gtest.h>
+
+#include "budget.hpp"
+
+namespace r3::tune {
+namespace {
+
+TEST(TuneBudget, OneSlowGenerationDoesNotEndTheRun) {
+  config::BudgetConfig limits;
+  limits.wall_time_s = 60;
+  Budget budget(limits, std::nullopt);
+  // Generation times as in a run whose first generation compiled everything (20 s).
+  double elapsed = 0;
+  std::uint32_t generation = 0;
+  for (double seconds : {20.0, 2.0, 2.1, 1.9}) {
+    budget.add_generation(seconds);
+    elapsed += seconds;
+    ++generation;
+  }
+  EXPECT_NEAR(budget.typical_generation(), 2.05, 1e-9);
+  // 26 s of 60 used and a 2 s confirmation: the run goes on (a stop on the slowest generation,
+  // 20 s, would have ended it here).
+  EXPECT_EQ(budget.stop_reason(20, generation, elapsed, 2.0, 0), "");
+  // Run until it stops: it must use at least 90% of its wall time.
+  while (budget.stop_reason(20, generation, elapsed, 2.0, 0).empty()) {
+    budget.add_generation(2.0);
+    elapsed += 2.0;
+    ++generation;
+  }
+  EXPECT_GE(elapsed + 2.0, 0.9 * limits.wall_time_s);
+  EXPECT_LE(elapsed + 2.0, limits.wall_time_s);
+  EXPECT_NE(budget.stop_reason(20, generation, elapsed, 2.0, 0).find("budget.wall_time"),
+            std::string::npos);
+}
+
+TEST(TuneBudget, EvaluationsGenerationsAndTheJobsEnd) {
+  config::BudgetConfig limits;
+  limits.evaluations = 10;
+  limits.generations = 3;
+  limits.job_end_margin_s = 100;
+  Budget budget(limits, 1000.0);
+  EXPECT_NE(budget.stop_reason(10, 0, 0, 0, 0).find("budget.evaluations (10)"), std::string::npos);
+  EXPECT_NE(budget.stop_reason(5, 3, 0, 0, 0).find("budget.generations (3)"), std::string::npos);
+  budget.add_generation(50);
+  EXPECT_EQ(budget.stop_reason(5, 1, 0, 0, 800), "");
+  EXPECT_NE(budget.stop_reason(5, 1, 0, 0, 860).find("time limit is near"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace r3::tune

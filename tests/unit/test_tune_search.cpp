@@ -1,0 +1,161 @@
+// The search's split of each generation among kernels and levels: every kernel and every level
+// that can propose gets its share over the run, whatever the batch size (the rounding is carried
+// across generations); the originals come first.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "r3/capture.hpp"
+#include "r3/tune_config.hpp"
+#include "search.hpp"
+#include "support/temp_dir.hpp"
+
+namespace r3::tune {
+namespace {
+
+// A CUDA capture of `kernels` kernels, each with a cubin and PTX image and one launch.
+void write_cuda_capture(const std::filesystem::path& path, int kernels) {
+  capture::CaptureInfo info;
+  info.device.backend = "cuda";
+  info.device.architecture = "sm_90";
+  auto writer = capture::CaptureWriter::create(path, info);
+  std::vector<std::byte> code(64, std::byte{1});
+  Hash128 cubin = writer.put_content(code);
+  code[0] = std::byte{2};
+  Hash128 ptx = writer.put_content(code);
+  for (int k = 0; k < kernels; ++k) {
+    capture::Kernel kernel;
+    kernel.name = "kernel" + std::to_string(k);
+    kernel.images = {{"cubin", cubin}, {"ptx", ptx}};
+    std::size_t id = writer.add_kernel(kernel);
+    capture::Launch launch;
+    launch.grid = {64, 1, 1};
+    launch.block = {128, 1, 1};
+    writer.add_launch(id, launch);
+  }
+  writer.close();
+}
+
+TEST(TuneSearch, FairSharesCarryTheRoundingAcrossCalls) {
+  // Three equal slots, one candidate at a time: each gets every third, not the first always.
+  std::vector<double> received;
+  std::vector<std::size_t> total(3, 0);
+  for (int call = 0; call < 30; ++call) {
+    std::vector<std::size_t> got = fair_shares(1, {1, 1, 1}, received);
+    for (std::size_t i = 0; i < 3; ++i) total[i] += got[i];
+  }
+  EXPECT_EQ(total, (std::vector<std::size_t>{10, 10, 10}));
+  // Weights 0.5/0.25/0.25 in batches of 3: 2:1:1 over the run.
+  received.clear();
+  total.assign(3, 0);
+  for (int call = 0; call < 40; ++call) {
+    std::vector<std::size_t> got = fair_shares(3, {0.5, 0.25, 0.25}, received);
+    for (std::size_t i = 0; i < 3; ++i) total[i] += got[i];
+  }
+  EXPECT_EQ(total, (std::vector<std::size_t>{60, 30, 30}));
+  // A slot of weight 0 gets nothing, and nothing is lost.
+  received.clear();
+  std::vector<std::size_t> got = fair_shares(5, {0, 1, 0}, received);
+  EXPECT_EQ(got, (std::vector<std::size_t>{0, 5, 0}));
+  EXPECT_EQ(fair_shares(4, {0, 0}, received), (std::vector<std::size_t>{0, 0}));
+}
+
+struct Split {
+  std::map<std::size_t, std::size_t> per_kernel;                    // after the originals
+  std::map<std::pair<std::size_t, std::string>, std::size_t> per_level;  // (kernel, level)
+  std::size_t originals = 0;
+};
+
+// Runs the search for `generations` generations of `batch` candidates on `kernels` kernels,
+// observing every candidate as verified with a made-up time.
+Split run_search(int kernels, std::size_t batch, int generations, bool with_parameters) {
+  test::TempDir dir;
+  write_cuda_capture(dir / "c.h5", kernels);
+  std::string yaml = "capture: c.h5\nbackend: cuda\nkernels: [";
+  for (int k = 0; k < kernels; ++k) yaml += (k ? ", kernel" : "kernel") + std::to_string(k);
+  yaml += "]\nsearch:\n  levels:\n    source:\n      mutators: []\n";
+  config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
+  auto capture = capture::CaptureReader::open(dir / "c.h5");
+  std::vector<KernelTarget> targets;
+  for (int k = 0; k < kernels; ++k) {
+    KernelTarget t;
+    t.capture_index = static_cast<std::size_t>(k);
+    t.name = "kernel" + std::to_string(k);
+    t.original_block = capture::Dim3{128, 1, 1};
+    t.has_recorded_cubin = t.has_recorded_ptx = true;
+    t.base.compiler = config::Compiler::nvrtc;
+    if (with_parameters) {
+      // A source with a tunable: the nvrtc path, and a parameter level to search.
+      t.source = "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n__global__ void kernel" + std::to_string(k) +
+                 "(float* x) { x[threadIdx.x] *= TILE; }\n";
+      t.source_name = "k.cu";
+    }
+    targets.push_back(t);
+  }
+  Search search(config, config::Backend::cuda, capture, targets);
+  std::mt19937_64 rng(3);
+  Split split;
+  for (int g = 0; g < generations; ++g) {
+    std::vector<Planned> planned = search.propose(static_cast<std::uint32_t>(g), batch);
+    for (const Planned& p : planned) {
+      run::CandidateRecord done = p.record;
+      done.outcome = "ok";
+      done.seconds = 1e-3 * (1 + std::uniform_real_distribution<double>(0, 1)(rng));
+      search.observe(done);
+      if (done.level == "original" || done.level == "rebuilt") {
+        ++split.originals;
+        continue;
+      }
+      ++split.per_kernel[done.kernel];
+      ++split.per_level[{done.kernel, done.level}];
+    }
+    search.end_generation();
+  }
+  return split;
+}
+
+// Every kernel, and within it every level that can propose, gets its share of the candidates
+// over the run (within one candidate), for every batch size: the launch level is no longer
+// starved by the tie-breaking of a split that starts afresh each generation.
+TEST(TuneSearch, EveryKernelAndLevelGetsItsShareWhateverTheBatch) {
+  for (int kernels : {1, 2, 5}) {
+    for (std::size_t batch = 1; batch <= 8; ++batch) {
+      SCOPED_TRACE("kernels " + std::to_string(kernels) + ", batch " + std::to_string(batch));
+      // About 24 candidates per kernel: fewer than any level's space holds.
+      const int generations = static_cast<int>((24 * kernels + batch - 1) / batch);
+      Split split = run_search(kernels, batch, generations, /*with_parameters=*/false);
+      EXPECT_EQ(split.originals, 2u * kernels) << "the recorded cubin and the recorded PTX";
+      std::size_t total = 0;
+      for (const auto& [k, n] : split.per_kernel) total += n;
+      ASSERT_GT(total, 0u);
+      for (int k = 0; k < kernels; ++k) {
+        const std::size_t n = split.per_kernel[static_cast<std::size_t>(k)];
+        EXPECT_LE(std::abs(double(n) - double(total) / kernels), 1.0) << "kernel " << k;
+        // No source to mutate and no tunables: compiler and launch share equally.
+        const std::size_t compiler = split.per_level[{std::size_t(k), "compiler"}];
+        const std::size_t launch = split.per_level[{std::size_t(k), "launch"}];
+        EXPECT_EQ(compiler + launch, n);
+        EXPECT_LE(std::abs(double(compiler) - double(launch)), 1.0)
+            << "kernel " << k << ": compiler " << compiler << ", launch " << launch;
+        if (n >= 2) EXPECT_GT(launch, 0u) << "the launch level was starved";
+      }
+    }
+  }
+}
+
+TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
+  Split split = run_search(2, 3, 12, /*with_parameters=*/true);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::size_t compiler = split.per_level[{k, "compiler"}];
+    const std::size_t launch = split.per_level[{k, "launch"}];
+    const std::size_t parameters = split.per_level[{k, "parameters"}];
+    EXPECT_GT(parameters, 0u);
+    EXPECT_LE(std::max({compiler, launch, parameters}) - std::min({compiler, launch, parameters}),
+              1u)
+        << compiler << " " << launch << " " << parameters;
+  }
+}
+
+}  // namespace
+}  // namespace r3::tune
