@@ -32,10 +32,11 @@ double seconds_since(Clock::time_point start) {
 }
 
 // A content the replay restores from or compares with: always on the host, and on the device
-// too unless device memory ran short.
+// too (read-only to kernels) unless device memory ran short.
 struct Copy {
   Bytes host;
   CUdeviceptr device = 0;
+  std::unique_ptr<cuda::ReadOnlyBuffer> buffer;  // holds `device`
 };
 
 struct PreparedRegion {
@@ -119,7 +120,7 @@ class CudaBackend final : public Backend {
     auto copy = [&](const capture::Region& region) {
       auto key = std::make_pair(region.content, region.address);
       auto& slot = copies[key];
-      if (!slot) slot = std::make_shared<Copy>(Copy{contents.get(region), 0});
+      if (!slot) slot = std::make_shared<Copy>(Copy{contents.get(region), 0, nullptr});
       return slot;
     };
     for (std::size_t index : launches) {
@@ -180,6 +181,22 @@ class CudaBackend final : public Backend {
 
   RunResult run(const Compiled& compiled, const RunOptions& options) override {
     if (auto failed = not_compiled(compiled)) return *failed;
+    RunResult result = run_once(compiled, options);
+    if (result.outcome != Outcome::ok && !device_.lost()) {
+      // Whatever a failed candidate left behind, the next one starts from what was recorded.
+      try {
+        refresh();
+      } catch (const Error& e) {
+        result.message += " (and the replay could not be reset after it: " + e.message() + ")";
+      }
+    }
+    return result;
+  }
+
+  bool lost() const override { return device_.lost(); }
+
+ private:
+  RunResult run_once(const Compiled& compiled, const RunOptions& options) {
     RunResult result;
     auto code = std::static_pointer_cast<const CudaCode>(compiled.code);
     std::size_t current = 0;
@@ -236,9 +253,22 @@ class CudaBackend final : public Backend {
     return result;
   }
 
-  bool lost() const override { return device_.lost(); }
+  // Puts back every pristine copy on the device (from the host copies, which no kernel can
+  // reach) and zeroes the mapped bytes no region covers.
+  void refresh() {
+    const cuda::Driver& d = driver();
+    R3_CU(d.cuCtxSynchronize());
+    for (auto& c : copies_) {
+      if (c->buffer) c->buffer->fill(c->host->data(), c->host->size());
+    }
+    if (zeros_buffer_) {
+      std::vector<std::byte> zeros(zeros_bytes_);
+      zeros_buffer_->fill(zeros.data(), zeros.size());
+    }
+    for (const UnrecordedSpan& span : unrecorded_)
+      R3_CU(d.cuMemsetD8(memory_.live(span.address), 0, span.size));
+  }
 
- private:
   Hash128 cache_key(const Variant& variant) const {
     Hasher hasher;
     hasher.update_field(variant.key().hex()).update_field(device_.architecture());
@@ -602,43 +632,34 @@ class CudaBackend final : public Backend {
   // Device copies of every content, as far as device memory goes; the rest stays on the host.
   // First a buffer of zeros to check the unrecorded bytes against.
   void upload_copies() {
-    const cuda::Driver& d = driver();
     short_of_memory_ = false;
     std::uint64_t largest = 0;
     for (const UnrecordedSpan& span : unrecorded_) largest = std::max(largest, span.size);
     if (largest > 0) {
-      CUresult status = d.cuMemAlloc(&zeros_, largest);
-      if (status == CUDA_ERROR_OUT_OF_MEMORY) {
-        zeros_ = 0;
-        short_of_memory_ = true;
-      } else {
-        R3_CU(status);
-        R3_CU(d.cuMemsetD8(zeros_, 0, largest));
-      }
+      std::vector<std::byte> zeros(largest);
+      zeros_buffer_ = cuda::ReadOnlyBuffer::create(zeros.data(), zeros.size());
+      zeros_bytes_ = largest;
+      zeros_ = zeros_buffer_ ? zeros_buffer_->address() : 0;
+      if (!zeros_buffer_) short_of_memory_ = true;
     }
     for (auto& c : copies_) {
       if (c->host->empty()) continue;
-      CUresult status = d.cuMemAlloc(&c->device, c->host->size());
-      if (status == CUDA_ERROR_OUT_OF_MEMORY) {
-        c->device = 0;
-        short_of_memory_ = true;
-        continue;
-      }
-      R3_CU(status);
-      R3_CU(d.cuMemcpyHtoD(c->device, c->host->data(), c->host->size()));
+      c->buffer = cuda::ReadOnlyBuffer::create(c->host->data(), c->host->size());
+      c->device = c->buffer ? c->buffer->address() : 0;
+      if (!c->buffer) short_of_memory_ = true;
     }
     if (short_of_memory_)
       log::warning("kernel '", kernel_name_,
                    "': device memory is short; some regions are restored from host memory");
   }
 
+  // (Once the context is lost, the buffers only forget what went with it.)
   void release_copies() {
-    if (device_.lost()) return;  // gone with their context
     for (auto& c : copies_) {
-      if (c->device) driver().cuMemFree(c->device);
+      c->buffer.reset();
       c->device = 0;
     }
-    if (zeros_) driver().cuMemFree(zeros_);
+    zeros_buffer_.reset();
     zeros_ = 0;
   }
 
@@ -653,6 +674,8 @@ class CudaBackend final : public Backend {
   CUevent events_[4] = {};
   CUdeviceptr flush_buffer_ = 0;
   CUdeviceptr zeros_ = 0;  // as large as the largest unrecorded span
+  std::unique_ptr<cuda::ReadOnlyBuffer> zeros_buffer_;  // holds zeros_
+  std::uint64_t zeros_bytes_ = 0;
   std::vector<UnrecordedSpan> unrecorded_;
   std::uint64_t flush_bytes_ = 0;
   cuda::GpuCompare compare_;

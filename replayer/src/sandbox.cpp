@@ -259,6 +259,12 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   Evaluation evaluation = wire::decode_evaluation(answer);
   evaluation.seconds = seconds_since(start_time);
   if (evaluation.process_lost) stop();  // a sticky CUDA error: the next candidate gets a new child
+  // Host code runs in the child's own memory: after one that failed to run or verify, whatever
+  // it may have changed there goes with the process, so the next candidate's outcome cannot
+  // depend on it. (The CUDA backend resets its device state itself, cheaper than a new context.)
+  if (setup_.backend == "host" &&
+      (evaluation.outcome == Outcome::wrong_result || evaluation.outcome == Outcome::launch_error))
+    stop();
   return evaluation;
 }
 

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <random>
+#include <set>
 #include <sstream>
 
 #include "cuda_capture.hpp"
@@ -421,6 +424,132 @@ TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshS
   EXPECT_EQ(after.outcome, Outcome::ok) << after.message;
   EXPECT_EQ(sandbox.restarts(), 1u);
   EXPECT_GT(after.resources.registers, 0);
+}
+
+// A tiled matrix multiply written for 32 x 32 blocks (its shared tiles and index arithmetic use
+// TILE): launched with 32 x 16 the derived grid doubles in y and the kernel writes a whole matrix
+// past C, as the launch level's candidates do on real kernels.
+const char* kTiledMatmul = R"(
+#define TILE 32
+__global__ void matmul(const float* A, const float* B, float* C, int n) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+  float sum = 0.0f;
+  for (int k = 0; k < n; k += TILE) {
+    As[ty][tx] = A[row * n + k + tx];
+    Bs[ty][tx] = B[(k + ty) * n + col];
+    __syncthreads();
+    for (int j = 0; j < TILE; ++j) sum += As[ty][j] * Bs[j][tx];
+    __syncthreads();
+  }
+  C[row * n + col] = sum;
+}
+)";
+
+test::CudaLaunchSpec matmul_spec(int n) {
+  test::CudaLaunchSpec spec;
+  spec.source = kTiledMatmul;
+  spec.entry = "matmul";
+  spec.grid = {static_cast<std::uint32_t>(n / 32), static_cast<std::uint32_t>(n / 32), 1};
+  spec.block = {32, 32, 1};
+  std::vector<float> a(n * n), b(n * n), c(n * n, 0.0f);
+  for (int i = 0; i < n * n; ++i) {
+    a[i] = std::sin(0.001f * i);
+    b[i] = std::cos(0.002f * i);
+  }
+  spec.buffers.push_back({"A", test::bytes_of(a), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"B", test::bytes_of(b), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"C", test::bytes_of(c), capture::ElementType::f32, {}});
+  spec.args = {test::pointer_arg(0), test::pointer_arg(1), test::pointer_arg(2),
+               test::value_arg(n, "int")};
+  return spec;
+}
+
+// Independence: a fixed list of candidates (recorded code, JIT and NVRTC rebuilds, a block shape
+// that writes out of bounds, a wrong result, a crash, a hang) evaluated in three shuffled orders
+// on one sandbox each gives every candidate the same outcome each time, and times within noise.
+TEST(CudaBackend, CandidatesOutcomesDoNotDependOnWhatRanBefore) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const int n = 512;
+  test::record_cuda_launch(dir / "matmul.h5", matmul_spec(n));
+  SandboxSetup setup;
+  setup.helper = R3_TEST_SANDBOX;
+  setup.capture = dir / "matmul.h5";
+  setup.backend = "cuda";
+  setup.kernels = {{0, {}}};
+  setup.timeout_s = 10;
+  auto source = [&](const std::string& text) {
+    Request r;
+    r.variant.source_text = text;
+    r.variant.entry = "matmul";
+    r.variant.compiler = config::Compiler::nvrtc;
+    r.options.warmup = 2;
+    r.options.repeats = 20;
+    return r;
+  };
+  auto replace = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  std::vector<std::pair<std::string, Request>> list;
+  Request recorded = source("");
+  recorded.variant.compiler = config::Compiler::recorded;
+  recorded.variant.entry.clear();
+  list.push_back({"recorded", recorded});
+  Request jit = recorded;
+  jit.variant.flags = {"-O3"};
+  list.push_back({"recorded PTX, -O3", jit});
+  Request half_block = recorded;
+  half_block.variant.block = capture::Dim3{32, 16, 1};
+  list.push_back({"block 32x16", half_block});
+  list.push_back({"nvrtc", source(kTiledMatmul)});
+  Request fast = source(kTiledMatmul);
+  fast.variant.flags = {"--use_fast_math"};
+  list.push_back({"nvrtc fast math", fast});
+  list.push_back({"wrong", source(replace(kTiledMatmul, "= sum;", "= sum + 1.0f;"))});
+  list.push_back({"far write", source(replace(kTiledMatmul, "C[row * n + col]",
+                                              "C[row * n + col + (1ll << 40)]"))});
+  list.push_back({"hang", source(replace(kTiledMatmul, "C[row * n + col] = sum;",
+                                         "while (sum == sum) sum = sum * 1.0f;"
+                                         " C[row * n + col] = sum;"))});
+  std::vector<std::map<std::string, Outcome>> outcomes;
+  std::map<std::string, std::vector<double>> times;
+  std::map<std::string, std::set<std::string>> messages;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::vector<std::size_t> order(list.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+    Sandbox sandbox(setup);
+    std::map<std::string, Outcome> got;
+    std::string ran;
+    for (std::size_t i : order) {
+      Evaluation e = sandbox.evaluate(list[i].second);
+      got[list[i].first] = e.outcome;
+      ran += list[i].first + " -> " + std::string(to_string(e.outcome)) + "; ";
+      if (e.outcome == Outcome::ok) times[list[i].first].push_back(e.run.seconds);
+      if (e.outcome == Outcome::wrong_result) messages[list[i].first].insert(e.message);
+    }
+    SCOPED_TRACE("order " + std::to_string(seed) + ": " + ran);
+    EXPECT_EQ(got["recorded"], Outcome::ok);
+    EXPECT_EQ(got["nvrtc"], Outcome::ok);
+    EXPECT_EQ(got["wrong"], Outcome::wrong_result);
+    EXPECT_EQ(got["hang"], Outcome::timeout);
+    EXPECT_NE(got["block 32x16"], Outcome::ok);
+    if (!outcomes.empty()) {
+      EXPECT_EQ(got, outcomes.front()) << "an outcome depended on the order: " << ran;
+    }
+    outcomes.push_back(got);
+  }
+  for (const auto& [name, found] : messages)
+    EXPECT_EQ(found.size(), 1u) << name << " failed differently in different orders";
+  for (const auto& [name, samples] : times) {
+    ASSERT_EQ(samples.size(), 3u) << name;
+    const auto [low, high] = std::minmax_element(samples.begin(), samples.end());
+    EXPECT_LT(*high / *low, 1.25) << name << ": " << *low << " s to " << *high << " s";
+  }
 }
 
 // Candidates compiled ahead on the child's threads: one leaves a sticky error (the child is

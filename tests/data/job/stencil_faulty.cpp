@@ -1,5 +1,6 @@
 // The demo stencil with a tunable MODE whose values 6, 7 and 8 (a third of them) crash, hang
-// and compute a wrong result: a tuning run must classify each and finish.
+// and compute a wrong result: a tuning run must classify each and finish. MODE 9 (set by tests
+// only) also scribbles over its input, which the next candidate must not see.
 #ifndef R3_TUNABLE
 #define R3_TUNABLE(...)
 #endif
@@ -15,6 +16,8 @@ extern "C" void stencil2d(const float* in, float* out, int n, float alpha, doubl
 #elif MODE == 7
   for (volatile int spin = 0;; spin = spin + 1) {  // hang
   }
+#elif MODE == 9
+  for (int i = 0; i < n * n; i += 7) const_cast<float*>(in)[i] = 42.0f;  // changes its input
 #endif
   for (int y = 1; y < n - 1; ++y) {
     for (int x = 1; x < n - 1; ++x) {

@@ -2,7 +2,8 @@
 // evaluator spawns before it makes any CUDA call. A candidate that crashes, hangs, corrupts
 // memory or leaves a sticky CUDA error fails alone: the child is killed or has died, the
 // candidate is recorded as a crash or timeout, and a fresh child (capture reloaded) takes the
-// next one. For host-backend code the child confines itself with a seccomp filter before it runs
+// next one. A host candidate that ran but failed (wrong result, launch error) also ends its
+// child: its code ran in the child's memory, and the next candidate must not inherit that. For host-backend code the child confines itself with a seccomp filter before it runs
 // any candidate: no exec, no fork, no network sockets, no files opened for writing, no signals
 // to other processes.
 //
