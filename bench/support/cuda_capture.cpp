@@ -1,5 +1,8 @@
 #include "cuda_capture.hpp"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <stdexcept>
 
 #include "driver.hpp"
@@ -98,6 +101,12 @@ std::string record_cuda_launch(const std::filesystem::path& path, const CudaLaun
   };
   capture::Kernel kernel;
   kernel.name = cubin.function_name;
+  // As the CUDA recorder does: the demangled name names template instances for tune.yaml.
+  int status = 0;
+  if (char* demangled = abi::__cxa_demangle(kernel.name.c_str(), nullptr, nullptr, &status)) {
+    if (status == 0 && kernel.name != demangled) kernel.demangled_name = demangled;
+    std::free(demangled);
+  }
   kernel.images[std::string(capture::kImageSource)] = content(spec.source);
   kernel.images[std::string(capture::kImagePtx)] = content(ptx.image);
   kernel.images[std::string(capture::kImageCubin)] = content(cubin.image);

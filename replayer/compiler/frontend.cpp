@@ -115,6 +115,9 @@ bool run(const Source& source, Dialect dialect, const std::string& cuda_arch,
          "-nocudalib", "-Wno-unknown-cuda-version", "-I" + std::string(kVirtualDirectory)});
     if (std::filesystem::path toolkit = cuda_toolkit(); !toolkit.empty()) {
       arguments.push_back("--cuda-path=" + toolkit.string());
+      // CUDA 13 moved cooperative_groups and libcu++ under include/cccl, where nvcc looks.
+      if (std::filesystem::path cccl = toolkit / "include" / "cccl"; std::filesystem::is_directory(cccl))
+        arguments.push_back("-isystem" + cccl.string());
     } else {
       arguments.insert(arguments.end(), {"-nocudainc", "-include", "r3_cuda_prelude.h"});
     }

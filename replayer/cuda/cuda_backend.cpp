@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
     launches = resolve_launches(kernel, std::move(launches));
     kernel_name_ = kernel.name;
+    instance_name_ = kernel.demangled_name.empty() ? "" : capture::instance_name(kernel.demangled_name);
     recorded_source_ = recorded_image(capture, kernel, capture::kImageSource);
     recorded_ptx_ = recorded_image(capture, kernel, capture::kImagePtx);
     recorded_cubin_ = recorded_image(capture, kernel, capture::kImageCubin);
@@ -294,7 +295,7 @@ class CudaBackend final : public Backend {
       const bool jit_asked = flags.jit.opt_level || flags.jit.max_registers || flags.jit.cache_mode;
       const bool cubin_fits = !recorded_cubin_.empty() &&
                               recorded_architecture_ == device_.architecture() && !jit_asked;
-      image.function = entry;
+      image.function = kernel_name_;  // the recorded code knows it by its own name
       if (cubin_fits) {
         image.bytes = recorded_cubin_;
       } else if (!recorded_ptx_.empty()) {
@@ -314,9 +315,17 @@ class CudaBackend final : public Backend {
     const std::string name =
         variant.source_name.empty() ? kernel_name_ + ".cu" : variant.source_name;
     if (variant.compiler == config::Compiler::nvrtc) {
+      // A template kernel exists in the source's code only once instantiated: NVRTC does that
+      // for the recorded instance named as an expression ("MatrixMulCUDA<32>"), also when the
+      // entry names the template alone.
+      std::string nvrtc_entry = entry;
+      if (instance_name_.find('<') != std::string::npos &&
+          (variant.entry.empty() || instance_name_.starts_with(variant.entry + "<") ||
+           instance_name_.find("::" + variant.entry + "<") != std::string::npos))
+        nvrtc_entry = instance_name_;
       cuda::NvrtcOutput out =
-          cuda::compile_nvrtc(name, text, entry, variant.defines, variant.include_dirs, flags,
-                              device_.compute_capability());
+          cuda::compile_nvrtc(name, text, nvrtc_entry, variant.defines, variant.include_dirs,
+                              flags, device_.compute_capability());
       image.ok = out.ok;
       image.diagnostics = out.log;
       image.bytes = std::move(out.image);
@@ -669,6 +678,7 @@ class CudaBackend final : public Backend {
   std::vector<std::shared_ptr<Copy>> copies_;
   bool short_of_memory_ = false;
   std::string kernel_name_;
+  std::string instance_name_;  // "MatrixMulCUDA<32>" for a template instance, else ""
   std::string recorded_source_, recorded_ptx_, recorded_cubin_, recorded_architecture_;
   CUstream stream_ = nullptr;
   CUevent events_[4] = {};

@@ -111,6 +111,9 @@ NvrtcOutput compile_nvrtc(const std::string& name, const std::string& text,
   for (const auto& [macro, value] : defines) options.push_back("-D" + macro + "=" + value);
   for (const auto& dir : include_dirs) options.push_back("-I" + dir.string());
   options.push_back("-I" R3_CUDA_INCLUDE_DIR);
+  // CUDA 13 keeps cooperative_groups and libcu++ under include/cccl, on nvcc's default path.
+  static const bool has_cccl = std::filesystem::is_directory(R3_CUDA_INCLUDE_DIR "/cccl");
+  if (has_cccl) options.push_back("-I" R3_CUDA_INCLUDE_DIR "/cccl");
   for (const std::string& option : flags.nvrtc) options.push_back(option);
   if (flags.jit.max_registers)
     options.push_back("--maxrregcount=" + std::to_string(*flags.jit.max_registers));

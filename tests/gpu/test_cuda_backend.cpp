@@ -552,6 +552,34 @@ TEST(CudaBackend, CandidatesOutcomesDoNotDependOnWhatRanBefore) {
   }
 }
 
+// A template kernel: NVRTC compiles the recorded instance of the source, whether the entry is
+// left out or names the template alone.
+TEST(CudaBackend, TemplateKernelsCompileTheirRecordedInstanceWithNvrtc) {
+  R3_REQUIRE_GPU();
+  test::CudaLaunchSpec spec = saxpy_spec();
+  spec.source = R"(
+template <int UNROLL>
+__global__ void saxpy_t(int n, float a, const float* x, float* y) {
+  int i = (blockIdx.x * blockDim.x + threadIdx.x) * UNROLL;
+  for (int u = 0; u < UNROLL; ++u) if (i + u < n) y[i + u] = a * x[i + u] + y[i + u];
+}
+)";
+  spec.entry = "saxpy_t<2>";
+  spec.grid.x = (spec.grid.x + 1) / 2;
+  auto p = prepare(spec);
+  const capture::Kernel& kernel = p->capture->kernels().at(0);
+  EXPECT_EQ(capture::instance_name(kernel.demangled_name), "saxpy_t<2>") << kernel.demangled_name;
+  EXPECT_EQ(p->capture->find_kernel("saxpy_t<2>"), 0u);
+  for (std::string entry : {"", "saxpy_t", "saxpy_t<2>"}) {
+    Variant v;
+    v.source_text = spec.source;
+    v.entry = entry;
+    v.compiler = config::Compiler::nvrtc;
+    RunResult result = compile_and_run(*p->backend, v);
+    EXPECT_EQ(result.outcome, Outcome::ok) << "entry '" << entry << "': " << result.message;
+  }
+}
+
 // Candidates compiled ahead on the child's threads: one leaves a sticky error (the child is
 // replaced), the others come back verified, whether compiled ahead or, after the restart, in turn.
 TEST(CudaBackend, CandidatesCompiledAheadSurviveACandidateThatLosesTheContext) {

@@ -411,3 +411,40 @@ TEST(CaptureWriterChecks, ApplicationTimeSetAfterTheLaunchReadsBackWithAValidChe
   ASSERT_EQ(reader.kernels().at(0).launches.size(), 1u);
   EXPECT_EQ(reader.kernels()[0].launches[0], launch);
 }
+
+namespace {
+
+// Template kernels are found by their instance ("MatrixMulCUDA<32>", qualified or not) as well
+// as by their base name when only one instance was recorded.
+TEST(CaptureKernelNames, TemplateInstancesAreFoundByTheirDemangledInstanceName) {
+  EXPECT_EQ(instance_name("void MatrixMulCUDA<32>(float*, float*, float*, int, int)"),
+            "MatrixMulCUDA<32>");
+  EXPECT_EQ(instance_name("void ns::tile<float, 4>(float const*, float*)"), "ns::tile<float, 4>");
+  EXPECT_EQ(instance_name("scale(float*, int)"), "scale");
+  TempDir dir;
+  CaptureInfo info;
+  info.device.backend = "cuda";
+  {
+    auto writer = CaptureWriter::create(dir / "t.h5", info);
+    for (auto [mangled, demangled] :
+         {std::pair{"_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii",
+                    "void MatrixMulCUDA<32>(float*, float*, float*, int, int)"},
+          std::pair{"_ZN2ns4tileIfLi4EEEvPKfPf", "void ns::tile<float, 4>(float const*, float*)"},
+          std::pair{"_ZN2ns4tileIfLi8EEEvPKfPf", "void ns::tile<float, 8>(float const*, float*)"}}) {
+      Kernel k;
+      k.name = mangled;
+      k.demangled_name = demangled;
+      writer.add_kernel(k);
+    }
+    writer.close();
+  }
+  auto capture = CaptureReader::open(dir / "t.h5");
+  EXPECT_EQ(capture.find_kernel("MatrixMulCUDA<32>"), 0u);
+  EXPECT_EQ(capture.find_kernel("MatrixMulCUDA"), 0u) << "the only instance, by its base name";
+  EXPECT_EQ(capture.find_kernel("ns::tile<float, 8>"), 2u);
+  EXPECT_EQ(capture.find_kernel("tile<float, 4>"), 1u);
+  EXPECT_FALSE(capture.find_kernel("MatrixMulCUDA<16>"));
+  EXPECT_THROW(capture.find_kernel("tile"), r3::UnknownKernelError) << "two instances: ambiguous";
+}
+
+}  // namespace

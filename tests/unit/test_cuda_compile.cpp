@@ -55,6 +55,28 @@ TEST(Nvrtc, CompilesACubinAndLowersTheEntryName) {
   EXPECT_NE(ptx.image.find(".target sm_90"), std::string::npos);
 }
 
+// CUDA 13 keeps what cooperative_groups.h includes (libcu++) under include/cccl: a kernel that
+// includes it compiles with no include path of the user's.
+TEST(Nvrtc, CooperativeGroupsCompileWithTheToolkitsOwnIncludePath) {
+  const char* text = R"(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void blocksum(const float* in, float* out) {
+  cg::thread_block block = cg::this_thread_block();
+  __shared__ float s[128];
+  s[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+  block.sync();
+  if (threadIdx.x == 0) {
+    float t = 0;
+    for (int i = 0; i < 128; ++i) t += s[i];
+    out[blockIdx.x] = t;
+  }
+}
+)";
+  NvrtcOutput out = compile_nvrtc("blocksum.cu", text, "blocksum", {}, {}, {}, 90);
+  EXPECT_TRUE(out.ok) << out.log;
+}
+
 TEST(Nvrtc, ErrorsComeBackWithTheirLine) {
   NvrtcOutput out =
       compile_nvrtc("scale.cu", kKernel, "scale", {{"R3_TUNABLE(...)", ""}}, {}, {}, 90);

@@ -251,6 +251,25 @@ std::string base_name(std::string_view demangled) {
 
 }  // namespace
 
+std::string instance_name(std::string_view demangled) {
+  int angle = 0;
+  std::size_t start = 0, end = demangled.size();
+  for (std::size_t i = 0; i < demangled.size(); ++i) {
+    const char c = demangled[i];
+    if (c == '<') {
+      ++angle;
+    } else if (c == '>') {
+      --angle;
+    } else if (angle == 0 && c == '(') {
+      end = i;
+      break;
+    } else if (angle == 0 && c == ' ') {
+      start = i + 1;  // what came before was the return type
+    }
+  }
+  return std::string(demangled.substr(start, end - start));
+}
+
 struct CaptureReader::Impl {
   std::filesystem::path path;
   h5::Handle file;
@@ -511,7 +530,14 @@ std::optional<std::size_t> CaptureReader::find_kernel(std::string_view name) con
   std::vector<std::size_t> by_base_name;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
-    if (k.name == name || k.demangled_name == name || k.kokkos_label == name) {
+    // A template instance may be named as such ("MatrixMulCUDA<32>", "ns::k<float, 4>").
+    std::string instance = k.demangled_name.empty() ? "" : instance_name(k.demangled_name);
+    std::size_t scope = instance.find('<') == std::string::npos ? instance.rfind("::")
+                                                                  : instance.rfind("::", instance.find('<'));
+    if (k.name == name || k.demangled_name == name || k.kokkos_label == name ||
+        (!instance.empty() &&
+         (instance == name ||
+          (scope != std::string::npos && instance.substr(scope + 2) == name)))) {
       exact.push_back(i);
     } else if (!k.demangled_name.empty()) {
       std::string base = base_name(k.demangled_name);

@@ -119,6 +119,11 @@ struct Kernel {
   friend bool operator==(const Kernel&, const Kernel&) = default;
 };
 
+// A demangled kernel name without its return type and parameters: "MatrixMulCUDA<32>" for
+// "void MatrixMulCUDA<32>(float*, float*, float*, int, int)", "ns::scale" for
+// "ns::scale(float*, int)". What NVRTC takes as a name expression to instantiate and find it.
+std::string instance_name(std::string_view demangled);
+
 struct DeviceInfo {
   std::string backend;       // "cuda" or "host"
   std::string name;          // "NVIDIA H100 80GB HBM3", CPU model name
