@@ -272,6 +272,22 @@ capture::ElementType pointee_element_type(std::string_view type) {
   };
   for (const auto& [name, element] : kTypes)
     if (pointee == name) return element;
+  // CUDA's vector types hold their components one after the other: compared per component, so
+  // that floating-point tolerances apply to each (a float2 array is an f32 array).
+  static const std::pair<std::string_view, ElementType> kVectors[] = {
+      {"float", ElementType::f32},      {"double", ElementType::f64},
+      {"__half", ElementType::f16},     {"__nv_bfloat16", ElementType::bf16},
+      {"uchar", ElementType::u8},       {"char", ElementType::i8},
+      {"ushort", ElementType::u16},     {"short", ElementType::i16},
+      {"uint", ElementType::u32},       {"int", ElementType::i32},
+      {"ulonglong", ElementType::u64},  {"longlong", ElementType::i64},
+      {"ulong", ElementType::u64},      {"long", ElementType::i64},
+  };
+  for (const auto& [name, element] : kVectors) {
+    if (!pointee.starts_with(name)) continue;
+    const std::string_view count = std::string_view(pointee).substr(name.size());
+    if (count == "1" || count == "2" || count == "3" || count == "4") return element;
+  }
   return ElementType::unknown;
 }
 

@@ -711,21 +711,32 @@ class CudaRecorder {
 
   // The regions before the launch: every allocation an argument points into, then (reachable)
   // every allocation a pointer-sized word of those points into, or every live allocation.
+  // Each allocation is named after what reaches it first (what a user can tell apart and set a
+  // tolerance for): "arg2" for the third parameter, "arg0+16" for a pointer at byte 16 of a
+  // struct passed by value, "*(arg4+8)" for the allocation a pointer at byte 8 of arg4's
+  // memory points to, "*(table)" through a module global; "allocation3" for one nothing reaches
+  // (--capture all).
   void snapshot(Pending& pending, KernelRecord& record) {
     std::set<std::uint64_t> chosen;
     std::vector<std::uint64_t> queue;
+    std::map<std::uint64_t, std::string> names;
     // What a typed pointer parameter says its allocation holds; unknown where two disagree.
     std::map<std::uint64_t, capture::ElementType> element_types;
-    auto consider = [&](std::uint64_t word) {
-      if (auto a = allocation_of(word); a && chosen.insert(a->first).second)
-        queue.push_back(a->first);
+    auto consider = [&](std::uint64_t word, const std::string& name) {
+      auto a = allocation_of(word);
+      if (!a) return;
+      names.emplace(a->first, name);
+      if (!capture_all_ && chosen.insert(a->first).second) queue.push_back(a->first);
     };
-    auto follow_words = [&](const std::vector<std::byte>& bytes) {
+    auto offset_name = [](const std::string& base, std::uint64_t at) {
+      return at == 0 ? base : base + "+" + std::to_string(at);
+    };
+    auto follow_words = [&](const std::vector<std::byte>& bytes, const std::string& parent) {
       if (capture_all_) return;
       for (std::uint64_t at = 0; at + 8 <= bytes.size(); at += 8) {
         std::uint64_t word = 0;
         std::memcpy(&word, bytes.data() + at, 8);
-        consider(word);
+        consider(word, "*(" + offset_name(parent, at) + ")");
       }
     };
     // All of the module's globals: which of them the kernel uses is not known here.
@@ -733,37 +744,41 @@ class CudaRecorder {
       PendingRegion region{capture::RegionKind::global, global.name, global.address, global.size,
                            std::vector<std::byte>(global.size)};
       R3_REC_CU(cuMemcpyDtoH(region.before.data(), global.address, global.size));
-      follow_words(region.before);
+      follow_words(region.before, global.name);
       pending.regions.push_back(std::move(region));
     }
-    if (capture_all_) {
-      for (const auto& [base, size] : allocations_) chosen.insert(base), queue.push_back(base);
-    } else {
-      // Every aligned word of every parameter: structs passed by value carry pointers too.
-      for (capture::Param& p : record.kernel.params) {
-        for (std::uint64_t at = (p.offset + 7) / 8 * 8;
-             at + 8 <= p.offset + p.size && at + 8 <= pending.launch.args.size(); at += 8) {
-          std::uint64_t word = 0;
-          std::memcpy(&word, pending.launch.args.data() + at, 8);
-          warn_if_managed(word, record);
-          if (auto a = allocation_of(word); a && p.size == 8) {
-            p.is_pointer = true;
-            const capture::ElementType type = record::cuda::pointee_element_type(p.type);
-            auto [it, fresh] = element_types.emplace(a->first, type);
-            if (!fresh && it->second != type) it->second = capture::ElementType::unknown;
-          }
-          consider(word);
+    // Every aligned word of every parameter: structs passed by value carry pointers too.
+    for (std::size_t index = 0; index < record.kernel.params.size(); ++index) {
+      capture::Param& p = record.kernel.params[index];
+      for (std::uint64_t at = (p.offset + 7) / 8 * 8;
+           at + 8 <= p.offset + p.size && at + 8 <= pending.launch.args.size(); at += 8) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, pending.launch.args.data() + at, 8);
+        warn_if_managed(word, record);
+        if (auto a = allocation_of(word); a && p.size == 8) {
+          p.is_pointer = true;
+          const capture::ElementType type = record::cuda::pointee_element_type(p.type);
+          auto [it, fresh] = element_types.emplace(a->first, type);
+          if (!fresh && it->second != type) it->second = capture::ElementType::unknown;
         }
+        consider(word, offset_name("arg" + std::to_string(index), at - p.offset));
+      }
+    }
+    if (capture_all_) {
+      std::size_t unnamed = 0;
+      for (const auto& [base, size] : allocations_) {
+        chosen.insert(base), queue.push_back(base);
+        names.emplace(base, "allocation" + std::to_string(unnamed++));
       }
     }
     for (std::size_t i = 0; i < queue.size(); ++i) {
       const std::uint64_t base = queue[i], size = allocations_.at(base);
-      PendingRegion region{capture::RegionKind::allocation, "", base, size,
+      PendingRegion region{capture::RegionKind::allocation, names[base], base, size,
                            std::vector<std::byte>(size)};
       if (auto it = element_types.find(base); it != element_types.end())
         region.element_type = it->second;
       if (size > 0) R3_REC_CU(cuMemcpyDtoH(region.before.data(), base, size));
-      follow_words(region.before);
+      follow_words(region.before, region.name);
       pending.regions.push_back(std::move(region));
     }
   }

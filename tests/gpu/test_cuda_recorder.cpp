@@ -3,6 +3,8 @@
 // backend as recorded and as a variant compiled from source. Needs a GPU.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -81,6 +83,11 @@ TEST(CudaRecorder, RecordsAnUnmodifiedStaticRuntimeApplicationAndItReplaysVerifi
     EXPECT_TRUE(l.app_time_us && *l.app_time_us > 0);
   }
   EXPECT_EQ(k.params[0].type, "float const*");
+  // Each region is named after the parameter that reaches it.
+  std::set<std::string> names;
+  for (const capture::Region& r : k.launches[0].prologue) names.insert(r.name);
+  EXPECT_EQ(names, (std::set<std::string>{"arg0", "arg1"}));
+  EXPECT_EQ(k.launches[0].epilogue[0].name, "arg1") << "the output grid";
   EXPECT_TRUE(k.images.contains("ptx")) << "nvcc kept the PTX in the fat binary";
   EXPECT_NE(k.launches[0].epilogue[0].address, k.launches[1].epilogue[0].address);
 
@@ -193,6 +200,10 @@ TEST(CudaRecorder, StructsPointerTablesAndModuleGlobalsAreRecordedAndReplayed) {
 
   const capture::Launch& flux = reader.kernel("compute_flux").launches.at(0);
   EXPECT_EQ(flux.prologue.size(), 3u) << "density, velocity and flux, through the struct";
+  // Named by the member's offset in the struct passed by value.
+  std::set<std::string> flux_names;
+  for (const capture::Region& r : flux.prologue) flux_names.insert(r.name);
+  EXPECT_EQ(flux_names, (std::set<std::string>{"arg0", "arg0+8", "arg0+16"}));
   ASSERT_EQ(flux.epilogue.size(), 1u) << "only the flux changes";
   const capture::Region* weights = global_named(flux.globals, "upwind_weights");
   ASSERT_NE(weights, nullptr) << "the __constant__ weights are a module global";
@@ -205,9 +216,19 @@ TEST(CudaRecorder, StructsPointerTablesAndModuleGlobalsAreRecordedAndReplayed) {
 
   const capture::Launch& mix = reader.kernel("mix_species").launches.at(0);
   EXPECT_EQ(mix.prologue.size(), 7u) << "the table, 4 species through it, weights, output";
+  std::set<std::string> mix_names;
+  for (const capture::Region& r : mix.prologue) mix_names.insert(r.name);
+  EXPECT_TRUE(mix_names.contains("arg0") && mix_names.contains("*(arg0+8)") &&
+              mix_names.contains("arg4"))
+      << "the table, a species through it, the output";
+  for (const capture::Launch* l : {&flux, &mix})
+    for (const capture::Region& r : l->prologue) EXPECT_FALSE(r.name.empty()) << "unnamed region";
 
   const capture::Launch& decay = reader.kernel("decay").launches.at(0);
   EXPECT_EQ(decay.prologue.size(), 2u) << "the two tracers, through the global pointer table";
+  std::set<std::string> decay_names;
+  for (const capture::Region& r : decay.prologue) decay_names.insert(r.name);
+  EXPECT_EQ(decay_names, (std::set<std::string>{"*(tracers)", "*(tracers+8)"}));
   ASSERT_NE(global_named(decay.globals, "tracers"), nullptr);
   EXPECT_NE(global_named(decay.epilogue, "decayed_cells"), nullptr)
       << "the counter the launch changed is in its epilogue";

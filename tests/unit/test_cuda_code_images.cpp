@@ -141,6 +141,15 @@ TEST(CudaKernelSignature, ElementTypeOfWhatAParameterPointsTo) {
   EXPECT_EQ(pointee_element_type("__half*"), ElementType::f16);
   EXPECT_EQ(pointee_element_type("float"), ElementType::unknown) << "not a pointer";
   EXPECT_EQ(pointee_element_type("Fields*"), ElementType::unknown);
+  // Vector types are compared per component.
+  EXPECT_EQ(pointee_element_type("float2*"), ElementType::f32);
+  EXPECT_EQ(pointee_element_type("float4 const*"), ElementType::f32);
+  EXPECT_EQ(pointee_element_type("double2*"), ElementType::f64);
+  EXPECT_EQ(pointee_element_type("int4*"), ElementType::i32);
+  EXPECT_EQ(pointee_element_type("uint2*"), ElementType::u32);
+  EXPECT_EQ(pointee_element_type("uchar4*"), ElementType::u8);
+  EXPECT_EQ(pointee_element_type("__half2*"), ElementType::f16);
+  EXPECT_EQ(pointee_element_type("float8*"), ElementType::unknown);
   EXPECT_EQ(pointee_element_type("void*"), ElementType::unknown);
 }
 
