@@ -32,11 +32,10 @@ double seconds_since(Clock::time_point start) {
 }
 
 // A content the replay restores from or compares with: always on the host, and on the device
-// too (read-only to kernels) unless device memory ran short.
+// too unless device memory ran short.
 struct Copy {
   Bytes host;
   CUdeviceptr device = 0;
-  std::unique_ptr<cuda::ReadOnlyBuffer> buffer;  // holds `device`
 };
 
 struct PreparedRegion {
@@ -121,7 +120,7 @@ class CudaBackend final : public Backend {
     auto copy = [&](const capture::Region& region) {
       auto key = std::make_pair(region.content, region.address);
       auto& slot = copies[key];
-      if (!slot) slot = std::make_shared<Copy>(Copy{contents.get(region), 0, nullptr});
+      if (!slot) slot = std::make_shared<Copy>(Copy{contents.get(region), 0});
       return slot;
     };
     for (std::size_t index : launches) {
@@ -182,8 +181,9 @@ class CudaBackend final : public Backend {
 
   RunResult run(const Compiled& compiled, const RunOptions& options) override {
     if (auto failed = not_compiled(compiled)) return *failed;
+    launched_ = false;
     RunResult result = run_once(compiled, options);
-    if (result.outcome != Outcome::ok && !device_.lost()) {
+    if (result.outcome != Outcome::ok && launched_ && !device_.lost()) {
       // Whatever a failed candidate left behind, the next one starts from what was recorded.
       try {
         refresh();
@@ -216,6 +216,7 @@ class CudaBackend final : public Backend {
           return result;
         }
         prepare_function(loaded.function, shape);
+        launched_ = true;
         restore(launch, loaded, /*all=*/true);
         launch_kernel(loaded.function, shape, launch);
         R3_CU(driver().cuStreamSynchronize(stream_));
@@ -254,18 +255,19 @@ class CudaBackend final : public Backend {
     return result;
   }
 
-  // Puts back every pristine copy on the device (from the host copies, which no kernel can
-  // reach) and zeroes the mapped bytes no region covers.
+  // Puts back every pristine copy on the device from the host copies (which no kernel can
+  // reach), the zeros too, and zeroes the mapped bytes no region covers: a candidate that wrote
+  // out of bounds may have hit any of them, and the next one must start from what was recorded.
+  // (Read-only device mappings for the copies were tried: on an H100 with CUDA 13, copies into a
+  // VMM range whose access had been changed failed now and then with "unspecified launch
+  // failure", so the copies are healed instead of protected.)
   void refresh() {
     const cuda::Driver& d = driver();
     R3_CU(d.cuCtxSynchronize());
     for (auto& c : copies_) {
-      if (c->buffer) c->buffer->fill(c->host->data(), c->host->size());
+      if (c->device) R3_CU(d.cuMemcpyHtoD(c->device, c->host->data(), c->host->size()));
     }
-    if (zeros_buffer_) {
-      std::vector<std::byte> zeros(zeros_bytes_);
-      zeros_buffer_->fill(zeros.data(), zeros.size());
-    }
+    if (zeros_) R3_CU(d.cuMemsetD8(zeros_, 0, zeros_bytes_));
     for (const UnrecordedSpan& span : unrecorded_)
       R3_CU(d.cuMemsetD8(memory_.live(span.address), 0, span.size));
   }
@@ -641,34 +643,44 @@ class CudaBackend final : public Backend {
   // Device copies of every content, as far as device memory goes; the rest stays on the host.
   // First a buffer of zeros to check the unrecorded bytes against.
   void upload_copies() {
+    const cuda::Driver& d = driver();
     short_of_memory_ = false;
     std::uint64_t largest = 0;
     for (const UnrecordedSpan& span : unrecorded_) largest = std::max(largest, span.size);
     if (largest > 0) {
-      std::vector<std::byte> zeros(largest);
-      zeros_buffer_ = cuda::ReadOnlyBuffer::create(zeros.data(), zeros.size());
-      zeros_bytes_ = largest;
-      zeros_ = zeros_buffer_ ? zeros_buffer_->address() : 0;
-      if (!zeros_buffer_) short_of_memory_ = true;
+      CUresult status = d.cuMemAlloc(&zeros_, largest);
+      if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+        zeros_ = 0;
+        short_of_memory_ = true;
+      } else {
+        R3_CU(status);
+        R3_CU(d.cuMemsetD8(zeros_, 0, largest));
+        zeros_bytes_ = largest;
+      }
     }
     for (auto& c : copies_) {
       if (c->host->empty()) continue;
-      c->buffer = cuda::ReadOnlyBuffer::create(c->host->data(), c->host->size());
-      c->device = c->buffer ? c->buffer->address() : 0;
-      if (!c->buffer) short_of_memory_ = true;
+      CUresult status = d.cuMemAlloc(&c->device, c->host->size());
+      if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+        c->device = 0;
+        short_of_memory_ = true;
+        continue;
+      }
+      R3_CU(status);
+      R3_CU(d.cuMemcpyHtoD(c->device, c->host->data(), c->host->size()));
     }
     if (short_of_memory_)
       log::warning("kernel '", kernel_name_,
                    "': device memory is short; some regions are restored from host memory");
   }
 
-  // (Once the context is lost, the buffers only forget what went with it.)
   void release_copies() {
+    if (device_.lost()) return;  // gone with their context
     for (auto& c : copies_) {
-      c->buffer.reset();
+      if (c->device) driver().cuMemFree(c->device);
       c->device = 0;
     }
-    zeros_buffer_.reset();
+    if (zeros_) driver().cuMemFree(zeros_);
     zeros_ = 0;
   }
 
@@ -684,8 +696,8 @@ class CudaBackend final : public Backend {
   CUevent events_[4] = {};
   CUdeviceptr flush_buffer_ = 0;
   CUdeviceptr zeros_ = 0;  // as large as the largest unrecorded span
-  std::unique_ptr<cuda::ReadOnlyBuffer> zeros_buffer_;  // holds zeros_
   std::uint64_t zeros_bytes_ = 0;
+  bool launched_ = false;  // the candidate being run reached the GPU
   std::vector<UnrecordedSpan> unrecorded_;
   std::uint64_t flush_bytes_ = 0;
   cuda::GpuCompare compare_;

@@ -1,8 +1,6 @@
 #include "device_memory.hpp"
 
 #include "driver.hpp"
-
-#include <algorithm>
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
 
@@ -68,49 +66,6 @@ void DeviceMemory::place(const std::vector<Span>& spans) {
     throw IoError(e.api(), "cannot place the recorded regions (" + format_bytes(total) +
                                ") on the GPU: " + e.message());
   }
-}
-
-std::unique_ptr<ReadOnlyBuffer> ReadOnlyBuffer::create(const void* host, std::size_t size) {
-  const Driver& d = driver();
-  Device& device = Device::instance();
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = device.handle();
-  std::size_t granularity = 0;
-  R3_CU(d.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  std::unique_ptr<ReadOnlyBuffer> buffer(new ReadOnlyBuffer());
-  buffer->length_ = (std::max<std::size_t>(size, 1) + granularity - 1) / granularity * granularity;
-  R3_CU(d.cuMemAddressReserve(&buffer->address_, buffer->length_, 0, 0, 0));
-  CUresult status = d.cuMemCreate(&buffer->handle_, buffer->length_, &prop, 0);
-  if (status == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;  // the destructor frees the range
-  R3_CU(status);
-  R3_CU(d.cuMemMap(buffer->address_, buffer->length_, 0, buffer->handle_, 0));
-  buffer->mapped_ = true;
-  buffer->fill(host, size);
-  return buffer;
-}
-
-ReadOnlyBuffer::~ReadOnlyBuffer() {
-  if (Device::instance().lost()) return;  // gone with the context
-  const Driver& d = driver();
-  if (mapped_) d.cuMemUnmap(address_, length_);
-  if (handle_) d.cuMemRelease(handle_);
-  if (address_) d.cuMemAddressFree(address_, length_);
-}
-
-void ReadOnlyBuffer::set_access(CUmemAccess_flags flags) {
-  CUmemAccessDesc access = {};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = Device::instance().handle();
-  access.flags = flags;
-  R3_CU(driver().cuMemSetAccess(address_, length_, &access, 1));
-}
-
-void ReadOnlyBuffer::fill(const void* host, std::size_t size) {
-  set_access(CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-  if (size > 0) R3_CU(driver().cuMemcpyHtoD(address_, host, size));
-  set_access(CU_MEM_ACCESS_FLAGS_PROT_READ);
 }
 
 }  // namespace r3::replay::cuda

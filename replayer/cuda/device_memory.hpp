@@ -6,7 +6,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,32 +39,6 @@ class DeviceMemory {
   void release(const Mapping& mapping);
   std::vector<Mapping> mappings_;
   AddressMap map_;
-};
-
-// Device memory kernels may read but not write (read-only access through the VMM API): the
-// pristine contents that restores copy from and verification compares with. A candidate that
-// writes out of bounds into one faults, and is failed for it, instead of changing what every
-// later candidate on the same evaluator is restored from and compared with.
-class ReadOnlyBuffer {
- public:
-  // Allocates `size` bytes (rounded up to the allocation granularity) and fills them from
-  // `host`. Returns null when device memory is short; throws CudaError for anything else.
-  static std::unique_ptr<ReadOnlyBuffer> create(const void* host, std::size_t size);
-  ~ReadOnlyBuffer();  // releases it (nothing once the context is lost)
-  ReadOnlyBuffer(const ReadOnlyBuffer&) = delete;
-  ReadOnlyBuffer& operator=(const ReadOnlyBuffer&) = delete;
-
-  CUdeviceptr address() const { return address_; }
-  // Copies `host` in again (writable for the copy, read-only again after it).
-  void fill(const void* host, std::size_t size);
-
- private:
-  ReadOnlyBuffer() = default;
-  void set_access(CUmemAccess_flags flags);
-  CUdeviceptr address_ = 0;
-  std::size_t length_ = 0;
-  CUmemGenericAllocationHandle handle_ = 0;
-  bool mapped_ = false;
 };
 
 }  // namespace r3::replay::cuda
