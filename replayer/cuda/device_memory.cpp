@@ -1,5 +1,7 @@
 #include "device_memory.hpp"
 
+#include <algorithm>
+
 #include "driver.hpp"
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
@@ -41,8 +43,18 @@ void DeviceMemory::place(const std::vector<Span>& spans) {
   CUmemAccessDesc access = {};
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  // One granule of zeroed guard memory on each side of every recorded span: kernels that read
+  // just before or after their arrays (boundary cells, as Rodinia's srad does at its first row)
+  // read neighbouring allocations in the application, and must not fault in the replay. Writes
+  // there are still caught: the guard is among the mapped bytes no region covers.
+  std::vector<Span> guarded;
+  for (const Span& span : spans) {
+    if (span.size == 0) continue;
+    const std::uint64_t before = std::min<std::uint64_t>(span.address, granularity);
+    guarded.push_back(Span{span.address - before, span.size + before + granularity});
+  }
   try {
-    for (const auto& [begin, end] : merge_ranges(spans, granularity)) {
+    for (const auto& [begin, end] : merge_ranges(guarded, granularity)) {
       Mapping mapping;
       mapping.length = static_cast<std::size_t>(end - begin);
       R3_CU(d.cuMemAddressReserve(&mapping.address, mapping.length, 0, begin, 0));
@@ -61,7 +73,7 @@ void DeviceMemory::place(const std::vector<Span>& spans) {
     }
   } catch (const CudaError& e) {
     std::uint64_t total = 0;
-    for (const auto& [begin, end] : merge_ranges(spans, granularity)) total += end - begin;
+    for (const auto& [begin, end] : merge_ranges(guarded, granularity)) total += end - begin;
     clear();
     throw IoError(e.api(), "cannot place the recorded regions (" + format_bytes(total) +
                                ") on the GPU: " + e.message());

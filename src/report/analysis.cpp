@@ -85,7 +85,9 @@ void confirm(const run::RunRecord& record, KernelResult& k,
   // application's code is kept, at 1x.
   std::vector<double> ratios = paired_ratios(winner->id);
   if (ratios.empty()) return;
-  if (original.median <= winner_median || median(ratios) <= 1.0) {
+  // Confirmed means faster in every neighbouring pair, not only in the median of them.
+  if (original.median <= winner_median || median(ratios) <= 1.0 ||
+      *std::min_element(ratios.begin(), ratios.end()) <= 1.0) {
     winner = k.original;
     winner_median = original.median;
     ratios = paired_ratios(winner->id);

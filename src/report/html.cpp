@@ -28,7 +28,8 @@ const std::vector<std::string> kOutcomes = {"ok",           "compile error", "la
                                             "wrong result", "timeout",       "crash"};
 const std::vector<std::string> kOutcomeColours = {"#59a14f", "#edc948", "#f28e2b",
                                                   "#e15759", "#b07aa1", "#7f0000"};
-const std::vector<std::string> kLevels = {"original", "source", "compiler", "launch", "parameters"};
+const std::vector<std::string> kLevels = {"original", "rebuilt",  "source",
+                                          "compiler", "launch",   "parameters"};
 
 // The best speedup over the original found so far, after each candidate of a kernel, against
 // its index among the kernel's candidates (by_wall false) or the run's wall time (by_wall true).
@@ -58,12 +59,13 @@ std::string speedup_table(const std::vector<KernelResult>& results, const Result
                           const std::filesystem::path& base) {
   std::ostringstream out;
   out << "<table><tr><th>kernel</th><th>original</th><th>winner</th><th>speedup</th>"
-         "<th>spread</th><th>confirmed by</th><th>winner</th><th>files</th></tr>";
+         "<th>spread</th><th>confirmed by</th><th>winner</th><th>rebuilt original</th>"
+         "<th>files</th></tr>";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const KernelResult& k = results[i];
     out << "<tr><td>" << escape(k.name) << "</td>";
     if (!k.winner) {
-      out << "<td colspan=\"7\">no candidate passed verification</td></tr>";
+      out << "<td colspan=\"8\">no candidate passed verification</td></tr>";
       continue;
     }
     out << "<td>" << format_seconds(k.original_seconds) << "</td><td>"
@@ -74,8 +76,15 @@ std::string speedup_table(const std::vector<KernelResult>& results, const Result
           << " interleaved pairs on " << k.evaluators.size() << " evaluator(s)";
     else
       out << "-</td><td><b>not confirmed</b> (single sample)";
-    out << "</td><td>#" << k.winner->id << " " << escape(k.winner->level) << ": "
-        << escape(k.winner->description) << "</td><td>";
+    if (k.keep_original)
+      out << "</td><td><b>keep the application's code</b>: no candidate was faster";
+    else
+      out << "</td><td>#" << k.winner->id << " " << escape(k.winner->level) << ": "
+          << escape(k.winner->description);
+    // The rebuilt original's speed relative to the recorded code: below 1x the rebuild (another
+    // compiler, the JIT) is slower than what the application runs.
+    out << "</td><td>" << (k.rebuilt_ratio > 0 ? number(k.rebuilt_ratio) + "x" : "-")
+        << "</td><td>";
     if (i < files.kernels.size()) {
       const KernelFiles& f = files.kernels[i];
       for (const auto& path : {f.source, f.diff, f.fragment}) {

@@ -191,6 +191,64 @@ TEST(ReportAnalysis, WithoutAConfirmationTheBestSampleIsReportedAsUnconfirmed) {
   EXPECT_NE(lines.at(0).find("not confirmed"), std::string::npos) << lines.at(0);
 }
 
+// A candidate faster in the median of the neighbouring pairs but slower in one of them is not
+// confirmed faster: the application's code is kept, and best.yaml and the summary say so.
+TEST(ReportAnalysis, WithoutAWinInEveryPairTheApplicationsCodeIsKept) {
+  TempDir dir;
+  RunRecord run = sample_run(dir.path());
+  for (auto& c : run.confirmations) {
+    if (c.candidate == 2 && c.evaluator == 2 && c.round == 1) c.seconds = 11e-3;  // one pair lost
+    if (c.candidate == 1) c.seconds = 10.5e-3;  // slower than the original everywhere
+  }
+  const KernelResult k = analyse(run, {"stencil2d"}).at(0);
+  ASSERT_TRUE(k.confirmed);
+  EXPECT_TRUE(k.keep_original);
+  ASSERT_NE(k.winner, nullptr);
+  EXPECT_EQ(k.winner->id, 0u);
+  EXPECT_DOUBLE_EQ(k.speedup, 1.0);
+  std::vector<std::string> lines = summary_lines({k});
+  EXPECT_NE(lines.at(0).find("keep the application's code"), std::string::npos) << lines.at(0);
+  ResultsFiles files = write_results(run, dir / "results");
+  const std::string fragment = read_text_file(files.kernels.at(0).fragment);
+  EXPECT_NE(fragment.find("# keep the application's code"), std::string::npos) << fragment;
+}
+
+// Where the original is the recorded code (no source text), the rebuilt original's ratio to it
+// is reported, and the winner's patch is made against the kernel's source (the rebuilt one's).
+TEST(ReportAnalysis, TheRebuiltOriginalIsComparedWithTheRecordedCode) {
+  TempDir dir;
+  RunRecord run = sample_run(dir.path());
+  const std::string source = run.sources.at(run.candidates[0].source);
+  run.sources[r3::hash_string("")] = "";
+  run.candidates[0].source = r3::hash_string("");  // the recorded cubin
+  CandidateRecord rebuilt = run.candidates[1];
+  rebuilt.id = 5;
+  rebuilt.level = "rebuilt";
+  rebuilt.source = r3::hash_string(source);
+  rebuilt.seconds = 12.5e-3;
+  run.candidates.insert(run.candidates.begin() + 1, rebuilt);
+  for (std::uint32_t round = 0; round < 2; ++round) {
+    for (int evaluator : {1, 2}) {
+      ConfirmationRecord c;
+      c.candidate = 5;
+      c.after_generation = 2;
+      c.round = round;
+      c.evaluator = evaluator;
+      c.outcome = "ok";
+      c.seconds = 12.5e-3;
+      run.confirmations.push_back(c);
+    }
+  }
+  const KernelResult k = analyse(run, {"stencil2d"}).at(0);
+  ASSERT_NE(k.rebuilt, nullptr);
+  EXPECT_NEAR(k.rebuilt_ratio, 10.15 / 12.5, 0.01) << "the rebuild is slower than the cubin";
+  EXPECT_NE(summary_lines({k}).at(0).find("rebuilt original at 0.81"), std::string::npos)
+      << summary_lines({k}).at(0);
+  ResultsFiles files = write_results(run, dir / "results");
+  EXPECT_EQ(apply_with_patch(source, read_text_file(files.kernels.at(0).diff), "stencil.cpp"),
+            read_text_file(files.kernels.at(0).source));
+}
+
 TEST(ReportResults, TheDirectoryHoldsEverySectionAndFileAndTheFragmentParses) {
   TempDir dir;
   RunRecord run = sample_run(dir.path());

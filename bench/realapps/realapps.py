@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""bench/realapps: r3 on public, unmodified CUDA programs (the corpus build_corpus.sh builds).
+
+For every program of the corpus's manifest.tsv:
+  1. the program runs once plain (its wall time) and once under `r3 record` (its kernels, the first
+     launch of each by default);
+  2. every recorded kernel is replayed as recorded (`r3 replay`): verified or not, its median time,
+     and the fidelity = replayed time / the launch's time inside the application (CUPTI);
+  3. the kernels chosen for tuning (by default each program's longest kernel) are tuned with
+     `mpirun -n 2 r3-mpi` (one evaluator) on the recorded code: the compiler level (the recorded PTX
+     through the JIT with ptxas options) and the launch level (block shapes), with the winner
+     confirmation against the application's own code;
+and prints one line per kernel: recorded, verified, fidelity, confirmed speedup over the recorded
+code (or "keep" when nothing beat it), candidates by outcome class, the application's run time and
+the mean cost of one candidate. Every figure comes from this one run.
+
+Usage:
+  realapps.py --corpus DIR --r3 BUILD/bin [--out DIR] [--only a,b] [--evaluations N]
+              [--wall-time 40s] [--tune all|longest|none] [--launches N] [--mpirun mpirun]
+"""
+import argparse
+import csv
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+
+def run(cmd, cwd=None, timeout=600, env=None):
+    start = time.monotonic()
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    return p, time.monotonic() - start
+
+
+def read_manifest(corpus):
+    programs = []
+    with open(os.path.join(corpus, "manifest.tsv")) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < len(header):
+                continue
+            programs.append(dict(zip(header, fields)))
+    return programs
+
+
+def inspect(r3, capture):
+    """Kernels of a capture: index, mangled name, demangled name, app times of its launches."""
+    p, _ = run([r3, "inspect", capture, "--launches", "1000"])
+    if p.returncode != 0:
+        p, _ = run([r3, "inspect", capture])
+    kernels = []
+    for line in p.stdout.splitlines():
+        m = re.match(r"kernel #(\d+)\s+(\S+)", line)
+        if m:
+            kernels.append({"index": int(m.group(1)), "name": m.group(2), "demangled": "",
+                            "app_us": []})
+            continue
+        if not kernels:
+            continue
+        m = re.match(r"\s+demangled\s+(.*)", line)
+        if m:
+            kernels[-1]["demangled"] = m.group(1).strip()
+        m = re.search(r"([0-9.]+) us in the application", line)
+        if m:
+            kernels[-1]["app_us"].append(float(m.group(1)))
+    return kernels
+
+
+def unnamed_regions(r3, capture):
+    p, _ = run([r3, "inspect", capture, "--regions", "--launches", "1000"])
+    return p.stdout.count("(unnamed)")
+
+
+def base_name(kernel):
+    text = kernel["demangled"] or kernel["name"]
+    return text.split("(")[0].split(" ")[-1]
+
+
+def replay(r3, capture, index):
+    p, _ = run([r3, "replay", capture, "-k", f"#{index}", "-n", "21"])
+    medians = [float(m) for m in re.findall(r"verified\s+median\s+([0-9.]+) us", p.stdout)]
+    verified = p.returncode == 0 and len(medians) > 0
+    why = ""
+    if not verified:
+        lines = [l for l in (p.stdout + p.stderr).splitlines() if l.strip()]
+        why = lines[-1] if lines else "no output"
+    return verified, medians, why
+
+
+def tune(args, capture, index, workdir):
+    os.makedirs(workdir, exist_ok=True)
+    yaml = os.path.join(workdir, "tune.yaml")
+    with open(yaml, "w") as f:
+        f.write(f"""capture: {capture}
+kernels:
+  - name: '#{index}'
+search:
+  batch_size: 8
+  levels:
+    source:
+      enabled: false
+    parameters:
+      enabled: false
+budget:
+  evaluations: {args.evaluations}
+  wall_time: {args.wall_time}
+timing:
+  repeats: 20
+  confirm_rounds: 3
+  confirm_repeats: 30
+output:
+  directory: {os.path.join(workdir, 'results')}
+""")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [args.mpirun, "-n", "2", "--oversubscribe", os.path.join(args.r3, "r3-mpi"), yaml]
+    p, seconds = run(cmd, env=env, timeout=900)
+    result = {"status": p.returncode, "seconds": seconds, "summary": "", "outcomes": {},
+              "mean_candidate_s": 0.0, "speedup": None, "keep": False, "rebuilt": None}
+    for line in p.stderr.splitlines():
+        if "kernel #" in line and ("confirmed" in line or "keep the application" in line or
+                                   "single sample" in line or "no candidate" in line):
+            result["summary"] = line.split("kernel ", 1)[1].strip()
+    s = result["summary"]
+    m = re.search(r": ([0-9.]+)x confirmed", s)
+    if m:
+        result["speedup"] = float(m.group(1))
+    if "keep the application's code" in s:
+        result["keep"] = True
+        result["speedup"] = 1.0
+    m = re.search(r"rebuilt original at ([0-9.]+)x", s)
+    if m:
+        result["rebuilt"] = float(m.group(1))
+    csv_path = os.path.join(workdir, "results", "candidates.csv")
+    if os.path.exists(csv_path):
+        with open(csv_path) as f:
+            rows = list(csv.DictReader(f))
+        for r in rows:
+            result["outcomes"][r["outcome"]] = result["outcomes"].get(r["outcome"], 0) + 1
+        costs = [float(r["evaluation_seconds"]) for r in rows if r["evaluation_seconds"]]
+        if costs:
+            result["mean_candidate_s"] = sum(costs) / len(costs)
+    if p.returncode != 0 and not result["summary"]:
+        tail = [l for l in p.stderr.splitlines() if l.strip()][-3:]
+        result["summary"] = "r3-mpi exited " + str(p.returncode) + ": " + " | ".join(tail)
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True, help="OUTDIR of build_corpus.sh")
+    ap.add_argument("--r3", required=True, help="directory holding r3 and r3-mpi")
+    ap.add_argument("--out", default="realapps-out", help="captures and tuning runs go here")
+    ap.add_argument("--only", default="", help="comma-separated program names")
+    ap.add_argument("--evaluations", type=int, default=32, help="budget.evaluations per kernel")
+    ap.add_argument("--wall-time", default="40s", help="budget.wall_time per kernel")
+    ap.add_argument("--tune", default="longest", choices=["all", "longest", "none"],
+                    help="which recorded kernels to tune")
+    ap.add_argument("--launches", type=int, default=1, help="r3 record --launches")
+    ap.add_argument("--mpirun", default="mpirun")
+    args = ap.parse_args()
+    corpus = os.path.abspath(args.corpus)
+    out = os.path.abspath(args.out)
+    r3 = os.path.join(os.path.abspath(args.r3), "r3")
+    args.r3 = os.path.abspath(args.r3)
+    os.makedirs(out, exist_ok=True)
+    only = set(filter(None, args.only.split(",")))
+    rows = []
+    for prog in read_manifest(corpus):
+        name = prog["program"]
+        if only and name not in only:
+            continue
+        binary = os.path.join(corpus, prog["binary"])
+        app_args = shlex.split(prog.get("arguments", ""))
+        wd = os.path.join(out, name)
+        os.makedirs(wd, exist_ok=True)
+        plain, plain_s = run([binary] + app_args, cwd=wd)
+        regex = "|".join(re.escape(k) for k in prog["kernels"].split(",") if k)
+        capture = os.path.join(wd, name + ".h5")
+        rec, rec_s = run([r3, "record", "-k", regex, "--launches", str(args.launches), "-o", capture,
+                          "--", binary] + app_args, cwd=wd)
+        print(f"# {name}: plain run {plain_s:.2f} s (exit {plain.returncode}), recorded in "
+              f"{rec_s:.2f} s (exit {rec.returncode})", file=sys.stderr, flush=True)
+        kernels = inspect(r3, capture) if rec.returncode == 0 and os.path.exists(capture) else []
+        unnamed = unnamed_regions(r3, capture) if kernels else 0
+        if unnamed:
+            print(f"# {name}: {unnamed} unnamed region(s) in the capture", file=sys.stderr)
+        expected = [k for k in prog["kernels"].split(",") if k]
+        seen = {base_name(k) for k in kernels}
+        for missing in [k for k in expected if k not in seen]:
+            rows.append({"program": name, "kernel": missing, "recorded": False})
+        longest = None
+        for k in kernels:
+            k["verified"], k["medians"], k["why"] = replay(r3, capture, k["index"])
+            if k["app_us"] and (longest is None or max(k["app_us"]) > max(longest["app_us"])):
+                longest = k
+        for k in kernels:
+            row = {"program": name, "kernel": base_name(k), "recorded": True, "unnamed": unnamed,
+                   "verified": k["verified"], "why": k["why"], "app_s": plain_s,
+                   "app_us": k["app_us"][0] if k["app_us"] else None,
+                   "replay_us": k["medians"][0] if k["medians"] else None}
+            if row["app_us"] and row["replay_us"]:
+                row["fidelity"] = row["replay_us"] / row["app_us"]
+            if k["verified"] and (args.tune == "all" or (args.tune == "longest" and k is longest)):
+                row["tune"] = tune(args, capture, k["index"], os.path.join(wd, f"tune-{k['index']}"))
+                print(f"# {name} {row['kernel']}: {row['tune']['summary']}", file=sys.stderr,
+                      flush=True)
+            rows.append(row)
+    print_table(rows)
+
+
+def print_table(rows):
+    print(f"{'program':<15} {'kernel':<28} {'rec':>3} {'verif':>5} {'app us':>9} {'replay us':>9} "
+          f"{'fidelity':>8} {'speedup':>8} {'rebuilt':>7}  candidates (ok/wrong/launch/compile/"
+          f"timeout/crash)  app run s / candidate s")
+    speedups = []
+    for r in rows:
+        t = r.get("tune")
+        fid = f"{r['fidelity']:.3f}" if r.get("fidelity") else "-"
+        app_us = f"{r['app_us']:.1f}" if r.get("app_us") else "-"
+        rep_us = f"{r['replay_us']:.1f}" if r.get("replay_us") else "-"
+        if t:
+            sp = "keep" if t["keep"] else (f"{t['speedup']:.3f}" if t["speedup"] else "?")
+            if t["speedup"]:
+                speedups.append(t["speedup"])
+            rb = f"{t['rebuilt']:.3f}" if t["rebuilt"] else "-"
+            o = t["outcomes"]
+            cand = "/".join(str(o.get(c, 0)) for c in
+                            ["ok", "wrong_result", "launch_error", "compile_error", "timeout",
+                             "crash"])
+            cost = (f"{r['app_s']:.2f} / {t['mean_candidate_s']:.3f}"
+                    if t["mean_candidate_s"] else "-")
+        else:
+            sp, rb, cand, cost = "-", "-", "-", "-"
+        print(f"{r['program']:<15} {r['kernel'][:28]:<28} {'yes' if r['recorded'] else 'NO':>3} "
+              f"{('yes' if r.get('verified') else 'NO') if r['recorded'] else '-':>5} {app_us:>9} "
+              f"{rep_us:>9} {fid:>8} {sp:>8} {rb:>7}  {cand:<33}  {cost}")
+        if r["recorded"] and not r.get("verified"):
+            print(f"{'':<15}   not verified: {r.get('why', '')}")
+    recorded = sum(1 for r in rows if r["recorded"])
+    unnamed = sum(r.get("unnamed", 0) for r in {r["program"]: r for r in rows}.values())
+    verified = sum(1 for r in rows if r.get("verified"))
+    slower = sum(1 for s in speedups if s < 1.0)
+    geo = 1.0
+    for s in speedups:
+        geo *= s
+    geo = geo ** (1 / len(speedups)) if speedups else float("nan")
+    print(f"# kernels: {len(rows)}, recorded {recorded}, replayed verified {verified}, unnamed "
+          f"regions {unnamed}; tuned "
+          f"{len(speedups)}: geometric mean speedup {geo:.3f}, results slower than the recorded "
+          f"code: {slower}")
+
+
+if __name__ == "__main__":
+    main()
