@@ -534,10 +534,12 @@ std::string original_failure(const Master& m, const run::CandidateRecord& c, std
   const std::string compiler =
       recorded ? "the CUDA driver"
                : (m.backend == config::Backend::cuda ? "NVRTC" : "Clang (host backend)");
-  std::string verb = c.outcome == "compile_error" ? "does not compile with " + compiler
-                     : c.outcome == "wrong_result"
-                         ? "does not reproduce the recorded results"
-                         : "fails to run (" + c.outcome + ")";
+  std::string verb =
+      c.outcome == replay::to_string(replay::Outcome::compile_error)
+          ? "does not compile with " + compiler
+      : c.outcome == replay::to_string(replay::Outcome::wrong_result)
+          ? "does not reproduce the recorded results"
+          : "fails to run (" + c.outcome + ")";
   return kernel + ": " + what + " " + verb + ": " + first_diagnostic(c.message) +
          " (fix the set-up: nothing else of this kernel can be compared with it)";
 }

@@ -61,4 +61,30 @@ TEST_F(MpiDryRun, UnknownKernelEndsEveryRank) {
   EXPECT_EQ(count(result.err, "kernel 'saxpy' is not in this capture"), 1) << result.err;
 }
 
+// A set-up whose original cannot compile is refused before any budget is spent: --dry-run
+// compiles the original in a sandbox and names the kernel, the compiler and the first diagnostic;
+// a run stops after its first generation with the same error.
+TEST_F(MpiDryRun, AnOriginalThatDoesNotCompileIsRefusedByTheDryRunAndTheRun) {
+  if (!r3::build_has_llvm()) GTEST_SKIP() << "the demo's host backend needs LLVM 16 in this build";
+  fs::copy_file(std::string(R3_TEST_DATA_DIR) + "/variants/stencil_syntax_error.cpp",
+                dir_ / "broken.cpp");
+  const std::string yaml =
+      "capture: demo.h5\nkernels:\n  - name: stencil2d\n    source: broken.cpp\n"
+      "budget:\n  evaluations: 40\n";
+  ProcessResult dry = mpirun(yaml, {"--dry-run"});
+  ASSERT_FALSE(dry.timed_out) << "the job hung";
+  EXPECT_EQ(dry.exit_code, 1) << dry.out << dry.err;
+  EXPECT_EQ(count(dry.err, "kernels[0].source: kernel 'stencil2d': its source broken.cpp at its "
+                           "defaults does not compile with Clang"),
+            1)
+      << dry.err;
+  EXPECT_NE(dry.err.find("error:"), std::string::npos) << "the first diagnostic" << dry.err;
+
+  ProcessResult run = mpirun(yaml, {});
+  ASSERT_FALSE(run.timed_out) << "the job hung";
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_EQ(count(run.err, "does not compile with Clang"), 1) << run.err;
+  EXPECT_EQ(count(run.err, "generation 1:"), 0) << "the budget was not spent: " << run.err;
+}
+
 }  // namespace
