@@ -149,24 +149,49 @@ else()
   r3_summary_off(CUDA "R3_ENABLE_CUDA=OFF")
 endif()
 
-# --- LLVM 16 + Clang 16 (AUTO) -------------------------------------------------------------------
+# --- LLVM + Clang 19 (AUTO) ----------------------------------------------------------------------
+# 19 reads the CUDA 12/13 headers of application code that Clang 16 cannot; 16 is still accepted
+# where 19 is missing (Debian 12 and Ubuntu 24.04 ship both). R3_LLVM_VERSION picks one.
 set(R3_HAVE_LLVM 0)
+set(R3_LLVM_VERSION "" CACHE STRING "LLVM major version to use (19 or 16; empty: 19, else 16)")
 if(NOT R3_ENABLE_LLVM STREQUAL "OFF")
-  find_package(LLVM 16 CONFIG QUIET HINTS /usr/lib/llvm-16/lib/cmake/llvm)
-  if(LLVM_FOUND AND LLVM_VERSION_MAJOR EQUAL 16)
-    find_package(Clang CONFIG QUIET HINTS "${LLVM_INSTALL_PREFIX}/lib/cmake/clang" /usr/lib/cmake/clang-16)
+  set(r3_llvm_candidates 19 16)
+  if(R3_LLVM_VERSION)
+    set(r3_llvm_candidates ${R3_LLVM_VERSION})
   endif()
-  if(LLVM_FOUND AND LLVM_VERSION_MAJOR EQUAL 16 AND Clang_FOUND)
+  foreach(version ${r3_llvm_candidates})
+    # A cache from a configure with another version is forgotten before anything is loaded
+    # (loading two LLVMs' imported targets would mix them).
+    if(LLVM_DIR AND EXISTS "${LLVM_DIR}/LLVMConfigVersion.cmake")
+      set(PACKAGE_FIND_VERSION ${version})
+      include("${LLVM_DIR}/LLVMConfigVersion.cmake")
+      if(NOT PACKAGE_VERSION MATCHES "^${version}\\.")
+        unset(LLVM_DIR CACHE)
+        unset(Clang_DIR CACHE)
+      endif()
+    endif()
+    # No version in the request: LLVM's version file accepts only the same major.minor.
+    find_package(LLVM CONFIG QUIET HINTS /usr/lib/llvm-${version}/lib/cmake/llvm)
+    if(LLVM_FOUND AND LLVM_VERSION_MAJOR EQUAL version)
+      find_package(Clang CONFIG QUIET HINTS "${LLVM_INSTALL_PREFIX}/lib/cmake/clang"
+        /usr/lib/cmake/clang-${version})
+      if(Clang_FOUND)
+        break()
+      endif()
+    endif()
+    unset(LLVM_DIR CACHE)
+    unset(Clang_DIR CACHE)
+    set(LLVM_FOUND FALSE)
+  endforeach()
+  if(LLVM_FOUND AND Clang_FOUND)
     set(R3_HAVE_LLVM 1)
     r3_summary_found(LLVM "${LLVM_PACKAGE_VERSION} with Clang" "${LLVM_INSTALL_PREFIX}")
   elseif(R3_ENABLE_LLVM STREQUAL "ON")
-    message(FATAL_ERROR "R3_ENABLE_LLVM=ON but LLVM 16 with Clang 16 was not found. "
-      "Debian/Ubuntu: apt-get install llvm-16-dev libclang-16-dev clang-16; Spack: llvm@16+clang; "
-      "or set LLVM_DIR and Clang_DIR.")
-  elseif(LLVM_FOUND AND NOT LLVM_VERSION_MAJOR EQUAL 16)
-    r3_summary_missing(LLVM "found ${LLVM_PACKAGE_VERSION}, need 16")
+    message(FATAL_ERROR "R3_ENABLE_LLVM=ON but LLVM with Clang (19, or 16) was not found. "
+      "Debian/Ubuntu: apt-get install llvm-19-dev libclang-19-dev clang-19 libpolly-19-dev; "
+      "Spack: llvm@19+clang; or set LLVM_DIR and Clang_DIR.")
   else()
-    r3_summary_missing(LLVM "LLVM 16 + Clang 16 not found")
+    r3_summary_missing(LLVM "LLVM + Clang 19 (or 16) not found")
   endif()
 else()
   r3_summary_off(LLVM "R3_ENABLE_LLVM=OFF")

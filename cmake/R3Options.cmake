@@ -22,7 +22,7 @@ endfunction()
 r3_tristate_option(R3_ENABLE_CUDA AUTO
   "CUDA backend and recorder: CUDA driver API, NVRTC, CUPTI (CUDA Toolkit >= 12.4)")
 r3_tristate_option(R3_ENABLE_LLVM AUTO
-  "Clang/LLVM 16 compile pipeline (host JIT, NVPTX, source mutators)")
+  "Clang/LLVM 19 compile pipeline (host JIT, NVPTX, source mutators)")
 r3_tristate_option(R3_ENABLE_KOKKOS AUTO
   "Kokkos Tools connector and its tests against an installed Kokkos")
 r3_tristate_option(R3_ENABLE_SECCOMP AUTO

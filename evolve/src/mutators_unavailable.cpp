@@ -5,7 +5,7 @@
 namespace r3::evolve {
 namespace {
 constexpr const char* kWhy =
-    "the built-in mutators need Clang: this r3 was built without LLVM 16 (R3_ENABLE_LLVM)\n";
+    "the built-in mutators need Clang: this r3 was built without LLVM (R3_ENABLE_LLVM)\n";
 }
 
 bool mutators_available() { return false; }

@@ -1,6 +1,7 @@
 #include "r3/compiler/cuda_compiler.hpp"
 
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/Demangle/Demangle.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -51,7 +52,12 @@ std::unique_ptr<llvm::TargetMachine> target_machine(std::string_view arch, std::
   llvm::TargetOptions options;
   return std::unique_ptr<llvm::TargetMachine>(
       target->createTargetMachine(kTriple, std::string(arch), "", options, std::nullopt,
-                                  std::nullopt, llvm::CodeGenOpt::Aggressive));
+                                  std::nullopt,
+#if LLVM_VERSION_MAJOR >= 18
+                                  llvm::CodeGenOptLevel::Aggressive));
+#else
+                                  llvm::CodeGenOpt::Aggressive));
+#endif
 }
 
 bool is_kernel(const llvm::Function& function) {
@@ -101,7 +107,7 @@ std::string link_libdevice(llvm::Module& module) {
     return "linking libdevice failed";
   // Private to this module, so that what the pipeline inlines is dropped from the PTX.
   for (llvm::Function& function : module) {
-    if (!function.isDeclaration() && function.getName().startswith("__nv_"))
+    if (!function.isDeclaration() && function.getName().starts_with("__nv_"))
       function.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
   return "";
@@ -161,7 +167,12 @@ CudaCompileResult compile_cuda_kernel(const Source& source, std::string_view ent
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream out(ptx);
   llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, out, nullptr, llvm::CGFT_AssemblyFile)) {
+#if LLVM_VERSION_MAJOR >= 18
+  constexpr auto kAssembly = llvm::CodeGenFileType::AssemblyFile;
+#else
+  constexpr auto kAssembly = llvm::CGFT_AssemblyFile;
+#endif
+  if (machine->addPassesToEmitFile(codegen, out, nullptr, kAssembly)) {
     result.failed_at = Stage::codegen;
     result.diagnostics += "r3: the NVPTX back end cannot emit PTX for " + std::string(arch) + "\n";
     return result;

@@ -1,5 +1,6 @@
 #include "frontend.hpp"
 
+#include <llvm/Config/llvm-config.h>
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/CodeGen/CodeGenAction.h>
@@ -84,6 +85,12 @@ std::filesystem::path clang_resource_dir() {
 
 namespace {
 
+#if LLVM_VERSION_MAJOR >= 19
+const std::string kNewestKnownCuda = "12.5";
+#else
+const std::string kNewestKnownCuda = "11.8";
+#endif
+
 struct Precompiled {
   std::string use;       // -include-pch this file
   std::string generate;  // or: write a PCH of the source's headers to this file
@@ -115,6 +122,10 @@ bool run(const Source& source, Dialect dialect, const std::string& cuda_arch,
          "-nocudalib", "-Wno-unknown-cuda-version", "-I" + std::string(kVirtualDirectory)});
     if (std::filesystem::path toolkit = cuda_toolkit(); !toolkit.empty()) {
       arguments.push_back("--cuda-path=" + toolkit.string());
+      // A toolkit newer than this Clang knows has no SDK version in the front end, which then
+      // lowers <<<...>>> to the pre-9.2 cudaConfigureCall that CUDA 12/13 no longer declare: name
+      // the newest version Clang knows, whose launch sequence the newer toolkits keep.
+      arguments.insert(arguments.end(), {"-Xclang", "-target-sdk-version=" + kNewestKnownCuda});
       // CUDA 13 moved cooperative_groups and libcu++ under include/cccl, where nvcc looks.
       if (std::filesystem::path cccl = toolkit / "include" / "cccl"; std::filesystem::is_directory(cccl))
         arguments.push_back("-isystem" + cccl.string());

@@ -354,7 +354,7 @@ class CudaBackend final : public Backend {
     image.ptx = true;
 #else
     image.diagnostics =
-        "the Clang/NVPTX compile path needs Clang/LLVM 16, which this build of r3 was "
+        "the Clang/NVPTX compile path needs Clang/LLVM 19, which this build of r3 was "
         "configured without; use the nvrtc compiler";
 #endif
     return image;

@@ -66,7 +66,7 @@ std::unique_ptr<Backend> make_backend(std::string_view backend) {
     return make_host_backend();
 #else
     throw NotAvailableError(
-        "the host backend needs Clang/LLVM 16, which this build of r3 was configured without");
+        "the host backend needs Clang/LLVM 19, which this build of r3 was configured without");
 #endif
   }
   if (backend == "cuda") {

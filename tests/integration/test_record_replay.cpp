@@ -21,7 +21,7 @@ const fs::path kVariants = fs::path(R3_TEST_DATA_DIR) / "variants";
 class RecordReplay : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!r3::build_has_llvm()) GTEST_SKIP() << "the host backend needs LLVM 16 in this build";
+    if (!r3::build_has_llvm()) GTEST_SKIP() << "the host backend needs LLVM in this build";
   }
   ProcessResult r3(std::vector<std::string> args, std::vector<std::string> environment = {}) {
     args.insert(args.begin(), R3_TEST_R3);

@@ -36,7 +36,7 @@ class R3(CMakePackage, CudaPackage):
     variant(
         "llvm",
         default=True,
-        description="Clang/LLVM 16 compile pipeline: the host backend (JIT replay), NVPTX, "
+        description="Clang/LLVM 19 compile pipeline: the host backend (JIT replay), NVPTX, "
         "the built-in source mutators",
     )
     variant(
@@ -88,11 +88,12 @@ class R3(CMakePackage, CudaPackage):
     depends_on("cuda@12.4:", when="+cuda")
     # The CUDA recorder decompresses the PTX that nvcc 13 stores zstd-compressed in fat binaries.
     depends_on("zstd", when="+cuda")
-    # Exactly LLVM 16 (CMake checks LLVM_VERSION_MAJOR EQUAL 16). libr3llvm links LLVM's
-    # component archives and Clang's static libraries (lib/libclang*.a), which Spack's llvm
-    # installs (it builds with BUILD_SHARED_LIBS=OFF); at run time the in-process Clang uses the
-    # resource directory <llvm prefix>/lib/clang/16, hence "run".
-    depends_on("llvm@16 +clang", when="+llvm", type=("build", "link", "run"))
+    # LLVM 19: its Clang reads the CUDA 12/13 headers of application code (16 cannot; CMake
+    # accepts 16 only as a fallback). libr3llvm links LLVM's component archives and Clang's static
+    # libraries (lib/libclang*.a), which Spack's llvm installs (it builds with
+    # BUILD_SHARED_LIBS=OFF); at run time the in-process Clang uses the resource directory
+    # <llvm prefix>/lib/clang/19, hence "run".
+    depends_on("llvm@19 +clang", when="+llvm", type=("build", "link", "run"))
     depends_on("kokkos", when="+kokkos")
 
     # The test suite is configured with R3_BUILD_TESTS=ON, and CMake then requires GoogleTest and
@@ -142,7 +143,7 @@ class R3(CMakePackage, CudaPackage):
             if archs:
                 args.append(self.define("CMAKE_CUDA_ARCHITECTURES", archs))
         if spec.satisfies("+llvm"):
-            # Spack's llvm, not a /usr/lib/llvm-16 that CMake's HINTS would also find.
+            # Spack's llvm, not a /usr/lib/llvm-19 that CMake's HINTS would also find.
             llvm = spec["llvm"].prefix
             if os.path.isdir(llvm.lib.cmake.llvm):
                 args.append(self.define("LLVM_DIR", llvm.lib.cmake.llvm))

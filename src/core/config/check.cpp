@@ -68,7 +68,7 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
   }
   if (recorded == Backend::host && !build_has_llvm()) {
     config.fail("backend",
-                "the host backend compiles with Clang/LLVM 16, which this build of r3 "
+                "the host backend compiles with Clang/LLVM 19, which this build of r3 "
                 "lacks (configured without LLVM)");
   }
   return recorded;

@@ -1,4 +1,4 @@
-// The Clang/NVPTX compile path of the CUDA backend: CUDA source -> Clang 16 device compile (in
+// The Clang/NVPTX compile path of the CUDA backend: CUDA source -> Clang device compile (in
 // process) -> LLVM IR with libdevice linked -> a pass pipeline in LLVM's textual syntax -> NVPTX
 // PTX. Lives in libr3llvm; nothing here exposes an LLVM type.
 #pragma once

@@ -1,4 +1,4 @@
-// The host compile pipeline: C++ source -> Clang 16 (in process) -> LLVM IR -> a pass pipeline in
+// The host compile pipeline: C++ source -> Clang (in process) -> LLVM IR -> a pass pipeline in
 // LLVM's textual syntax -> ORC LLJIT on this CPU. Lives in libr3llvm, which links LLVM and Clang
 // statically; nothing here exposes an LLVM type.
 #pragma once
