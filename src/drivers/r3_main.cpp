@@ -17,6 +17,7 @@
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
 #include "r3/record_command.hpp"
+#include "r3/replay/extract_command.hpp"
 #include "r3/replay/replay_command.hpp"
 #include "r3/report/results.hpp"
 #include "r3/run_database.hpp"
@@ -152,6 +153,26 @@ void add_inspect(CLI::App& app, InspectArgs& o) {
                     "Read every stored content and check its hash (finds damaged data)");
 }
 
+void add_extract(CLI::App& app, r3::replay::ExtractCommandOptions& o) {
+  CLI::App* extract = app.add_subcommand(
+      "extract",
+      "Write the self-contained, device-only unit of a kernel cut from an application's own "
+      "source file (what r3 tunes when tune.yaml's source: is that file)");
+  extract->add_option("file", o.file, "The application's source file (.cu, .cuh, .cpp)")
+      ->required();
+  extract->add_option("-k,--kernel", o.kernel,
+                      "The kernel: its name, qualified name, template or template instance")
+      ->required();
+  extract->add_option("--compile-commands", o.compile_commands,
+                      "compile_commands.json (or its directory) with the file's build flags");
+  extract->add_option("-I,--include-dir", o.include_dirs, "Include directory (repeatable)");
+  extract->add_option("-D,--define", o.defines, "Macro NAME=VALUE (repeatable)");
+  extract->add_option("--std", o.std, "C++ standard, e.g. c++17");
+  extract->add_option("-o,--output", o.output, "Write the unit here (default: standard output)");
+  extract->add_flag("--check", o.check, "Compile the unit with NVRTC, as the tuning job would");
+  extract->add_option("--arch", o.arch, "GPU architecture for --check")->capture_default_str();
+}
+
 void add_report(CLI::App& app, ReportOptions& o) {
   CLI::App* report = app.add_subcommand(
       "report",
@@ -259,11 +280,13 @@ int main(int argc, char** argv) {
   InspectArgs inspect;
   ReportOptions report;
   r3::record::ApplyOptions apply;
+  r3::replay::ExtractCommandOptions extract;
   add_record(app, record);
   add_apply(app, apply);
   add_replay(app, replay);
   add_inspect(app, inspect);
   add_report(app, report);
+  add_extract(app, extract);
 
   try {
     app.parse(argc, argv);
@@ -280,6 +303,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("apply")) return r3::record::apply_to_application(apply, std::cerr);
     if (app.got_subcommand("replay")) return run_replay(replay);
     if (app.got_subcommand("report")) return run_report(report);
+    if (app.got_subcommand("extract"))
+      return r3::replay::extract_command(extract, std::cout, std::cerr);
   } catch (...) {
     return r3::exit_status_of_current_exception();
   }

@@ -3,14 +3,19 @@
 // machine without a GPU driver.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "driver.hpp"
 #include "gpu_compare.hpp"
 #include "nvrtc_compiler.hpp"
 #include "r3/config.hpp"
 #include "r3/error.hpp"
 #include "r3/replay/backend.hpp"
+#include "support/files.hpp"
+#include "support/temp_dir.hpp"
 #if R3_HAVE_LLVM
 #include "r3/compiler/cuda_compiler.hpp"
+#include "r3/compiler/extract.hpp"
 #endif
 
 namespace r3::replay::cuda {
@@ -146,6 +151,75 @@ TEST(CudaBackend, WithoutAGpuDriverTheBackendSaysWhy) {
         << e.what();
   }
 }
+
+#if R3_HAVE_LLVM
+// r3 extract on a whole application file (tests/data/extract/app.cu: system headers, a helper
+// header, host code with <<<>>> launches): each kernel's unit holds what it uses and nothing of
+// the host code, and NVRTC, which cannot compile the file, compiles the unit.
+TEST(Extract, AKernelsUnitFromAWholeApplicationFileCompilesWithNvrtc) {
+  const std::string file = std::string(R3_TEST_DATA_DIR) + "/extract/app.cu";
+  auto extract = [&](const std::string& kernel) {
+    compiler::ExtractOptions options;
+    options.file = file;
+    options.kernel = kernel;
+    return compiler::extract_kernel(options);
+  };
+  NvrtcOutput whole = compile_nvrtc("app.cu", test::read_text_file(file), "pairs", {}, {}, {}, 90);
+  EXPECT_FALSE(whole.ok) << "NVRTC compiled the whole application file; the test proves nothing";
+
+  compiler::ExtractedUnit pairs = extract("pairs");
+  ASSERT_TRUE(pairs.ok) << pairs.diagnostics;
+  EXPECT_EQ(pairs.kernel, "pairs");
+  for (const char* needed : {"#include <cooperative_groups.h>", "#define BLOCK 128",
+                             "namespace cg = cooperative_groups;", "float smooth(float a"})
+    EXPECT_NE(pairs.text.find(needed), std::string::npos) << needed << " missing:\n" << pairs.text;
+  for (const char* host : {"int main", "printf", "stdio.h", "print_banner", "UNUSED_BY_KERNELS",
+                           "weights", "app::scale"})
+    EXPECT_EQ(pairs.text.find(host), std::string::npos) << host << " copied:\n" << pairs.text;
+  NvrtcOutput unit = compile_nvrtc("app.cu", pairs.text, "pairs", {}, {}, {}, 90);
+  EXPECT_TRUE(unit.ok) << unit.log << "\n" << pairs.text;
+  EXPECT_EQ(unit.function_name, "_Z5pairsPKfPfi");
+  ASSERT_FALSE(pairs.pieces.empty());
+  EXPECT_EQ(pairs.pieces.back().first_line, 33u) << "the kernel's line in app.cu";
+
+  // The template kernel in its namespace, by its instance: its struct, constant, helpers and
+  // macros (one that uses another) come along; the recorded instance compiles.
+  compiler::ExtractedUnit scale = extract("app::scale<4>");
+  ASSERT_TRUE(scale.ok) << scale.diagnostics;
+  EXPECT_TRUE(scale.is_template);
+  EXPECT_EQ(scale.kernel, "app::scale");
+  for (const char* needed : {"struct Params", "__constant__ float weights[3];", "float blend(",
+                             "#define SQUARE(x)", "#define SCALE_OF(p)", "namespace app {"})
+    EXPECT_NE(scale.text.find(needed), std::string::npos) << needed << " missing:\n" << scale.text;
+  NvrtcOutput instance = compile_nvrtc("app.cu", scale.text, "app::scale<4>", {}, {}, {}, 90);
+  EXPECT_TRUE(instance.ok) << instance.log << "\n" << scale.text;
+  EXPECT_EQ(extract("scale").kernel, "app::scale") << "found by its unqualified name";
+
+  compiler::ExtractedUnit missing = extract("no_such_kernel");
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.diagnostics.find("its kernels: app::scale, pairs"), std::string::npos)
+      << missing.diagnostics;
+}
+
+TEST(Extract, CompileFlagsComeFromACompileCommandsDatabase) {
+  test::TempDir dir;
+  std::ofstream(dir / "compile_commands.json") << R"([
+  {"directory": ")" << dir.path().string() << R"(", "file": "src/app.cu",
+   "command": "nvcc -O3 -arch=sm_90 -Iinclude -isystem /opt/x -DN=4 -DFAST --std=c++17 -Xcompiler -fopenmp -rdc=true -c src/app.cu -o app.o"}
+])";
+  compiler::CompileFlags flags =
+      compiler::flags_from_compile_commands(dir.path(), dir / "src" / "app.cu");
+  EXPECT_EQ(flags.include_dirs,
+            (std::vector<std::filesystem::path>{dir / "include", "/opt/x"}));
+  EXPECT_EQ(flags.defines, (std::map<std::string, std::string>{{"N", "4"}, {"FAST", "1"}}));
+  EXPECT_EQ(flags.flags, std::vector<std::string>{"-std=c++17"});
+  std::string notes;
+  for (const auto& n : flags.notes) notes += n + "; ";
+  EXPECT_NE(notes.find("-Xcompiler -fopenmp"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("-rdc=true"), std::string::npos) << notes;
+  EXPECT_THROW(compiler::flags_from_compile_commands(dir.path(), dir / "other.cu"), Error);
+}
+#endif
 
 }  // namespace
 }  // namespace r3::replay::cuda

@@ -1,0 +1,29 @@
+// `r3 extract FILE -k KERNEL`: the self-contained, device-only unit r3 tunes when a kernel's
+// source is the application's own file (r3/compiler/extract.hpp), written out so that a user sees
+// what is tuned; with --check it is compiled with NVRTC as the tuning job would.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace r3::replay {
+
+struct ExtractCommandOptions {
+  std::filesystem::path file;
+  std::string kernel;
+  std::filesystem::path compile_commands;  // a compile_commands.json or its directory
+  std::vector<std::filesystem::path> include_dirs;
+  std::vector<std::string> defines;  // NAME=VALUE
+  std::string std;                   // e.g. c++17
+  std::filesystem::path output;      // empty: standard output
+  bool check = false;                // compile the unit with NVRTC
+  std::string arch = "sm_90";
+};
+
+// Returns 0 when a unit was written (and, with check, compiled), 1 otherwise. The unit goes to
+// `out` (or the output file), what was done to `log`.
+int extract_command(const ExtractCommandOptions& options, std::ostream& out, std::ostream& log);
+
+}  // namespace r3::replay
