@@ -90,6 +90,53 @@ def replay(r3, capture, index):
     return verified, medians, why
 
 
+def read_kernels_tsv(corpus):
+    """(program, base name) -> (translation unit path, -D/-I flags) from build_corpus.sh."""
+    out = {}
+    path = os.path.join(corpus, "kernels.tsv")
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            row = dict(zip(header, line.rstrip("\n").split("\t")))
+            tu = row["translation_unit"]
+            suite = "rodinia" if tu.startswith("cuda/") else "polybench"
+            tu_path = os.path.join(corpus, "src", suite, tu)
+            words = row.get("nvcc_flags", "").split()
+            flags = []
+            for i, w in enumerate(words):
+                if w.startswith("-D") and len(w) > 2:
+                    flags.append(w)
+                elif w.startswith("-I") and len(w) > 2:
+                    flags.append("-I" + os.path.join(os.path.dirname(tu_path), w[2:]))
+                elif w == "-I" and i + 1 < len(words):
+                    flags += ["-I" + os.path.join(corpus, "src", suite, words[i + 1]),
+                              "-I" + os.path.join(os.path.dirname(tu_path), "..", words[i + 1])]
+            out[(row["program"], row["base"])] = (tu_path, flags)
+    return out
+
+
+def extract_and_replay(r3, capture, index, base, source, workdir):
+    """The kernel's unit cut from the application's own file, replayed through NVRTC: verified or
+    not, and the recorded code's time over the unit's (the rebuilt original's ratio)."""
+    tu, flags = source
+    unit = os.path.join(workdir, f"unit-{index}.cu")
+    p, _ = run([r3, "extract", os.path.basename(tu), "-k", base, "-o", unit] + flags,
+               cwd=os.path.dirname(tu))
+    if p.returncode != 0:
+        return {"extracted": False, "verified": False,
+                "why": ([l for l in p.stderr.splitlines() if l.strip()] or ["?"])[-1]}
+    defines = [x for f in flags if f.startswith("-D") for x in ("-D", f[2:])]
+    p, _ = run([r3, "replay", capture, "-k", f"#{index}", "--source", unit, "--compiler", "nvrtc",
+                "-n", "21"] + defines)
+    medians = [float(m) for m in re.findall(r"verified\s+median\s+([0-9.]+) us", p.stdout)]
+    ok = p.returncode == 0 and bool(medians)
+    why = "" if ok else ([l for l in (p.stdout + p.stderr).splitlines() if l.strip()] or ["?"])[-1]
+    return {"extracted": True, "verified": ok, "unit_us": medians[0] if medians else None,
+            "why": why}
+
+
 def tune(args, capture, index, workdir):
     os.makedirs(workdir, exist_ok=True)
     yaml = os.path.join(workdir, "tune.yaml")
@@ -160,6 +207,9 @@ def main():
                     help="which recorded kernels to tune")
     ap.add_argument("--launches", type=int, default=1, help="r3 record --launches")
     ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--extract", action="store_true",
+                    help="also cut each kernel's unit from the application's own file (r3 extract) "
+                         "and replay it through NVRTC against the recording")
     args = ap.parse_args()
     corpus = os.path.abspath(args.corpus)
     out = os.path.abspath(args.out)
@@ -167,6 +217,7 @@ def main():
     args.r3 = os.path.abspath(args.r3)
     os.makedirs(out, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
+    sources = read_kernels_tsv(corpus) if args.extract else {}
     rows = []
     for prog in read_manifest(corpus):
         name = prog["program"]
@@ -203,6 +254,9 @@ def main():
                    "replay_us": k["medians"][0] if k["medians"] else None}
             if row["app_us"] and row["replay_us"]:
                 row["fidelity"] = row["replay_us"] / row["app_us"]
+            if args.extract and (name, base_name(k)) in sources:
+                row["unit"] = extract_and_replay(r3, capture, k["index"], base_name(k),
+                                                 sources[(name, base_name(k))], wd)
             if k["verified"] and (args.tune == "all" or (args.tune == "longest" and k is longest)):
                 row["tune"] = tune(args, capture, k["index"], os.path.join(wd, f"tune-{k['index']}"))
                 print(f"# {name} {row['kernel']}: {row['tune']['summary']}", file=sys.stderr,
@@ -213,7 +267,7 @@ def main():
 
 def print_table(rows):
     print(f"{'program':<15} {'kernel':<28} {'rec':>3} {'verif':>5} {'app us':>9} {'replay us':>9} "
-          f"{'fidelity':>8} {'speedup':>8} {'rebuilt':>7}  candidates (ok/wrong/launch/compile/"
+          f"{'fidelity':>8} {'speedup':>8} {'rebuilt':>7} {'unit':>5} {'rec/unit':>8}  candidates (ok/wrong/launch/compile/"
           f"timeout/crash)  app run s / candidate s")
     speedups = []
     for r in rows:
@@ -234,12 +288,23 @@ def print_table(rows):
                     if t["mean_candidate_s"] else "-")
         else:
             sp, rb, cand, cost = "-", "-", "-", "-"
+        u = r.get("unit")
+        unit = "-" if not u else ("yes" if u["verified"] else ("NO" if u["extracted"] else "noext"))
+        ratio = (f"{r['replay_us'] / u['unit_us']:.3f}"
+                 if u and u.get("unit_us") and r.get("replay_us") else "-")
         print(f"{r['program']:<15} {r['kernel'][:28]:<28} {'yes' if r['recorded'] else 'NO':>3} "
               f"{('yes' if r.get('verified') else 'NO') if r['recorded'] else '-':>5} {app_us:>9} "
-              f"{rep_us:>9} {fid:>8} {sp:>8} {rb:>7}  {cand:<33}  {cost}")
+              f"{rep_us:>9} {fid:>8} {sp:>8} {rb:>7} {unit:>5} {ratio:>8}  {cand:<33}  {cost}")
+        if u and not u["verified"]:
+            print(f"{'':<15}   unit: {u['why']}")
         if r["recorded"] and not r.get("verified"):
             print(f"{'':<15}   not verified: {r.get('why', '')}")
     recorded = sum(1 for r in rows if r["recorded"])
+    units = [r["unit"] for r in rows if r.get("unit")]
+    if units:
+        print(f"# units cut from the application's own files: {sum(1 for u in units if u['extracted'])}"
+              f" extracted, {sum(1 for u in units if u['verified'])} replayed verified through NVRTC,"
+              f" of {len(units)}")
     unnamed = sum(r.get("unnamed", 0) for r in {r["program"]: r for r in rows}.values())
     verified = sum(1 for r in rows if r.get("verified"))
     slower = sum(1 for s in speedups if s < 1.0)
