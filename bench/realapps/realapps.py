@@ -108,6 +108,8 @@ def read_kernels_tsv(corpus):
             for i, w in enumerate(words):
                 if w.startswith("-D") and len(w) > 2:
                     flags.append(w)
+                elif w in ("-use_fast_math", "--use_fast_math"):
+                    flags.append("--use_fast_math")  # as the application was built
                 elif w.startswith("-I") and len(w) > 2:
                     flags.append("-I" + os.path.join(os.path.dirname(tu_path), w[2:]))
                 elif w == "-I" and i + 1 < len(words):
@@ -122,14 +124,15 @@ def extract_and_replay(r3, capture, index, base, source, workdir):
     not, and the recorded code's time over the unit's (the rebuilt original's ratio)."""
     tu, flags = source
     unit = os.path.join(workdir, f"unit-{index}.cu")
-    p, _ = run([r3, "extract", os.path.basename(tu), "-k", base, "-o", unit] + flags,
-               cwd=os.path.dirname(tu))
+    p, _ = run([r3, "extract", os.path.basename(tu), "-k", base, "-o", unit] +
+               [f for f in flags if f.startswith(("-D", "-I"))], cwd=os.path.dirname(tu))
     if p.returncode != 0:
         return {"extracted": False, "verified": False,
                 "why": ([l for l in p.stderr.splitlines() if l.strip()] or ["?"])[-1]}
     defines = [x for f in flags if f.startswith("-D") for x in ("-D", f[2:])]
+    build = [f for f in flags if f == "--use_fast_math"]
     p, _ = run([r3, "replay", capture, "-k", f"#{index}", "--source", unit, "--compiler", "nvrtc",
-                "-n", "21"] + defines)
+                "-n", "21"] + defines + (["--flags", " ".join(build)] if build else []))
     medians = [float(m) for m in re.findall(r"verified\s+median\s+([0-9.]+) us", p.stdout)]
     ok = p.returncode == 0 and bool(medians)
     why = "" if ok else ([l for l in (p.stdout + p.stderr).splitlines() if l.strip()] or ["?"])[-1]
