@@ -445,10 +445,12 @@ class Extractor {
       while (common < open.size() && common < p.namespaces.size() &&
              open[common] == p.namespaces[common])
         ++common;
-      for (std::size_t i = open.size(); i > common; --i) text << "}  // namespace " << open[i - 1] << "\n";
+      for (std::size_t i = open.size(); i > common; --i)
+        text << "}  // namespace " << open[i - 1] << " (r3 extract)\n";
       open.resize(common);
       for (std::size_t i = common; i < p.namespaces.size(); ++i) {
-        text << "namespace " << p.namespaces[i] << (p.namespaces[i].empty() ? "" : " ") << "{\n";
+        text << "namespace " << p.namespaces[i] << (p.namespaces[i].empty() ? "" : " ")
+             << "{  // (r3 extract)\n";
         open.push_back(p.namespaces[i]);
       }
       bool invalid = false;
@@ -464,7 +466,8 @@ class Extractor {
       if (p.end == p.begin || buffer[p.end - 1] != '\n') text << "\n";
       out_.pieces.push_back(piece);
     }
-    for (std::size_t i = open.size(); i > 0; --i) text << "}  // namespace " << open[i - 1] << "\n";
+    for (std::size_t i = open.size(); i > 0; --i)
+      text << "}  // namespace " << open[i - 1] << " (r3 extract)\n";
     out_.text = text.str();
     out_.ok = !out_.pieces.empty();
   }

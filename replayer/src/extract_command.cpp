@@ -15,6 +15,31 @@
 
 namespace r3::replay {
 
+ExtractedSource extract_source(const std::filesystem::path& file, const std::string& kernel,
+                               const std::map<std::string, std::string>& defines,
+                               const std::vector<std::filesystem::path>& include_dirs,
+                               const std::vector<std::string>& flags) {
+  ExtractedSource out;
+#if R3_HAVE_LLVM
+  compiler::ExtractOptions o;
+  o.file = file;
+  o.kernel = kernel;
+  o.defines = defines;
+  o.include_dirs = include_dirs;
+  o.flags = flags;
+  compiler::ExtractedUnit unit = compiler::extract_kernel(o);
+  out.ok = unit.ok;
+  out.text = std::move(unit.text);
+  out.diagnostics = std::move(unit.diagnostics);
+  out.pieces = unit.pieces.size();
+#else
+  (void)file, (void)kernel, (void)defines, (void)include_dirs, (void)flags;
+  out.diagnostics = "extracting a kernel from an application's file needs Clang/LLVM 19, which "
+                    "this build of r3 was configured without";
+#endif
+  return out;
+}
+
 int extract_command(const ExtractCommandOptions& options, std::ostream& out, std::ostream& log) {
 #if R3_HAVE_LLVM
   if (!std::filesystem::is_regular_file(options.file))

@@ -1,5 +1,7 @@
 #include "r3/report/results.hpp"
 
+#include "r3/report/unit_patch.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -251,7 +253,16 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
       const std::string& original = record.sources.at(first->source);
       kf.source = dir / source_name;
       write_text(kf.source, best);
-      std::string patch = unified_diff(original, best, source_name.string());
+      // A unit cut from the application's file: the patch is against that file (and its
+      // headers), to apply in the source's directory; else against the source tune.yaml named.
+      std::string patch;
+      for (const FilePatch& f : patch_files_from_unit(original, best)) {
+        std::error_code relative_error;
+        fs::path name = fs::relative(f.file, selection.source.parent_path(), relative_error);
+        if (relative_error || name.empty()) name = f.file.filename();
+        patch += unified_diff(f.before, f.after, name.generic_string());
+      }
+      if (patch.empty()) patch = unified_diff(original, best, source_name.string());
       fs::path diff = dir / "best.diff";
       if (!patch.empty()) {
         write_text(diff, patch);

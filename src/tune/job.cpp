@@ -29,6 +29,7 @@
 #include "r3/error.hpp"
 #include "r3/exit_codes.hpp"
 #include "r3/log.hpp"
+#include "r3/replay/extract_command.hpp"
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
 #include "r3/report/analysis.hpp"
@@ -250,6 +251,44 @@ struct Master {
   std::set<Hash128> sent_sources;  // texts the evaluators of this session already hold
 };
 
+// The first line of a compiler's or verifier's message that names an error, else its first line.
+std::string first_diagnostic(const std::string& message) {
+  std::istringstream lines(message);
+  std::string line, first;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (line.find("error") != std::string::npos) return line;
+  }
+  return first.empty() ? std::string("(no message)") : first;
+}
+
+// An application's own file rather than a kernel file: host code around the kernels (launches,
+// main). Such a file is not compiled as it is: the kernel's device-only unit is cut from it.
+bool is_application_file(const std::string& text) {
+  return text.find("<<<") != std::string::npos || text.find(" main(") != std::string::npos;
+}
+
+// The device-only unit of kernels[index], cut from its source file with the compile settings
+// tune.yaml gives it (r3 extract shows the same unit).
+std::string extracted_unit(const config::TuneConfig& c, std::size_t index,
+                           const capture::Kernel& kernel) {
+  const config::KernelSelection& s = c.kernels[index];
+  const std::string name = !s.entry.empty()               ? s.entry
+                           : kernel.demangled_name.empty() ? kernel.name
+                                                           : capture::instance_name(kernel.demangled_name);
+  replay::ExtractedSource unit =
+      replay::extract_source(s.source, name, s.defines, s.include_dirs, s.flags);
+  const std::string key = "kernels[" + std::to_string(index) + "].source";
+  if (!unit.ok)
+    c.fail(key, "cannot cut kernel '" + name + "' from " + s.source.string() + ": " +
+                    first_diagnostic(unit.diagnostics));
+  log::info(key, ": the device-only unit of '", name, "' cut from ", s.source.filename().string(),
+            " (", unit.pieces, " piece(s); 'r3 extract ", s.source.string(), " -k ", name,
+            "' shows it)");
+  return unit.text;
+}
+
 std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
                                       bool dry_run = false) {
   auto m = std::make_unique<Master>();
@@ -272,6 +311,8 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     if (!s.source.empty()) {
       k.source = read_file(s.source, "kernels[" + std::to_string(i) + "].source");
       k.source_name = s.source.filename().string();
+      if (m->backend == config::Backend::cuda && is_application_file(k.source))
+        k.source = extracted_unit(c, i, kernel);
     }
     k.base.entry = s.entry;
     k.base.defines = s.defines;
@@ -497,18 +538,6 @@ std::vector<BatchResult> run_batch(Master& m, const Collectives& world, Evaluato
                                           ? std::vector<std::string>{local->evaluate(message, 0, 1)}
                                           : world.gather(std::string());
   return parse_results(gathered, busy);
-}
-
-// The first line of a compiler's or verifier's message that names an error, else its first line.
-std::string first_diagnostic(const std::string& message) {
-  std::istringstream lines(message);
-  std::string line, first;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    if (first.empty()) first = line;
-    if (line.find("error") != std::string::npos) return line;
-  }
-  return first.empty() ? std::string("(no message)") : first;
 }
 
 // Why the job cannot go on when a kernel's original (the application's code as recorded, or its

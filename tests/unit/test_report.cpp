@@ -10,6 +10,7 @@
 #include "r3/report/analysis.hpp"
 #include "r3/report/diff.hpp"
 #include "r3/report/results.hpp"
+#include "r3/report/unit_patch.hpp"
 #include "r3/tune_config.hpp"
 #include "support/files.hpp"
 #include "support/process.hpp"
@@ -247,6 +248,39 @@ TEST(ReportAnalysis, TheRebuiltOriginalIsComparedWithTheRecordedCode) {
   ResultsFiles files = write_results(run, dir / "results");
   EXPECT_EQ(apply_with_patch(source, read_text_file(files.kernels.at(0).diff), "stencil.cpp"),
             read_text_file(files.kernels.at(0).source));
+}
+
+// A unit cut from an application's file (r3 extract's '#line' pieces): the winner's edits come
+// back as a patch of that file, which applies to it; without the markers, nothing is claimed.
+TEST(ReportUnitPatch, EditsOfAnExtractedUnitBecomeAPatchOfTheApplicationsFile) {
+  TempDir dir;
+  const std::string app =
+      "#include <stdio.h>\n// a helper\n__device__ int f() { return 1; }\n\nint host() { return 0; "
+      "}\nnamespace app {\n__global__ void k(int* o) { o[0] = f(); }\n}\nint main() { "
+      "printf(\"%d\\n\", host()); }\n";
+  const std::string path = (dir / "app.cu").string();
+  std::ofstream(path) << app;
+  const std::string unit = "// The device-only unit of kernel 'app::k', extracted by r3\n#define X 1\n"
+                           "#line 3 \"" + path + "\"\n__device__ int f() { return 1; }\n"
+                           "namespace app {  // (r3 extract)\n#line 7 \"" + path +
+                           "\"\n__global__ void k(int* o) { o[0] = f(); }\n}  // namespace app "
+                           "(r3 extract)\n";
+  std::string best = unit;
+  best.replace(best.find("o[0] = f();"), 11, "o[0] = f() + 1;");
+  std::vector<r3::report::FilePatch> patches = r3::report::patch_files_from_unit(unit, best);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0].file, path);
+  std::string expected = app;
+  expected.replace(expected.find("o[0] = f();"), 11, "o[0] = f() + 1;");
+  EXPECT_EQ(patches[0].after, expected);
+  EXPECT_EQ(apply_with_patch(app, unified_diff(patches[0].before, patches[0].after, "app.cu"),
+                             "app.cu"),
+            expected);
+  EXPECT_TRUE(r3::report::patch_files_from_unit(unit, unit).empty()) << "nothing changed";
+  std::string unmarked = best;
+  unmarked.erase(unmarked.find("#line 7"), unmarked.find('\n', unmarked.find("#line 7")) -
+                                               unmarked.find("#line 7") + 1);
+  EXPECT_TRUE(r3::report::patch_files_from_unit(unit, unmarked).empty()) << "a marker is gone";
 }
 
 TEST(ReportResults, TheDirectoryHoldsEverySectionAndFileAndTheFragmentParses) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,19 @@ struct ExtractCommandOptions {
   bool check = false;                // compile the unit with NVRTC
   std::string arch = "sm_90";
 };
+
+// The unit of `kernel` cut from `file` (r3/compiler/extract.hpp), for the tuning job: ok false
+// with the reason (Clang's first error, no such kernel, a build without LLVM) otherwise.
+struct ExtractedSource {
+  bool ok = false;
+  std::string text;
+  std::string diagnostics;
+  std::size_t pieces = 0;
+};
+ExtractedSource extract_source(const std::filesystem::path& file, const std::string& kernel,
+                               const std::map<std::string, std::string>& defines,
+                               const std::vector<std::filesystem::path>& include_dirs,
+                               const std::vector<std::string>& flags);
 
 // Returns 0 when a unit was written (and, with check, compiled), 1 otherwise. The unit goes to
 // `out` (or the output file), what was done to `log`.

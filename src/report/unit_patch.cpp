@@ -1,0 +1,101 @@
+#include "r3/report/unit_patch.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace r3::report {
+namespace {
+
+struct UnitPiece {
+  unsigned line = 0;
+  std::string file;
+  std::string text;
+};
+
+// The pieces after each '#line N "FILE"' marker, up to the next marker or the end; nullopt-like
+// empty result when there is none.
+std::vector<UnitPiece> pieces_of(const std::string& unit) {
+  std::vector<UnitPiece> out;
+  std::size_t at = 0;
+  while (at < unit.size()) {
+    std::size_t end = unit.find('\n', at);
+    if (end == std::string::npos) end = unit.size();
+    const std::string line = unit.substr(at, end - at);
+    const std::size_t next = end < unit.size() ? end + 1 : end;
+    if (line.rfind("#line ", 0) == 0) {
+      UnitPiece p;
+      std::istringstream in(line.substr(6));
+      in >> p.line;
+      const std::size_t open = line.find('"'), close = line.rfind('"');
+      if (!in || open == std::string::npos || close <= open) return {};
+      p.file = line.substr(open + 1, close - open - 1);
+      out.push_back(p);
+    } else if (!out.empty() && !line.ends_with("(r3 extract)")) {
+      // (Lines the extraction added around pieces, such as namespaces, belong to no piece.)
+      out.back().text += unit.substr(at, next - at);
+    }
+    at = next;
+  }
+  return out;
+}
+
+std::size_t offset_of_line(const std::string& text, unsigned line) {
+  std::size_t at = 0;
+  for (unsigned l = 1; l < line; ++l) {
+    at = text.find('\n', at);
+    if (at == std::string::npos) return std::string::npos;
+    ++at;
+  }
+  return at;
+}
+
+}  // namespace
+
+std::vector<FilePatch> patch_files_from_unit(const std::string& original_unit,
+                                             const std::string& best_unit) {
+  std::vector<UnitPiece> before = pieces_of(original_unit), after = pieces_of(best_unit);
+  if (before.empty() || before.size() != after.size()) return {};
+  // Edits per file, as (offset, length, replacement), applied from the end.
+  std::map<std::string, std::vector<std::tuple<std::size_t, std::size_t, std::string>>> edits;
+  std::map<std::string, std::string> files;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (before[i].line != after[i].line || before[i].file != after[i].file) return {};
+    const std::string& old_text = before[i].text;
+    const std::string& new_text = after[i].text;
+    if (old_text == new_text) continue;
+    if (!files.contains(before[i].file)) {
+      std::ifstream in(before[i].file, std::ios::binary);
+      if (!in) return {};
+      std::ostringstream text;
+      text << in.rdbuf();
+      files[before[i].file] = text.str();
+    }
+    const std::string& file = files[before[i].file];
+    const std::size_t at = offset_of_line(file, before[i].line);
+    if (at == std::string::npos) return {};
+    // The piece starts at that line, or within it (a declaration after other text).
+    std::size_t found = file.find(old_text, at);
+    std::string old_piece = old_text, new_piece = new_text;
+    if (found == std::string::npos && !old_text.empty() && old_text.back() == '\n') {
+      // The unit added the newline a piece that ends mid-line lacks.
+      old_piece.pop_back();
+      if (!new_piece.empty() && new_piece.back() == '\n') new_piece.pop_back();
+      found = file.find(old_piece, at);
+    }
+    if (found == std::string::npos || file.find('\n', at) < found) return {};
+    edits[before[i].file].emplace_back(found, old_piece.size(), new_piece);
+  }
+  std::vector<FilePatch> out;
+  for (auto& [path, list] : edits) {
+    FilePatch patch{path, files[path], files[path]};
+    std::sort(list.begin(), list.end(),
+              [](const auto& a, const auto& b) { return std::get<0>(a) > std::get<0>(b); });
+    for (const auto& [offset, length, text] : list) patch.after.replace(offset, length, text);
+    out.push_back(std::move(patch));
+  }
+  return out;
+}
+
+}  // namespace r3::report
