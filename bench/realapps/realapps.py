@@ -140,20 +140,34 @@ def extract_and_replay(r3, capture, index, base, source, workdir):
             "why": why}
 
 
-def tune(args, capture, index, workdir):
+def tune(args, capture, index, workdir, source=None):
+    """Tunes one kernel: on the recorded code, or (source = (file, flags)) on its unit cut from
+    the application's own file, with the source and parameter levels on too."""
     os.makedirs(workdir, exist_ok=True)
     yaml = os.path.join(workdir, "tune.yaml")
+    kernel = f"  - name: '#{index}'\n"
+    levels = "    source:\n      enabled: false\n    parameters:\n      enabled: false\n"
+    if source:
+        tu, flags = source
+        kernel += f"    source: {tu}\n"
+        defines = {f[2:].split("=", 1)[0]: (f[2:].split("=", 1) + ["1"])[1]
+                   for f in flags if f.startswith("-D")}
+        if defines:
+            kernel += "    defines: {" + ", ".join(f"'{k}': '{v}'" for k, v in defines.items()) + "}\n"
+        dirs = [f[2:] for f in flags if f.startswith("-I")]
+        if dirs:
+            kernel += "    include_dirs: [" + ", ".join(f"'{d}'" for d in dirs) + "]\n"
+        if "--use_fast_math" in flags:
+            kernel += "    flags: ['--use_fast_math']\n"
+        levels = ""
     with open(yaml, "w") as f:
         f.write(f"""capture: {capture}
 kernels:
-  - name: '#{index}'
-search:
+{kernel}search:
   batch_size: 8
   levels:
-    source:
-      enabled: false
-    parameters:
-      enabled: false
+{levels}    launch:
+      enabled: true
 budget:
   evaluations: {args.evaluations}
   wall_time: {args.wall_time}
@@ -168,7 +182,18 @@ output:
     cmd = [args.mpirun, "-n", "2", "--oversubscribe", os.path.join(args.r3, "r3-mpi"), yaml]
     p, seconds = run(cmd, env=env, timeout=900)
     result = {"status": p.returncode, "seconds": seconds, "summary": "", "outcomes": {},
-              "mean_candidate_s": 0.0, "speedup": None, "keep": False, "rebuilt": None}
+              "mean_candidate_s": 0.0, "speedup": None, "keep": False, "rebuilt": None,
+              "diff": "-"}
+    if source:
+        # The winner's patch applies to the application's file, in the file's directory.
+        diffs = [os.path.join(root, f) for root, _, files in
+                 os.walk(os.path.join(workdir, "results")) for f in files if f == "best.diff"]
+        if diffs:
+            check = subprocess.run(["patch", "-p1", "--dry-run", "-i", diffs[0]],
+                                   cwd=os.path.dirname(source[0]), capture_output=True, text=True)
+            result["diff"] = "applies" if check.returncode == 0 else "FAILS"
+        else:
+            result["diff"] = "none"
     for line in p.stderr.splitlines():
         if "kernel #" in line and ("confirmed" in line or "keep the application" in line or
                                    "single sample" in line or "no candidate" in line):
@@ -210,6 +235,9 @@ def main():
                     help="which recorded kernels to tune")
     ap.add_argument("--launches", type=int, default=1, help="r3 record --launches")
     ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--tune-source", action="store_true",
+                    help="tune on the kernels' units cut from the applications' own files (source "
+                         "and parameter levels on), and check that each best.diff applies")
     ap.add_argument("--extract", action="store_true",
                     help="also cut each kernel's unit from the application's own file (r3 extract) "
                          "and replay it through NVRTC against the recording")
@@ -220,7 +248,7 @@ def main():
     args.r3 = os.path.abspath(args.r3)
     os.makedirs(out, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
-    sources = read_kernels_tsv(corpus) if args.extract else {}
+    sources = read_kernels_tsv(corpus) if args.extract or args.tune_source else {}
     rows = []
     for prog in read_manifest(corpus):
         name = prog["program"]
@@ -261,7 +289,9 @@ def main():
                 row["unit"] = extract_and_replay(r3, capture, k["index"], base_name(k),
                                                  sources[(name, base_name(k))], wd)
             if k["verified"] and (args.tune == "all" or (args.tune == "longest" and k is longest)):
-                row["tune"] = tune(args, capture, k["index"], os.path.join(wd, f"tune-{k['index']}"))
+                source = sources.get((name, base_name(k))) if args.tune_source else None
+                row["tune"] = tune(args, capture, k["index"], os.path.join(wd, f"tune-{k['index']}"),
+                                   source)
                 print(f"# {name} {row['kernel']}: {row['tune']['summary']}", file=sys.stderr,
                       flush=True)
             rows.append(row)
@@ -289,6 +319,8 @@ def print_table(rows):
                              "crash"])
             cost = (f"{r['app_s']:.2f} / {t['mean_candidate_s']:.3f}"
                     if t["mean_candidate_s"] else "-")
+            if t.get("diff", "-") != "-":
+                cost += f"  best.diff {t['diff']}"
         else:
             sp, rb, cand, cost = "-", "-", "-", "-"
         u = r.get("unit")
