@@ -175,6 +175,50 @@ std::string entry_signature(std::string_view source, std::string_view entry) {
   return collapse_whitespace(source.substr(where->first, where->second - where->first));
 }
 
+std::vector<std::string> parameter_names(std::string_view signature) {
+  std::vector<std::string> out;
+  const std::size_t close = signature.rfind(')');
+  if (close == std::string_view::npos) return out;
+  std::size_t open = close;
+  for (int depth = 0; open-- > 0;) {
+    if (signature[open] == ')') ++depth;
+    if (signature[open] == '(' && depth-- == 0) break;
+  }
+  if (open == std::string_view::npos) return out;
+  const std::string_view list = signature.substr(open + 1, close - open - 1);
+  auto name_of = [](std::string_view parameter) {
+    // A default argument does not name it; the last identifier does, unless it is a type alone.
+    parameter = parameter.substr(0, parameter.find('='));
+    std::size_t end = parameter.find_last_not_of(" \t[]0123456789");
+    if (end == std::string_view::npos) return std::string();
+    std::size_t begin = end + 1;
+    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(parameter[begin - 1])) ||
+                         parameter[begin - 1] == '_'))
+      --begin;
+    const std::string name(parameter.substr(begin, end + 1 - begin));
+    const std::string_view before = parameter.substr(0, begin);
+    // "float*" or "int" alone: the last word is a type, not a name.
+    const bool typed = before.find_first_not_of(" \t") != std::string_view::npos;
+    return typed && name != "const" && name != "__restrict__" ? name : std::string();
+  };
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (c == '<' || c == '(' || c == '[') ++depth;
+    if (c == '>' || c == ')' || c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      std::string_view parameter = list.substr(start, i - start);
+      const std::size_t first = parameter.find_first_not_of(" \t");
+      const std::size_t last = parameter.find_last_not_of(" \t");
+      parameter = first == std::string_view::npos ? "" : parameter.substr(first, last + 1 - first);
+      if (!parameter.empty() && parameter != "void") out.push_back(name_of(parameter));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
 bool same_signature(std::string_view a, std::string_view b) {
   // The parameter types: split the list at top-level commas, drop qualifiers that do not change
   // the type a caller passes and the parameter name (the last identifier of a parameter).

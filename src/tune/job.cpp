@@ -25,6 +25,7 @@
 
 #include "budget.hpp"
 #include "llm_worker.hpp"
+#include "region_names.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
 #include "r3/exit_codes.hpp"
@@ -37,6 +38,7 @@
 #include "r3/run_database.hpp"
 #include "r3/tune_config.hpp"
 #include "r3/version.hpp"
+#include "r3/evolve/response.hpp"
 #include "search.hpp"
 
 namespace r3::tune {
@@ -249,7 +251,12 @@ struct Master {
   run::RunRecord record;
   std::filesystem::path database;
   std::set<Hash128> sent_sources;  // texts the evaluators of this session already hold
+  // Per kernel, its parameters' names in its source (empty without one): regions named after
+  // what reaches them ("arg2") are shown as the source names them ("C").
+  std::vector<std::vector<std::string>> parameter_names;
 };
+
+
 
 // The first line of a compiler's or verifier's message that names an error, else its first line.
 std::string first_diagnostic(const std::string& message) {
@@ -328,7 +335,28 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     k.has_recorded_cubin = kernel.images.contains(std::string(capture::kImageCubin));
     k.has_recorded_ptx = kernel.images.contains(std::string(capture::kImagePtx));
     k.has_recorded_source = kernel.images.contains(std::string(capture::kImageSource));
+    // The parameters' names where the source is known: messages and tolerances use them.
+    std::vector<std::string> names;
+    if (!k.source.empty() && m->backend == config::Backend::cuda) {
+      std::string base = kernel.demangled_name.empty() ? kernel.name
+                                                       : capture::instance_name(kernel.demangled_name);
+      base = base.substr(0, base.find('<'));
+      if (std::size_t scope = base.rfind("::"); scope != std::string::npos) base = base.substr(scope + 2);
+      names = evolve::parameter_names(
+          evolve::entry_signature(k.source, s.entry.empty() ? base : s.entry));
+      if (names.size() != kernel.params.size()) names.clear();
+    }
+    m->parameter_names.push_back(names);
     kernels.push_back(std::move(k));
+  }
+  // verify.regions may name a region as the source does ("C" for arg2): each such tolerance
+  // also holds for the recorded name.
+  for (const auto& names : m->parameter_names) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      auto& regions = m->config.verify.regions;
+      if (auto it = regions.find(names[i]); it != regions.end() && !names[i].empty())
+        regions.emplace("arg" + std::to_string(i), it->second);
+    }
   }
   if (c.llm.enabled()) {
     std::string why = evolve::check_endpoint(c.llm);
@@ -701,7 +729,8 @@ void confirm_winners(Master& m, const Collectives& world, Evaluator* local) {
     c.evaluator = r.rank;
     c.repeats = t.confirm_repeats;
     c.outcome = std::string(replay::to_string(r.evaluation.outcome));
-    c.message = stored_message(r.evaluation.message);
+    c.message = with_source_names(m.parameter_names.at(slot.kernel),
+                                  stored_message(r.evaluation.message));
     if (r.evaluation.outcome == replay::Outcome::ok) {
       c.seconds = r.evaluation.run.seconds;
       std::tie(c.min_seconds, c.max_seconds) = summed_min_max(r.evaluation);
@@ -786,6 +815,7 @@ int run_generations(Master& m, const Collectives& world) {
       run::CandidateRecord r = p.record;
       if (auto it = results.find(r.id); it != results.end()) {
         record_result(r, it->second.first, it->second.second);
+        r.message = with_source_names(m.parameter_names.at(r.kernel), r.message);
       } else {
         r.outcome = std::string(replay::to_string(replay::Outcome::crash));
         r.message = "no result came back from its evaluator";
@@ -893,6 +923,7 @@ void check_originals(const std::string& tune_file) {
     run::CandidateRecord& r = p.record;
     if (auto it = by_id.find(r.id); it != by_id.end()) {
       record_result(r, *it->second, 0);
+      r.message = with_source_names(m->parameter_names.at(r.kernel), r.message);
     } else {
       r.outcome = "crash";
       r.message = "no result came back from the sandbox";

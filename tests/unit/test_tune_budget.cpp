@@ -50,3 +50,31 @@ TEST(TuneBudget, EvaluationsGenerationsAndTheJobsEnd) {
 
 }  // namespace
 }  // namespace r3::tune
+
+#include "r3/evolve/response.hpp"
+#include "region_names.hpp"
+
+namespace r3::tune {
+namespace {
+
+// Regions named after what reaches them are shown as the source names the parameters.
+TEST(TuneRegionNames, RecordedNamesAreShownWithTheSourcesParameterNames) {
+  const std::vector<std::string> names = evolve::parameter_names(evolve::entry_signature(
+      "__global__ void mm(const float* __restrict__ A, float* B, Fields f, float* const* table, "
+      "int n) {}\n",
+      "mm"));
+  ASSERT_EQ(names, (std::vector<std::string>{"A", "B", "f", "table", "n"}));
+  EXPECT_EQ(evolve::parameter_names("void k(float*, int)"), (std::vector<std::string>{"", ""}));
+  EXPECT_TRUE(evolve::parameter_names("void k(void)").empty());
+  EXPECT_EQ(source_name(names, "arg1"), "B");
+  EXPECT_EQ(source_name(names, "arg2+16"), "f+16");
+  EXPECT_EQ(source_name(names, "*(arg3+8)"), "*(table+8)");
+  EXPECT_EQ(source_name(names, "arg12"), "arg12") << "no such parameter";
+  EXPECT_EQ(source_name(names, "weights"), "weights") << "a module global keeps its name";
+  EXPECT_EQ(with_source_names(names, "launch 0: region 'arg1' differs (3 of 8); region 'w' too"),
+            "launch 0: region 'B' (arg1) differs (3 of 8); region 'w' too");
+  EXPECT_EQ(with_source_names({}, "region 'arg1'"), "region 'arg1'");
+}
+
+}  // namespace
+}  // namespace r3::tune

@@ -42,6 +42,8 @@ Candidate candidate_from_response(std::string_view parent, std::string_view resp
 // The declaration of `entry` in `source` from its return type to the parameter list's ')',
 // whitespace collapsed; "" when the source does not define it.
 std::string entry_signature(std::string_view source, std::string_view entry);
+// The parameter names of a signature (entry_signature's), in order; "" for an unnamed one.
+std::vector<std::string> parameter_names(std::string_view signature);
 // Whether two signatures declare the same parameter types (names, restrict qualifiers and
 // __launch_bounds__ may differ).
 bool same_signature(std::string_view a, std::string_view b);
