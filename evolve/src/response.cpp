@@ -65,7 +65,8 @@ std::optional<std::pair<std::size_t, std::size_t>> find_definition(std::string_v
     // The declaration starts after the previous ';', '}' or preprocessor line.
     std::size_t start = s.find_last_of(";}\n", name);
     while (start != std::string_view::npos && s[start] == '\n') {
-      std::size_t line = s.rfind('\n', start == 0 ? 0 : start - 1);
+      if (start == 0) break;  // the first line of the text: nothing comes before it
+      std::size_t line = s.rfind('\n', start - 1);
       std::string_view previous = s.substr(line == std::string_view::npos ? 0 : line + 1,
                                            start - (line == std::string_view::npos ? 0 : line + 1));
       std::string t = trim(previous);

@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
     launches = resolve_launches(kernel, std::move(launches));
     kernel_name_ = kernel.name;
     instance_name_ = kernel.demangled_name.empty() ? "" : capture::instance_name(kernel.demangled_name);
+    demangled_name_ = kernel.demangled_name;
     recorded_source_ = recorded_image(capture, kernel, capture::kImageSource);
     recorded_ptx_ = recorded_image(capture, kernel, capture::kImagePtx);
     recorded_cubin_ = recorded_image(capture, kernel, capture::kImageCubin);
@@ -347,8 +348,26 @@ class CudaBackend final : public Backend {
     source.defines = variant.defines;
     source.include_dirs = variant.include_dirs;
     source.flags = flags.nvrtc;
+    // A template kernel exists in Clang's code only once instantiated: the recorded instance is
+    // instantiated explicitly, by its recorded signature, and looked up by its recorded name
+    // (again without that line, should the source instantiate it explicitly itself).
+    std::string clang_entry = entry;
+    const bool instantiate =
+        instance_name_.find('<') != std::string::npos &&
+        (variant.entry.empty() || variant.entry == instance_name_ ||
+         instance_name_.ends_with("::" + variant.entry) ||
+         instance_name_.starts_with(variant.entry + "<") ||
+         instance_name_.find("::" + variant.entry + "<") != std::string::npos);
+    if (instantiate) {
+      source.text += "\ntemplate __global__ " + demangled_name_ + ";\n";
+      clang_entry = kernel_name_;
+    }
     compiler::CudaCompileResult out =
-        compiler::compile_cuda_kernel(source, entry, variant.passes, device_.architecture());
+        compiler::compile_cuda_kernel(source, clang_entry, variant.passes, device_.architecture());
+    if (instantiate && !out.ok() && out.diagnostics.find("explicit instantiation") != std::string::npos) {
+      source.text = text;
+      out = compiler::compile_cuda_kernel(source, clang_entry, variant.passes, device_.architecture());
+    }
     image.ok = out.ok();
     image.diagnostics = out.diagnostics;
     image.bytes = std::move(out.ptx);
@@ -704,6 +723,7 @@ class CudaBackend final : public Backend {
   bool short_of_memory_ = false;
   std::string kernel_name_;
   std::string instance_name_;  // "MatrixMulCUDA<32>" for a template instance, else ""
+  std::string demangled_name_;
   std::string recorded_source_, recorded_ptx_, recorded_cubin_, recorded_architecture_;
   CUstream stream_ = nullptr;
   CUevent events_[4] = {};

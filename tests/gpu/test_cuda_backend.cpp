@@ -552,8 +552,8 @@ TEST(CudaBackend, CandidatesOutcomesDoNotDependOnWhatRanBefore) {
   }
 }
 
-// A template kernel: NVRTC compiles the recorded instance of the source, whether the entry is
-// left out or names the template alone.
+// A template kernel: NVRTC and Clang compile the recorded instance of the source, whether the
+// entry is left out or names the template alone.
 TEST(CudaBackend, TemplateKernelsCompileTheirRecordedInstanceWithNvrtc) {
   R3_REQUIRE_GPU();
   test::CudaLaunchSpec spec = saxpy_spec();
@@ -570,13 +570,17 @@ __global__ void saxpy_t(int n, float a, const float* x, float* y) {
   const capture::Kernel& kernel = p->capture->kernels().at(0);
   EXPECT_EQ(capture::instance_name(kernel.demangled_name), "saxpy_t<2>") << kernel.demangled_name;
   EXPECT_EQ(p->capture->find_kernel("saxpy_t<2>"), 0u);
-  for (std::string entry : {"", "saxpy_t", "saxpy_t<2>"}) {
-    Variant v;
-    v.source_text = spec.source;
-    v.entry = entry;
-    v.compiler = config::Compiler::nvrtc;
-    RunResult result = compile_and_run(*p->backend, v);
-    EXPECT_EQ(result.outcome, Outcome::ok) << "entry '" << entry << "': " << result.message;
+  for (config::Compiler compiler : {config::Compiler::nvrtc, config::Compiler::clang}) {
+    if (compiler == config::Compiler::clang && !R3_HAVE_LLVM) continue;
+    for (std::string entry : {"", "saxpy_t", "saxpy_t<2>"}) {
+      Variant v;
+      v.source_text = spec.source;
+      v.entry = entry;
+      v.compiler = compiler;
+      RunResult result = compile_and_run(*p->backend, v);
+      EXPECT_EQ(result.outcome, Outcome::ok)
+          << config::to_string(compiler) << ", entry '" << entry << "': " << result.message;
+    }
   }
 }
 

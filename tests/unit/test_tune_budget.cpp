@@ -65,6 +65,11 @@ TEST(TuneRegionNames, RecordedNamesAreShownWithTheSourcesParameterNames) {
       "mm"));
   ASSERT_EQ(names, (std::vector<std::string>{"A", "B", "f", "table", "n"}));
   EXPECT_EQ(evolve::parameter_names("void k(float*, int)"), (std::vector<std::string>{"", ""}));
+  // A kernel on the first line after a leading newline (a raw string literal's source) is found:
+  // this once looped forever.
+  EXPECT_EQ(evolve::parameter_names(evolve::entry_signature(
+                "\n__global__ void s(const float* in, float* out) {\n  out[0] = in[0];\n}\n", "s")),
+            (std::vector<std::string>{"in", "out"}));
   EXPECT_TRUE(evolve::parameter_names("void k(void)").empty());
   EXPECT_EQ(source_name(names, "arg1"), "B");
   EXPECT_EQ(source_name(names, "arg2+16"), "f+16");
