@@ -176,17 +176,29 @@ std::string entry_signature(std::string_view source, std::string_view entry) {
   return collapse_whitespace(source.substr(where->first, where->second - where->first));
 }
 
-std::vector<std::string> parameter_names(std::string_view signature) {
-  std::vector<std::string> out;
+namespace {
+
+// The parameter list of a signature: its last parenthesised group (__launch_bounds__(...) comes
+// first); nullopt when it has none.
+std::optional<std::string_view> parameter_list(std::string_view signature) {
   const std::size_t close = signature.rfind(')');
-  if (close == std::string_view::npos) return out;
+  if (close == std::string_view::npos) return std::nullopt;
   std::size_t open = close;
   for (int depth = 0; open-- > 0;) {
     if (signature[open] == ')') ++depth;
     if (signature[open] == '(' && depth-- == 0) break;
   }
-  if (open == std::string_view::npos) return out;
-  const std::string_view list = signature.substr(open + 1, close - open - 1);
+  if (open == std::string_view::npos) return std::nullopt;
+  return signature.substr(open + 1, close - open - 1);
+}
+
+}  // namespace
+
+std::vector<std::string> parameter_names(std::string_view signature) {
+  std::vector<std::string> out;
+  const std::optional<std::string_view> found = parameter_list(signature);
+  if (!found) return out;
+  const std::string_view list = *found;
   auto name_of = [](std::string_view parameter) {
     // A default argument does not name it; the last identifier does, unless it is a type alone.
     parameter = parameter.substr(0, parameter.find('='));
@@ -225,16 +237,9 @@ bool same_signature(std::string_view a, std::string_view b) {
   // the type a caller passes and the parameter name (the last identifier of a parameter).
   auto types = [](std::string_view signature) {
     std::vector<std::string> out;
-    // The parameter list is the last parenthesised group (__launch_bounds__(...) comes first).
-    const std::size_t close = signature.rfind(')');
-    if (close == std::string_view::npos) return out;
-    std::size_t open = close;
-    for (int depth = 0; open-- > 0;) {
-      if (signature[open] == ')') ++depth;
-      if (signature[open] == '(' && depth-- == 0) break;
-    }
-    if (open == std::string_view::npos) return out;
-    std::string list(signature.substr(open + 1, close - open - 1));
+    const std::optional<std::string_view> found = parameter_list(signature);
+    if (!found) return out;
+    std::string list(*found);
     for (const char* word : {"__restrict__", "__restrict", "restrict", "R3_RESTRICT"}) {
       for (std::size_t at; (at = list.find(word)) != std::string::npos;)
         list.erase(at, std::string_view(word).size());
