@@ -12,6 +12,7 @@ namespace r3::tune {
 namespace {
 
 const char* const kOff = "off";
+constexpr int kPtxasDefaultOpt = 3;  // ptxas's own -O level
 const char* const kOn = "on";
 
 std::optional<double> as_number(const std::string& text) {
@@ -103,9 +104,7 @@ LevelBuilder::LevelBuilder(const config::TuneConfig& config, config::Backend bac
       dropped.push_back(pass);
   }
   for (const std::string& flag : config.search.compiler.flags) {
-    if (backend == config::Backend::host ? host_switch(flag).has_value()
-                                         : nvrtc_switch(flag).has_value())
-      flags_.push_back(flag);
+    if (switch_of(flag)) flags_.push_back(flag);
   }
   if (!dropped.empty()) {
     std::call_once(warned, [&] {
@@ -141,6 +140,31 @@ double LevelBuilder::share(Level level) const {
   return 0;
 }
 
+std::optional<Switch> LevelBuilder::switch_of(std::string_view search_flag) const {
+  return backend_ == config::Backend::host ? host_switch(search_flag) : nvrtc_switch(search_flag);
+}
+
+int LevelBuilder::baseline_opt() const {
+  return opt_level_of(config_.search.compiler.passes.baseline).value_or(kPtxasDefaultOpt);
+}
+
+std::optional<bo::Configuration> LevelBuilder::recorded_jit(const LevelSpace& level) const {
+  const bo::Space& space = level.space;
+  bo::Configuration jit = level.defaults;
+  for (std::size_t i = 0; i < space.parameters().size(); ++i) {
+    const bo::Parameter& p = space.parameters()[i];
+    if (p.name == "code") jit.values[i] = {1};  // ptx
+    if (p.name == "ptxas_opt") {
+      auto at = std::find(p.numbers.begin(), p.numbers.end(), double(kPtxasDefaultOpt));
+      jit.values[i] = {static_cast<int>(at == p.numbers.end() ? p.numbers.size() - 1
+                                                              : at - p.numbers.begin())};
+    }
+    if (p.name == "max_registers" || p.name == "cache_mode") jit.values[i] = {0};
+  }
+  if (!space.valid(jit)) return std::nullopt;
+  return jit;
+}
+
 // The compiler level's space for one code path: only options that change the code on it.
 //   host      opt (the pipeline's level), Clang's switches, an LLVM pass sequence
 //   nvrtc     ptxas_opt, NVRTC's switches, max_registers, cache_mode (ptxas -dlcm)
@@ -164,7 +188,7 @@ std::optional<LevelSpace> LevelBuilder::build_compiler(CodePath path, bool has_p
   };
   if (path == CodePath::recorded) add(bo::Parameter::categorical("code", {"cubin", "ptx"}), {0});
   std::vector<double> opts(c.opt_levels.begin(), c.opt_levels.end());
-  const int baseline = opt_level_of(c.passes.baseline).value_or(3);
+  const int baseline = baseline_opt();
   if (std::find(opts.begin(), opts.end(), double(baseline)) == opts.end()) opts.push_back(baseline);
   std::sort(opts.begin(), opts.end());
   opts.erase(std::unique(opts.begin(), opts.end()), opts.end());
@@ -176,7 +200,8 @@ std::optional<LevelSpace> LevelBuilder::build_compiler(CodePath path, bool has_p
         recorded ? std::vector<int>{} : std::vector<int>{at});
   if (path != CodePath::recorded) {
     for (const std::string& flag : flags_) {
-      std::optional<Switch> s = path == CodePath::host ? host_switch(flag) : nvrtc_switch(flag);
+      // (The host path is the host backend's, the others the CUDA backend's.)
+      std::optional<Switch> s = switch_of(flag);
       if (s) add(bo::Parameter::categorical(s->name, {s->default_label, s->other_label}), {0});
     }
   }
@@ -296,13 +321,12 @@ void LevelBuilder::apply(Level level, const LevelSpace& level_space,
           sequence += (sequence.empty() ? "" : ",") + p.pool.at(static_cast<std::size_t>(item));
       } else {
         for (const std::string& flag : flags_) {
-          std::optional<Switch> s =
-              backend_ == config::Backend::host ? host_switch(flag) : nvrtc_switch(flag);
+          std::optional<Switch> s = switch_of(flag);
           if (s && s->name == p.name && label(i) == s->other_label) variant.flags.push_back(s->flag);
         }
       }
     }
-    const int baseline = opt_level_of(config_.search.compiler.passes.baseline).value_or(3);
+    const int baseline = baseline_opt();
     if (backend_ == config::Backend::host) {
       std::string pipeline = "default<O" + std::to_string(opt.value_or(baseline)) + ">";
       if (!sequence.empty()) pipeline += ",function(" + sequence + ")";

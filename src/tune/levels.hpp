@@ -36,6 +36,16 @@ struct LevelSpace {
   bo::Configuration defaults;  // the configuration that changes nothing
 };
 
+// A compiler switch of the search as one compiler sees it: the parameter's values, first the
+// compiler's default, and the flag the other value produces. Named and valued after the flag
+// (NVRTC's "prec_div" takes "true"/"false" and "false" gives --prec-div=false), so that
+// descriptions say what the code was built with.
+struct Switch {
+  std::string name;
+  std::string default_label, other_label;
+  std::string flag;  // what the other value adds to the compile
+};
+
 // Builds the level spaces of a source. Pass pool entries this LLVM cannot run are left out
 // (with a warning, once per process).
 class LevelBuilder {
@@ -52,24 +62,23 @@ class LevelBuilder {
              replay::Variant& variant) const;
   bool enabled(Level level) const;
   double share(Level level) const;
+  // The recorded path's point that sends the recorded PTX through the JIT with every other
+  // option at its default: the rebuilt original of a kernel without a source. nullopt when
+  // `space` (the recorded path's compiler level) has no such point.
+  std::optional<bo::Configuration> recorded_jit(const LevelSpace& space) const;
 
  private:
   std::optional<LevelSpace> build_compiler(CodePath path, bool has_ptx) const;
+  // The switch a search flag stands for with this backend's compiler.
+  std::optional<Switch> switch_of(std::string_view search_flag) const;
+  // The optimisation level candidates are compared at: search.compiler.passes.baseline's.
+  int baseline_opt() const;
   const config::TuneConfig& config_;
   config::Backend backend_;
   std::vector<std::string> passes_;  // pool entries as they are written in a pipeline
   std::vector<std::string> flags_;   // compiler.flags this backend knows how to pass
 };
 
-// A compiler switch of the search as one compiler sees it: the parameter's values, first the
-// compiler's default, and the flag the other value produces. Named and valued after the flag
-// (NVRTC's "prec_div" takes "true"/"false" and "false" gives --prec-div=false), so that
-// descriptions say what the code was built with.
-struct Switch {
-  std::string name;
-  std::string default_label, other_label;
-  std::string flag;  // what the other value adds to the compile
-};
 // nullopt when the compiler has no such switch.
 std::optional<Switch> host_switch(std::string_view search_flag);
 std::optional<Switch> nvrtc_switch(std::string_view search_flag);

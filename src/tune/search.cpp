@@ -367,20 +367,10 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
     out.push_back(plan(kernel, first, std::nullopt, nullptr, "original", generation));
   auto space = first.spaces.find(Level::compiler);
   if (space == first.spaces.end() || !target.has_recorded_cubin) return;
+  std::optional<bo::Configuration> found = levels_.recorded_jit(space->second);
+  if (!found) return;
+  const bo::Configuration& jit = *found;
   const bo::Space& s = space->second.space;
-  bo::Configuration jit = space->second.defaults;
-  for (std::size_t i = 0; i < s.parameters().size(); ++i) {
-    const bo::Parameter& p = s.parameters()[i];
-    const int baseline = 3;  // ptxas's own default level
-    if (p.name == "code") jit.values[i] = {1};
-    if (p.name == "ptxas_opt") {
-      auto at = std::find(p.numbers.begin(), p.numbers.end(), double(baseline));
-      jit.values[i] = {static_cast<int>(at == p.numbers.end() ? p.numbers.size() - 1
-                                                              : at - p.numbers.begin())};
-    }
-    if (p.name == "max_registers" || p.name == "cache_mode") jit.values[i] = {0};
-  }
-  if (!s.valid(jit)) return;
   optimizer(first, Level::compiler).add_pending(jit);
   out.push_back(plan(kernel, first, Level::compiler, &jit, "rebuilt", generation));
   out.back().record.description = "the recorded PTX through the JIT: " + s.describe(jit);
@@ -414,7 +404,6 @@ std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count
       std::size_t want = per_kernel[k], made = 0;
       while (made < want) {
         if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
-        std::vector<double> before = kernel.received;
         std::vector<std::size_t> counts = fair_shares(want - made, weights, kernel.received);
         for (std::size_t slot = 0; slot < counts.size(); ++slot) {
           if (counts[slot] == 0) continue;

@@ -86,6 +86,12 @@ TEST(TuneLevels, RecordedCodeLevelSearchesOnlyJitOptions) {
   replay::Variant variant;
   builder.apply(Level::compiler, *level, jit, variant);
   EXPECT_EQ(variant.flags, (std::vector<std::string>{"--maxrregcount=32", "-dlcm=cg", "-O1"}));
+  // The rebuilt original: the recorded PTX through the JIT at ptxas's default, nothing else.
+  std::optional<bo::Configuration> rebuilt = builder.recorded_jit(*level);
+  ASSERT_TRUE(rebuilt);
+  replay::Variant jit_only;
+  builder.apply(Level::compiler, *level, *rebuilt, jit_only);
+  EXPECT_EQ(jit_only.flags, std::vector<std::string>{"-O3"});
   // The switches that do nothing on recorded code are not searched.
   for (const std::string& name : names(level->space)) {
     EXPECT_NE(name, "prec_div");
