@@ -323,11 +323,7 @@ class CudaBackend final : public Backend {
       // A template kernel exists in the source's code only once instantiated: NVRTC does that
       // for the recorded instance named as an expression ("MatrixMulCUDA<32>"), also when the
       // entry names the template alone.
-      std::string nvrtc_entry = entry;
-      if (instance_name_.find('<') != std::string::npos &&
-          (variant.entry.empty() || instance_name_.starts_with(variant.entry + "<") ||
-           instance_name_.find("::" + variant.entry + "<") != std::string::npos))
-        nvrtc_entry = instance_name_;
+      const std::string nvrtc_entry = names_recorded_instance(variant) ? instance_name_ : entry;
       cuda::NvrtcOutput out =
           cuda::compile_nvrtc(name, text, nvrtc_entry, variant.defines, variant.include_dirs,
                               flags, device_.compute_capability());
@@ -352,12 +348,7 @@ class CudaBackend final : public Backend {
     // instantiated explicitly, by its recorded signature, and looked up by its recorded name
     // (again without that line, should the source instantiate it explicitly itself).
     std::string clang_entry = entry;
-    const bool instantiate =
-        instance_name_.find('<') != std::string::npos &&
-        (variant.entry.empty() || variant.entry == instance_name_ ||
-         instance_name_.ends_with("::" + variant.entry) ||
-         instance_name_.starts_with(variant.entry + "<") ||
-         instance_name_.find("::" + variant.entry + "<") != std::string::npos);
+    const bool instantiate = names_recorded_instance(variant);
     if (instantiate) {
       source.text += "\ntemplate __global__ " + demangled_name_ + ";\n";
       clang_entry = kernel_name_;
@@ -379,6 +370,15 @@ class CudaBackend final : public Backend {
         "configured without; use the nvrtc compiler";
 #endif
     return image;
+  }
+
+  // Whether the variant's entry stands for the recorded template instance: left out, the
+  // instance itself ("saxpy_t<2>"), or the template's name ("saxpy_t", "ns::saxpy_t").
+  bool names_recorded_instance(const Variant& variant) const {
+    if (instance_name_.find('<') == std::string::npos) return false;
+    const std::string& e = variant.entry;
+    return e.empty() || e == instance_name_ || instance_name_.starts_with(e + "<") ||
+           instance_name_.find("::" + e + "<") != std::string::npos;
   }
 
   // PTX through the driver's JIT (with the variant's ptxas settings) into a cubin for this GPU.
