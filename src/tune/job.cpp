@@ -432,10 +432,18 @@ std::pair<double, double> summed_min_max(const replay::Evaluation& e) {
   return sums;
 }
 
-// Fills the candidate's record from its evaluation.
-void record_result(run::CandidateRecord& r, const replay::Evaluation& e, int evaluator) {
+// Fills the candidate's record from its evaluation (null: none came back, a crash), its
+// regions named as the kernel's source names them.
+void record_result(const Master& m, run::CandidateRecord& r, const replay::Evaluation* evaluation,
+                   int evaluator) {
+  if (evaluation == nullptr) {
+    r.outcome = std::string(replay::to_string(replay::Outcome::crash));
+    r.message = "no result came back from its evaluator";
+    return;
+  }
+  const replay::Evaluation& e = *evaluation;
   r.outcome = std::string(replay::to_string(e.outcome));
-  r.message = stored_message(e.message);
+  r.message = with_source_names(m.parameter_names.at(r.kernel), stored_message(e.message));
   r.compile_seconds = e.compile_seconds;
   r.evaluation_seconds = e.seconds;
   r.registers = e.resources.registers;
@@ -813,13 +821,11 @@ int run_generations(Master& m, const Collectives& world) {
     std::size_t first = m.record.candidates.size();
     for (Planned& p : batch) {
       run::CandidateRecord r = p.record;
-      if (auto it = results.find(r.id); it != results.end()) {
-        record_result(r, it->second.first, it->second.second);
-        r.message = with_source_names(m.parameter_names.at(r.kernel), r.message);
-      } else {
-        r.outcome = std::string(replay::to_string(replay::Outcome::crash));
-        r.message = "no result came back from its evaluator";
-      }
+      auto it = results.find(r.id);
+      if (it != results.end())
+        record_result(m, r, &it->second.first, it->second.second);
+      else
+        record_result(m, r, nullptr, 0);
       if (r.outcome != "ok")
         log::debug("candidate ", r.id, " (", r.level, ": ", r.description, "): ", r.outcome, ": ",
                    r.message.substr(0, 600));
@@ -921,13 +927,8 @@ void check_originals(const std::string& tune_file) {
   for (const BatchResult& r : results) by_id[r.id] = &r.evaluation;
   for (Planned& p : originals) {
     run::CandidateRecord& r = p.record;
-    if (auto it = by_id.find(r.id); it != by_id.end()) {
-      record_result(r, *it->second, 0);
-      r.message = with_source_names(m->parameter_names.at(r.kernel), r.message);
-    } else {
-      r.outcome = "crash";
-      r.message = "no result came back from the sandbox";
-    }
+    auto it = by_id.find(r.id);
+    record_result(*m, r, it != by_id.end() ? it->second : nullptr, 0);
     std::cout << "# " << m->config.kernels.at(r.kernel).name << ": " << r.level << " ("
               << r.description << "): " << r.outcome;
     if (r.outcome == "ok") std::cout << ", " << format_ms(r.seconds);
