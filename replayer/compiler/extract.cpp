@@ -220,6 +220,57 @@ const clang::Decl* top_level(const clang::Decl* d) {
   return d;
 }
 
+// "f32", "f64" or "f16" when every scalar of `type` (its members, bases and array elements, all
+// the way down) is that one floating type; "" otherwise. A struct of floats is compared per
+// component with the float tolerance instead of bit for bit.
+std::string uniform_floating_type(const clang::ASTContext& context, clang::QualType type,
+                                  int depth = 0) {
+  if (depth > 16 || type.isNull() || type->isDependentType()) return "";
+  type = type.getCanonicalType();
+  if (const clang::ArrayType* array = context.getAsArrayType(type))
+    return uniform_floating_type(context, array->getElementType(), depth + 1);
+  if (const auto* builtin = type->getAs<clang::BuiltinType>()) {
+    switch (builtin->getKind()) {
+      case clang::BuiltinType::Float: return "f32";
+      case clang::BuiltinType::Double: return "f64";
+      case clang::BuiltinType::Half:
+      case clang::BuiltinType::Float16: return "f16";
+      default: return "";
+    }
+  }
+  const clang::RecordDecl* record = type->getAsRecordDecl();
+  if (record == nullptr || (record = record->getDefinition()) == nullptr || record->isUnion())
+    return "";
+  std::string common;
+  auto agree = [&](const std::string& part) {
+    if (part.empty() || (!common.empty() && part != common)) return false;
+    common = part;
+    return true;
+  };
+  if (const auto* cxx = llvm::dyn_cast<clang::CXXRecordDecl>(record)) {
+    if (cxx->isDynamicClass()) return "";  // a vtable pointer among the members
+    for (const clang::CXXBaseSpecifier& base : cxx->bases())
+      if (!agree(uniform_floating_type(context, base.getType(), depth + 1))) return "";
+  }
+  for (const clang::FieldDecl* field : record->fields())
+    if (field->isBitField() || !agree(uniform_floating_type(context, field->getType(), depth + 1)))
+      return "";
+  return common;
+}
+
+// Per parameter of `kernel`: the uniform floating type of what a pointer parameter points to
+// when that is a struct ("" for scalars and pointers to scalars, whose type the recorder knows).
+std::vector<std::string> pointee_struct_types(const clang::ASTContext& context,
+                                              const clang::FunctionDecl& kernel) {
+  std::vector<std::string> types;
+  for (const clang::ParmVarDecl* p : kernel.parameters()) {
+    const clang::QualType type = p->getType().getCanonicalType();
+    const bool to_struct = type->isPointerType() && type->getPointeeType()->isRecordType();
+    types.push_back(to_struct ? uniform_floating_type(context, type->getPointeeType()) : "");
+  }
+  return types;
+}
+
 struct Piece {
   clang::FileID file;
   std::size_t begin = 0, end = 0;
@@ -249,6 +300,7 @@ class Extractor {
     const clang::Decl* root = top_level(kernel);
     out_.is_template = llvm::isa<clang::FunctionTemplateDecl>(root);
     out_.kernel = kernel->getQualifiedNameAsString();
+    out_.parameter_struct_types = pointee_struct_types(context_, *kernel);
     std::vector<const clang::Decl*> work{root};
     std::set<const clang::Decl*> seen;
     while (!work.empty()) {

@@ -554,15 +554,15 @@ class CudaBackend final : public Backend {
               LaunchResult& out) {
     bool passed = verify_regions(
         launch.regions, options, out,
-        [&](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance) {
+        [&](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance,
+            capture::ElementType type) {
           const CUdeviceptr target = live(region, loaded);
           if (target == 0) {  // a global this code does not have: nothing it can change
             RegionCheck absent;
             absent.tolerance = "not in this code";
             return absent;
           }
-          return compare(target, changes ? *region.after : *region.before,
-                         region.recorded.element_type, tolerance);
+          return compare(target, changes ? *region.after : *region.before, type, tolerance);
         });
     return check_unrecorded(out) && passed;
   }

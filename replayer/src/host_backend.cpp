@@ -171,10 +171,11 @@ class HostBackend final : public Backend {
   bool verify(const PreparedLaunch& launch, const RunOptions& options, LaunchResult& out) {
     bool passed = verify_regions(
         launch.regions, options, out,
-        [](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance) {
+        [](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance,
+           capture::ElementType type) {
           const std::vector<std::byte>& expected = changes ? *region.after : *region.before;
-          return compare_region(std::span(region.live, expected.size()), expected,
-                                region.recorded.element_type, tolerance);
+          return compare_region(std::span(region.live, expected.size()), expected, type,
+                                tolerance);
         });
     return check_unrecorded(out) && passed;
   }

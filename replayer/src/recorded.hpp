@@ -73,10 +73,11 @@ bool verify_regions(const std::vector<PreparedRegion>& regions, const RunOptions
   bool passed = true;
   for (const PreparedRegion& region : regions) {
     const bool changes = region.after != nullptr;
+    const capture::ElementType type =
+        options.verify.type_of(region.recorded.name, region.recorded.element_type);
     const config::Tolerance tolerance =
-        changes ? options.verify.for_region(region.recorded.name, region.recorded.element_type)
-                : config::Tolerance::exact();
-    RegionCheck check = compare(region, changes, tolerance);
+        changes ? options.verify.for_region(region.recorded.name, type) : config::Tolerance::exact();
+    RegionCheck check = compare(region, changes, tolerance, type);
     check.name = region.recorded.name;
     check.address = region.recorded.address;
     check.expected_to_change = changes;

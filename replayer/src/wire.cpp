@@ -83,12 +83,16 @@ json options_json(const RunOptions& o) {
     types[std::string(capture::to_string(type))] = tolerance_json(tolerance);
   json regions = json::object();
   for (const auto& [name, tolerance] : o.verify.regions) regions[name] = tolerance_json(tolerance);
+  json region_types = json::object();
+  for (const auto& [name, type] : o.verify.region_types)
+    region_types[name] = std::string(capture::to_string(type));
   return json{{"warmup", o.warmup},
               {"repeats", o.repeats},
               {"verify_after_timing", o.verify_after_timing},
               {"flush_l2", o.flush_l2},
               {"types", types},
-              {"regions", regions}};
+              {"regions", regions},
+              {"region_types", region_types}};
 }
 
 RunOptions options_from(const json& j) {
@@ -105,6 +109,11 @@ RunOptions options_from(const json& j) {
   }
   for (const auto& [name, tolerance] : j.at("regions").items())
     o.verify.regions[name] = tolerance_from(tolerance);
+  for (const auto& [name, text] : j.at("region_types").items()) {
+    auto type = capture::parse_element_type(text.get<std::string>());
+    if (!type) throw FormatError("unknown element type '" + text.get<std::string>() + "'");
+    o.verify.region_types[name] = *type;
+  }
   o.verify.after_timing = o.verify_after_timing;
   return o;
 }

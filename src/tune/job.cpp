@@ -276,16 +276,25 @@ bool is_application_file(const std::string& text) {
   return text.find("<<<") != std::string::npos || text.find(" main(") != std::string::npos;
 }
 
-// The device-only unit of kernels[index], cut from its source file with the compile settings
-// tune.yaml gives it (r3 extract shows the same unit).
-std::string extracted_unit(const config::TuneConfig& c, std::size_t index,
-                           const capture::Kernel& kernel) {
+// kernels[index] as its source file knows it: read with Clang and the compile settings tune.yaml
+// gives it (r3 extract shows the same unit).
+std::string name_in_source(const config::KernelSelection& s, const capture::Kernel& kernel) {
+  return !s.entry.empty()                 ? s.entry
+         : kernel.demangled_name.empty() ? kernel.name
+                                         : capture::instance_name(kernel.demangled_name);
+}
+replay::ExtractedSource read_with_clang(const config::TuneConfig& c, std::size_t index,
+                                        const capture::Kernel& kernel) {
   const config::KernelSelection& s = c.kernels[index];
-  const std::string name = !s.entry.empty()               ? s.entry
-                           : kernel.demangled_name.empty() ? kernel.name
-                                                           : capture::instance_name(kernel.demangled_name);
-  replay::ExtractedSource unit =
-      replay::extract_source(s.source, name, s.defines, s.include_dirs, s.flags);
+  return replay::extract_source(s.source, name_in_source(s, kernel), s.defines, s.include_dirs,
+                                s.flags);
+}
+
+// The device-only unit of kernels[index], cut from its source file, an application's file.
+std::string extracted_unit(const config::TuneConfig& c, std::size_t index,
+                           const capture::Kernel& kernel, const replay::ExtractedSource& unit) {
+  const config::KernelSelection& s = c.kernels[index];
+  const std::string name = name_in_source(s, kernel);
   const std::string key = "kernels[" + std::to_string(index) + "].source";
   if (!unit.ok)
     c.fail(key, "cannot cut kernel '" + name + "' from " + s.source.string() + ": " +
@@ -294,6 +303,19 @@ std::string extracted_unit(const config::TuneConfig& c, std::size_t index,
             " (", unit.pieces, " piece(s); 'r3 extract ", s.source.string(), " -k ", name,
             "' shows it)");
   return unit.text;
+}
+
+// Regions reached by a pointer to a struct of one floating type, which the capture cannot type:
+// compared per component with that type's tolerance, as float2 is.
+std::map<std::string, capture::ElementType> struct_region_types(
+    const replay::ExtractedSource& unit, const capture::Kernel& kernel) {
+  std::map<std::string, capture::ElementType> types;
+  if (!unit.ok || unit.parameter_struct_types.size() != kernel.params.size()) return types;
+  for (std::size_t i = 0; i < kernel.params.size(); ++i) {
+    if (auto type = capture::parse_element_type(unit.parameter_struct_types[i]))
+      types["arg" + std::to_string(i)] = *type;
+  }
+  return types;
 }
 
 std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
@@ -318,8 +340,15 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     if (!s.source.empty()) {
       k.source = read_file(s.source, "kernels[" + std::to_string(i) + "].source");
       k.source_name = s.source.filename().string();
-      if (m->backend == config::Backend::cuda && is_application_file(k.source))
-        k.source = extracted_unit(c, i, kernel);
+      if (m->backend == config::Backend::cuda) {
+        const replay::ExtractedSource unit = read_with_clang(c, i, kernel);
+        if (is_application_file(k.source)) k.source = extracted_unit(c, i, kernel, unit);
+        k.region_types = struct_region_types(unit, kernel);
+        for (const auto& [region, type] : k.region_types)
+          log::info("kernels[", i, "]: region '", region, "' holds a struct of ",
+                    capture::to_string(type), " only (from ", k.source_name,
+                    "): compared per component");
+      }
     }
     k.base.entry = s.entry;
     k.base.defines = s.defines;
@@ -707,11 +736,8 @@ void confirm_winners(Master& m, const Collectives& world, Evaluator* local) {
         item.source = c.source;
         item.request.kernel = c.kernel;
         item.request.variant = replay::wire::decode_variant(c.configuration);
-        item.request.options.warmup = t.warmup;
+        item.request.options = m.search->run_options(c.kernel);
         item.request.options.repeats = t.confirm_repeats;
-        item.request.options.verify_after_timing = m.config.verify.after_timing;
-        item.request.options.flush_l2 = t.flush_l2;
-        item.request.options.verify = m.config.verify;
         items.push_back(std::move(item));
         slots.push_back({c.id, c.kernel, round});
       }

@@ -21,18 +21,18 @@ std::string first_lines(const std::string& text, std::size_t limit = 400) {
   return text.size() <= limit ? text : text.substr(0, limit) + " ...";
 }
 
-// How every candidate of the search is run: tune.yaml's timing and verification.
-replay::RunOptions run_options(const config::TuneConfig& config) {
+}  // namespace
+
+replay::RunOptions Search::run_options(std::size_t kernel) const {
   replay::RunOptions options;
-  options.warmup = config.timing.warmup;
-  options.repeats = config.timing.repeats;
-  options.verify_after_timing = config.verify.after_timing;
-  options.flush_l2 = config.timing.flush_l2;
-  options.verify = config.verify;
+  options.warmup = config_.timing.warmup;
+  options.repeats = config_.timing.repeats;
+  options.verify_after_timing = config_.verify.after_timing;
+  options.flush_l2 = config_.timing.flush_l2;
+  options.verify = config_.verify;
+  options.verify.region_types = kernels_.at(kernel).region_types;
   return options;
 }
-
-}  // namespace
 
 std::vector<std::size_t> fair_shares(std::size_t count, const std::vector<double>& weights,
                                      std::vector<double>& received) {
@@ -189,7 +189,7 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
       optimizer(source, level).add_pending(space.defaults);
   }
   p.request.kernel = kernel.index;
-  p.request.options = run_options(config_);
+  p.request.options = run_options(kernel.index);
   run::CandidateRecord& r = p.record;
   r.id = next_id_++;
   r.generation = generation;
@@ -324,7 +324,7 @@ Planned Search::plan_recorded(KernelState& kernel, std::uint32_t generation) {
   v.source_name = target.source_name;
   v.compiler = config::Compiler::recorded;  // the cubin at the recorded launch shape
   p.request.kernel = kernel.index;
-  p.request.options = run_options(config_);
+  p.request.options = run_options(kernel.index);
   const Hash128 none = hash_string("");
   sources_.emplace(none, std::string());
   run::CandidateRecord& r = p.record;

@@ -44,6 +44,8 @@ struct KernelTarget {
   bool has_recorded_cubin = false;
   bool has_recorded_ptx = false;
   bool has_recorded_source = false;
+  // Regions the capture has no element type for, typed from the source (verify.region_types).
+  std::map<std::string, capture::ElementType> region_types;
 };
 
 struct Planned {
@@ -56,6 +58,10 @@ class Search {
   Search(const config::TuneConfig& config, config::Backend backend,
          const capture::CaptureReader& capture, std::vector<KernelTarget> kernels);
   ~Search();
+
+  // How a candidate of kernels()[kernel] is run: tune.yaml's timing and verification, with the
+  // element types its source gives the regions.
+  replay::RunOptions run_options(std::size_t kernel) const;
 
   // Up to `count` candidates for generation `generation` (fewer when the space is spent).
   std::vector<Planned> propose(std::uint32_t generation, std::size_t count);

@@ -176,6 +176,31 @@ TEST_F(MpiJob, CrashingHangingAndWrongCandidatesAreClassifiedAndTheRunFinishes) 
   EXPECT_NE(result.err.find("the search has nothing left to propose"), std::string::npos);
 }
 
+// The wall-time stop looks one typical generation ahead: a generation slowed down by a hanging
+// candidate (MODE 7 waits for its 4 s timeout; the others take a fraction of a second) must
+// not make the run stop early. The run uses at least 90% of its wall time and not much more.
+TEST_F(MpiJob, OneSlowGenerationDoesNotEndARunEarly) {
+  const double wall_time = 24;
+  ProcessResult result = mpirun(
+      "capture: demo.h5\n"
+      "kernels:\n  - name: stencil2d\n    source: " +
+      data("job/stencil_faulty.cpp") +
+      "\nsearch:\n  batch_size: 4\n  levels:\n    source: {enabled: false}\n"
+      "timing:\n  candidate_timeout: 4s\n  repeats: 3\n"
+      "budget:\n  wall_time: 24s\n  evaluations: 100000\n");
+  ASSERT_FALSE(result.timed_out) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  r3::run::RunRecord run = database();
+  bool timed_out = false;
+  for (const auto& c : run.candidates) timed_out = timed_out || c.outcome == "timeout";
+  ASSERT_TRUE(timed_out) << "no candidate hung: the run had no slow generation to test with\n"
+                         << result.err;
+  EXPECT_NE(result.err.find("budget.wall_time"), std::string::npos)
+      << "the run did not stop for its wall time: " << result.err;
+  EXPECT_GE(run.elapsed_seconds, 0.9 * wall_time) << result.err;
+  EXPECT_LE(run.elapsed_seconds, wall_time + 10) << result.err;
+}
+
 TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
   std::string yaml =
       "capture: demo.h5\n"

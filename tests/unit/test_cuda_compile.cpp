@@ -201,6 +201,33 @@ TEST(Extract, AKernelsUnitFromAWholeApplicationFileCompilesWithNvrtc) {
       << missing.diagnostics;
 }
 
+// The recorder knows a struct's name but not its layout: the source says which parameters point
+// to structs of one floating type, so that their regions get that type's tolerance.
+TEST(Extract, PointersToStructsOfOneFloatingTypeAreTyped) {
+  test::TempDir dir;
+  const std::filesystem::path file = dir.path() / "particles.cu";
+  test::write_text_file(file, R"(#include <cstdio>
+struct Particle { float x, y, z; float v[3]; };
+struct Mixed { float a; int b; };
+struct Base { double m; };
+struct Body : Base { double p[2]; };
+union Either { float f; double d; };
+typedef Particle ParticleAlias;
+__global__ void step(ParticleAlias* p, Mixed* m, const Body* b, float* f, Either* e, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { p[i].x += p[i].v[0] + m[i].a + b[i].p[0] + e[i].f; f[i] = 0; }
+}
+int main() { step<<<1, 1>>>(nullptr, nullptr, nullptr, nullptr, nullptr, 0); }
+)");
+  compiler::ExtractOptions options;
+  options.file = file;
+  options.kernel = "step";
+  compiler::ExtractedUnit unit = compiler::extract_kernel(options);
+  ASSERT_TRUE(unit.ok) << unit.diagnostics;
+  EXPECT_EQ(unit.parameter_struct_types,
+            (std::vector<std::string>{"f32", "", "f64", "", "", ""}));
+}
+
 TEST(Extract, CompileFlagsComeFromACompileCommandsDatabase) {
   test::TempDir dir;
   std::ofstream(dir / "compile_commands.json") << R"([

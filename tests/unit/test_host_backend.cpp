@@ -65,7 +65,8 @@ void append(std::vector<std::byte>& args, const T& value) {
 // A capture of `steps` ping-pong launches of the stencil on an n x n grid, its two buffers
 // recorded at `in_address` and `out_address`.
 fs::path stencil_capture(const TempDir& dir, std::uint64_t in_address, std::uint64_t out_address,
-                         int n = 32, int steps = 2, bool with_source = true) {
+                         int n = 32, int steps = 2, bool with_source = true,
+                         ElementType out_type = ElementType::f32) {
   fs::path path = dir / "stencil.h5";
   CaptureInfo info;
   info.device.backend = "host";
@@ -98,10 +99,10 @@ fs::path stencil_capture(const TempDir& dir, std::uint64_t in_address, std::uint
     append(launch.args, 0.2f);
     launch.prologue = {{"in", RegionKind::allocation, in_at, bytes, ElementType::f32,
                         writer.put_content(bytes_of(in))},
-                       {"out", RegionKind::allocation, out_at, bytes, ElementType::f32,
+                       {"out", RegionKind::allocation, out_at, bytes, out_type,
                         writer.put_content(bytes_of(out))}};
     stencil_reference(in.data(), out.data(), n, 0.2f);
-    launch.epilogue = {{"out", RegionKind::allocation, out_at, bytes, ElementType::f32,
+    launch.epilogue = {{"out", RegionKind::allocation, out_at, bytes, out_type,
                         writer.put_content(bytes_of(out))}};
     writer.add_launch(id, launch);
   }
@@ -296,6 +297,46 @@ TEST(HostBackend, ToleranceComesFromTheOptions) {
   exact.verify.regions["out"] = r3::config::Tolerance::exact();
   RunResult strict = replay.backend->run(compiled, exact);
   EXPECT_EQ(strict.outcome, Outcome::wrong_result) << "reassociation changed no bit";
+}
+
+// A region the capture could not type (a struct the recorder knows only by name) is compared
+// bitwise, unless the options type it (the job does, from the kernel's source).
+TEST(HostBackend, RegionTypesFromTheOptionsApplyWhereTheCaptureHasNone) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  Replay replay = prepared(
+      stencil_capture(dir, base, base + 16 * kPage, 32, 2, true, ElementType::unknown));
+  Compiled compiled = replay.backend->compile(variant_from(replace(
+      kStencil,
+      "out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);",
+      "out[i] = (1.0f - 4.0f * alpha) * in[i] + alpha * ((in[i - 1] + in[i + 1]) + (in[i - n] + "
+      "in[i + n]));")));
+  RunOptions untyped;
+  EXPECT_EQ(replay.backend->run(compiled, untyped).outcome, Outcome::wrong_result)
+      << "reassociation changed no bit, or unknown regions are not compared bitwise";
+  RunOptions typed;
+  typed.verify.region_types["out"] = ElementType::f32;
+  RunResult result = replay.backend->run(compiled, typed);
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+  ASSERT_FALSE(result.launches.empty());
+  bool seen = false;
+  for (const RegionCheck& check : result.launches.front().regions)
+    if (check.name == "out" && check.expected_to_change) {
+      EXPECT_EQ(check.type, ElementType::f32);
+      seen = true;
+    }
+  EXPECT_TRUE(seen);
+  // A recorded type is not overridden.
+  TempDir other;
+  Replay recorded = prepared(stencil_capture(other, base + 32 * kPage, base + 48 * kPage));
+  Compiled again = recorded.backend->compile(variant_from(replace(
+      kStencil,
+      "out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i]);",
+      "out[i] = (1.0f - 4.0f * alpha) * in[i] + alpha * ((in[i - 1] + in[i + 1]) + (in[i - n] + "
+      "in[i + n]));")));
+  RunOptions wrong_type;
+  wrong_type.verify.region_types["out"] = ElementType::i32;
+  EXPECT_EQ(recorded.backend->run(again, wrong_type).outcome, Outcome::ok);
 }
 
 TEST(HostBackend, CompileErrorsAndBadPipelinesAreResultsNotExceptions) {

@@ -225,4 +225,18 @@ TEST(SandboxWire, EvaluationsRoundTrip) {
   EXPECT_THROW(wire::decode_evaluation("{\"outcome\": \"fine\"}"), r3::FormatError);
 }
 
+TEST(SandboxWire, RunOptionsRoundTripWithTheirRegionTypes) {
+  RunOptions o;
+  o.repeats = 7;
+  o.verify.regions["C"] = r3::config::Tolerance::exact();
+  o.verify.region_types["arg2"] = r3::capture::ElementType::f64;
+  RunOptions back = wire::decode_run_options(wire::encode(o));
+  EXPECT_EQ(back.repeats, 7u);
+  EXPECT_EQ(back.verify.regions.count("C"), 1u);
+  EXPECT_EQ(back.verify.region_types, o.verify.region_types);
+  std::string bad = wire::encode(o);
+  bad.replace(bad.find("\"f64\""), 5, "\"f65\"");
+  EXPECT_THROW(wire::decode_run_options(bad), r3::FormatError);
+}
+
 }  // namespace

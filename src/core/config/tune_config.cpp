@@ -463,6 +463,13 @@ Tolerance VerifyConfig::for_region(std::string_view name, capture::ElementType t
   return Tolerance::exact();
 }
 
+capture::ElementType VerifyConfig::type_of(std::string_view name,
+                                           capture::ElementType recorded) const {
+  if (recorded != capture::ElementType::unknown) return recorded;
+  auto it = region_types.find(std::string(name));
+  return it == region_types.end() ? recorded : it->second;
+}
+
 void TuneConfig::fail(std::string_view key, std::string message) const {
   ErrorContext context;
   context.file = file.string();

@@ -30,6 +30,9 @@ struct ExtractedSource {
   std::string text;
   std::string diagnostics;
   std::size_t pieces = 0;
+  // Per kernel parameter, the floating type of a struct it points to (see
+  // compiler::ExtractedUnit::parameter_struct_types).
+  std::vector<std::string> parameter_struct_types;
 };
 ExtractedSource extract_source(const std::filesystem::path& file, const std::string& kernel,
                                const std::map<std::string, std::string>& defines,

@@ -160,7 +160,12 @@ struct VerifyConfig {
   std::map<capture::ElementType, Tolerance> types = default_type_tolerances();
   std::map<std::string, Tolerance> regions;  // by region name; wins over types
   bool after_timing = true;                  // verify again after the timed runs
+  // Element types of regions the capture records as unknown, by region name: the tuning job
+  // learns them from the kernel's source (a pointer to a struct of floats).
+  std::map<std::string, capture::ElementType> region_types;
   Tolerance for_region(std::string_view name, capture::ElementType type) const;
+  // The type a region is compared as: as recorded, else as region_types says.
+  capture::ElementType type_of(std::string_view name, capture::ElementType recorded) const;
   static std::map<capture::ElementType, Tolerance> default_type_tolerances();
 };
 

@@ -42,6 +42,10 @@ struct ExtractedUnit {
   std::vector<ExtractedPiece> pieces;    // in the order of the unit
   std::vector<std::string> includes;     // toolkit headers the unit includes
   std::vector<std::string> macros;       // macros it defines (from the file and its headers)
+  // Per kernel parameter: for a pointer to a struct made of one floating type only (members,
+  // bases, arrays), that type ("f32", "f64", "f16"); "" for every other parameter. The recorder
+  // knows a struct's name but not its layout, so without this such data is compared bitwise.
+  std::vector<std::string> parameter_struct_types;
 };
 
 ExtractedUnit extract_kernel(const ExtractOptions& options);
