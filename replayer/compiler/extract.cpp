@@ -301,6 +301,8 @@ class Extractor {
     out_.is_template = llvm::isa<clang::FunctionTemplateDecl>(root);
     out_.kernel = kernel->getQualifiedNameAsString();
     out_.parameter_struct_types = pointee_struct_types(context_, *kernel);
+    for (const clang::ParmVarDecl* p : kernel->parameters())
+      out_.parameter_names.push_back(p->getNameAsString());
     std::vector<const clang::Decl*> work{root};
     std::set<const clang::Decl*> seen;
     while (!work.empty()) {

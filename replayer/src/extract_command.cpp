@@ -33,6 +33,7 @@ ExtractedSource extract_source(const std::filesystem::path& file, const std::str
   out.diagnostics = std::move(unit.diagnostics);
   out.pieces = unit.pieces.size();
   out.parameter_struct_types = std::move(unit.parameter_struct_types);
+  out.parameter_names = std::move(unit.parameter_names);
 #else
   (void)file, (void)kernel, (void)defines, (void)include_dirs, (void)flags;
   out.diagnostics = "extracting a kernel from an application's file needs Clang/LLVM 19, which "

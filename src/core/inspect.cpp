@@ -52,20 +52,23 @@ void print_device(const capture::DeviceInfo& d, std::ostream& out) {
 }
 
 void print_regions(const char* title, const std::vector<Region>& regions, bool list,
-                   std::ostream& out) {
+                   const std::vector<std::string>& parameter_names, std::ostream& out) {
   if (regions.empty()) return;
   out << "      " << title << " " << count(regions.size(), "region", "regions") << ", "
       << format_bytes(total_size(regions)) << "\n";
   if (!list) return;
   for (const Region& r : regions) {
-    out << "        " << (r.name.empty() ? "(unnamed)" : r.name) << "  " << hex_address(r.address)
+    const std::string named = capture::source_region_name(parameter_names, r.name);
+    out << "        " << (r.name.empty() ? "(unnamed)" : named)
+        << (named == r.name ? "" : " (" + r.name + ")") << "  " << hex_address(r.address)
         << "  " << format_bytes(r.size) << "  " << capture::to_string(r.element_type);
     if (r.kind == capture::RegionKind::global) out << "  global";
     out << "  " << r.content.hex().substr(0, 12) << "\n";
   }
 }
 
-void print_launch(std::size_t index, const Launch& launch, bool list, std::ostream& out) {
+void print_launch(std::size_t index, const Launch& launch, bool list,
+                  const std::vector<std::string>& parameter_names, std::ostream& out) {
   out << "    launch " << index << "  #" << launch.sequence << "  grid " << dim3(launch.grid)
       << "  block " << dim3(launch.block);
   if (launch.shared_memory_bytes > 0)
@@ -77,15 +80,19 @@ void print_launch(std::size_t index, const Launch& launch, bool list, std::ostre
     out << time;
   }
   out << "\n";
-  print_regions("prologue", launch.prologue, list, out);
-  print_regions("globals ", launch.globals, list, out);
-  print_regions("epilogue", launch.epilogue, list, out);
+  print_regions("prologue", launch.prologue, list, parameter_names, out);
+  print_regions("globals ", launch.globals, list, parameter_names, out);
+  print_regions("epilogue", launch.epilogue, list, parameter_names, out);
 }
 
 void print_kernel(std::size_t id, const capture::Kernel& kernel,
                   const capture::CaptureReader& capture, const InspectOptions& options,
                   std::ostream& out) {
   out << "\nkernel #" << id << "  " << kernel.name << "\n";
+  static const std::vector<std::string> kNoNames;
+  auto found = options.parameter_names.find(kernel.name);
+  const std::vector<std::string>& names =
+      found == options.parameter_names.end() ? kNoNames : found->second;
   if (!kernel.demangled_name.empty() && kernel.demangled_name != kernel.name) {
     out << "  demangled  " << kernel.demangled_name << "\n";
   }
@@ -107,7 +114,7 @@ void print_kernel(std::size_t id, const capture::Kernel& kernel,
   out << "\n  launches   " << kernel.launches.size() << "\n";
   std::size_t shown = std::min(kernel.launches.size(), options.launches_shown);
   for (std::size_t i = 0; i < shown; ++i)
-    print_launch(i, kernel.launches[i], options.list_regions, out);
+    print_launch(i, kernel.launches[i], options.list_regions, names, out);
   if (shown < kernel.launches.size()) {
     out << "    ... " << kernel.launches.size() - shown << " more launches\n";
   }

@@ -43,6 +43,8 @@ struct InspectArgs {
   std::string file;
   r3::InspectOptions options;
   bool verify = false;
+  std::string source;                      // the kernels' source file: regions by source name
+  std::vector<std::string> include_dirs;   // for reading it
 };
 
 struct ReportOptions {
@@ -151,6 +153,11 @@ void add_inspect(CLI::App& app, InspectArgs& o) {
       ->capture_default_str();
   inspect->add_flag("--verify", o.verify,
                     "Read every stored content and check its hash (finds damaged data)");
+  inspect->add_option("--source", o.source,
+                      "The kernels' source file (CUDA): regions are shown by the names its "
+                      "parameters have there, 'C (arg2)'")
+      ->check(CLI::ExistingFile);
+  inspect->add_option("-I,--include-dir", o.include_dirs, "Include directory for --source");
 }
 
 void add_extract(CLI::App& app, r3::replay::ExtractCommandOptions& o) {
@@ -222,7 +229,25 @@ int run_inspect(const InspectArgs& args) {
   }
   auto capture = r3::capture::CaptureReader::open(args.file);
   if (args.verify) capture.verify_contents();
-  r3::inspect_capture(capture, args.options, std::cout);
+  r3::InspectOptions options = args.options;
+  if (!args.source.empty()) {
+    std::vector<std::filesystem::path> include_dirs(args.include_dirs.begin(),
+                                                    args.include_dirs.end());
+    for (const r3::capture::Kernel& kernel : capture.kernels()) {
+      const std::string name = kernel.demangled_name.empty()
+                                   ? kernel.name
+                                   : r3::capture::instance_name(kernel.demangled_name);
+      r3::replay::ExtractedSource read =
+          r3::replay::extract_source(args.source, name, {}, include_dirs, {});
+      if (read.ok && read.parameter_names.size() == kernel.params.size())
+        options.parameter_names[kernel.name] = read.parameter_names;
+      else
+        std::cerr << "r3 inspect: " << args.source << " does not define kernel " << name
+                  << " with " << kernel.params.size() << " parameter(s): its regions keep "
+                  << "their recorded names\n";
+    }
+  }
+  r3::inspect_capture(capture, options, std::cout);
   if (args.verify) std::cout << "verified  every stored content matches its hash\n";
   return r3::exit_ok;
 }

@@ -7,11 +7,7 @@
 
 namespace r3::tune {
 
-// "arg2" -> "C", "arg0+16" -> "f+16", "*(arg4+8)" -> "*(table+8)", with `names` the kernel's
-// parameters in order ("" for an unnamed one); other names as they are.
-std::string source_name(const std::vector<std::string>& names, const std::string& region);
-
-// A message with each "region 'arg2'" shown as "region 'C' (arg2)".
+// A message with each "region 'arg2'" shown as "region 'C' (arg2)" (capture::source_region_name).
 std::string with_source_names(const std::vector<std::string>& names, const std::string& message);
 
 }  // namespace r3::tune

@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
+#include "r3/inspect.hpp"
 #include "support/random_capture.hpp"
 #include "support/temp_dir.hpp"
 
@@ -445,6 +447,47 @@ TEST(CaptureKernelNames, TemplateInstancesAreFoundByTheirDemangledInstanceName) 
   EXPECT_EQ(capture.find_kernel("tile<float, 4>"), 1u);
   EXPECT_FALSE(capture.find_kernel("MatrixMulCUDA<16>"));
   EXPECT_THROW(capture.find_kernel("tile"), r3::UnknownKernelError) << "two instances: ambiguous";
+}
+
+}  // namespace
+
+namespace {
+
+// `r3 inspect --source`: regions named after what reaches them are listed with the source's
+// parameter names beside the recorded ones; globals keep theirs.
+TEST(CaptureInspect, RegionsAreShownByTheirSourceNamesWhenGiven) {
+  TempDir dir;
+  CaptureInfo info;
+  info.device.backend = "cuda";
+  CaptureWriter writer = CaptureWriter::create(dir / "c.h5", info);
+  Kernel kernel;
+  kernel.name = "_Z4stepPfS_i";
+  kernel.demangled_name = "step(float*, float*, int)";
+  kernel.params = {{0, 8, true, "float*"}, {8, 8, true, "float*"}, {16, 4, false, "int"}};
+  const std::size_t id = writer.add_kernel(kernel);
+  const std::vector<std::byte> bytes(16, std::byte{1});
+  const r3::Hash128 content = writer.put_content(bytes);
+  Launch launch;
+  launch.args.resize(20);
+  launch.prologue = {{"arg0", RegionKind::allocation, 0x1000, 16, ElementType::f32, content},
+                     {"*(arg0+8)", RegionKind::allocation, 0x3000, 16, ElementType::unknown,
+                      content},
+                     {"table", RegionKind::global, 0x5000, 16, ElementType::unknown, content}};
+  launch.epilogue = {{"arg1", RegionKind::allocation, 0x2000, 16, ElementType::f32, content}};
+  writer.add_launch(id, launch);
+  writer.close();
+  CaptureReader reader = CaptureReader::open(dir / "c.h5");
+  r3::InspectOptions options;
+  options.list_regions = true;
+  std::ostringstream plain;
+  r3::inspect_capture(reader, options, plain);
+  EXPECT_NE(plain.str().find("        arg1  0x"), std::string::npos) << plain.str();
+  options.parameter_names[kernel.name] = {"in", "out", "n"};
+  std::ostringstream named;
+  r3::inspect_capture(reader, options, named);
+  for (const char* line : {"        in (arg0)  0x", "        *(in+8) (*(arg0+8))  0x",
+                           "        out (arg1)  0x", "        table  0x"})
+    EXPECT_NE(named.str().find(line), std::string::npos) << line << " not in\n" << named.str();
 }
 
 }  // namespace

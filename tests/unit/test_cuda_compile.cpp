@@ -226,6 +226,7 @@ int main() { step<<<1, 1>>>(nullptr, nullptr, nullptr, nullptr, nullptr, 0); }
   ASSERT_TRUE(unit.ok) << unit.diagnostics;
   EXPECT_EQ(unit.parameter_struct_types,
             (std::vector<std::string>{"f32", "", "f64", "", "", ""}));
+  EXPECT_EQ(unit.parameter_names, (std::vector<std::string>{"p", "m", "b", "f", "e", "n"}));
 }
 
 TEST(Extract, CompileFlagsComeFromACompileCommandsDatabase) {

@@ -71,11 +71,11 @@ TEST(TuneRegionNames, RecordedNamesAreShownWithTheSourcesParameterNames) {
                 "\n__global__ void s(const float* in, float* out) {\n  out[0] = in[0];\n}\n", "s")),
             (std::vector<std::string>{"in", "out"}));
   EXPECT_TRUE(evolve::parameter_names("void k(void)").empty());
-  EXPECT_EQ(source_name(names, "arg1"), "B");
-  EXPECT_EQ(source_name(names, "arg2+16"), "f+16");
-  EXPECT_EQ(source_name(names, "*(arg3+8)"), "*(table+8)");
-  EXPECT_EQ(source_name(names, "arg12"), "arg12") << "no such parameter";
-  EXPECT_EQ(source_name(names, "weights"), "weights") << "a module global keeps its name";
+  EXPECT_EQ(r3::capture::source_region_name(names, "arg1"), "B");
+  EXPECT_EQ(r3::capture::source_region_name(names, "arg2+16"), "f+16");
+  EXPECT_EQ(r3::capture::source_region_name(names, "*(arg3+8)"), "*(table+8)");
+  EXPECT_EQ(r3::capture::source_region_name(names, "arg12"), "arg12") << "no such parameter";
+  EXPECT_EQ(r3::capture::source_region_name(names, "weights"), "weights") << "a module global keeps its name";
   EXPECT_EQ(with_source_names(names, "launch 0: region 'arg1' differs (3 of 8); region 'w' too"),
             "launch 0: region 'B' (arg1) differs (3 of 8); region 'w' too");
   EXPECT_EQ(with_source_names({}, "region 'arg1'"), "region 'arg1'");

@@ -225,4 +225,18 @@ Hash128 checksum(const Launch& launch) {
 std::string index_name(std::size_t index) { return std::to_string(index); }
 
 }  // namespace schema
+std::string source_region_name(const std::vector<std::string>& names, const std::string& region) {
+  for (std::size_t i = names.size(); i-- > 0;) {
+    if (names[i].empty()) continue;
+    const std::string arg = "arg" + std::to_string(i);
+    for (std::size_t at = region.find(arg); at != std::string::npos; at = region.find(arg, at + 1)) {
+      const std::size_t end = at + arg.size();
+      const bool starts = at == 0 || region[at - 1] == '(';
+      const bool ends = end == region.size() || region[end] == '+' || region[end] == ')';
+      if (starts && ends) return region.substr(0, at) + names[i] + region.substr(end);
+    }
+  }
+  return region;
+}
+
 }  // namespace r3::capture

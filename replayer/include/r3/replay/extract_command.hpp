@@ -33,6 +33,7 @@ struct ExtractedSource {
   // Per kernel parameter, the floating type of a struct it points to (see
   // compiler::ExtractedUnit::parameter_struct_types).
   std::vector<std::string> parameter_struct_types;
+  std::vector<std::string> parameter_names;
 };
 ExtractedSource extract_source(const std::filesystem::path& file, const std::string& kernel,
                                const std::map<std::string, std::string>& defines,

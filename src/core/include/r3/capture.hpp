@@ -124,6 +124,11 @@ struct Kernel {
 // "ns::scale(float*, int)". What NVRTC takes as a name expression to instantiate and find it.
 std::string instance_name(std::string_view demangled);
 
+// A CUDA region's name ("arg2", "arg0+16", "*(arg4+8)") as the source names the parameters:
+// "C", "f+16", "*(table+8)", with `names` the kernel's parameters in order ("" for an unnamed
+// one). Other names (globals, allocations) as they are.
+std::string source_region_name(const std::vector<std::string>& names, const std::string& region);
+
 struct DeviceInfo {
   std::string backend;       // "cuda" or "host"
   std::string name;          // "NVIDIA H100 80GB HBM3", CPU model name

@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "r3/capture.hpp"
 
@@ -13,6 +15,8 @@ namespace r3 {
 struct InspectOptions {
   bool list_regions = false;       // one line per region instead of per-table totals
   std::size_t launches_shown = 8;  // per kernel; the rest are summarised in one line
+  // By kernel name: its parameters' names in its source, to show "C (arg2)" for region arg2.
+  std::map<std::string, std::vector<std::string>> parameter_names;
 };
 
 void inspect_capture(const capture::CaptureReader& capture, const InspectOptions& options,

@@ -46,6 +46,7 @@ struct ExtractedUnit {
   // bases, arrays), that type ("f32", "f64", "f16"); "" for every other parameter. The recorder
   // knows a struct's name but not its layout, so without this such data is compared bitwise.
   std::vector<std::string> parameter_struct_types;
+  std::vector<std::string> parameter_names;  // the kernel's parameters ("" for an unnamed one)
 };
 
 ExtractedUnit extract_kernel(const ExtractOptions& options);
