@@ -6,6 +6,7 @@
 // For each mutator it prints the rewrites it attempted, how many compiled with Clang at the
 // tunables' defaults (only those are ever offered), how many compiled with Clang at every value
 // of their tunables, and for CUDA, how many compiled with NVRTC at every value.
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -23,6 +24,7 @@ using namespace r3::evolve;
 
 struct Kernel {
   std::string path, entry;
+  std::array<std::uint32_t, 3> block{0, 0, 0};  // as recorded; 0: unknown
 };
 
 std::vector<Kernel> default_kernels() {
@@ -79,10 +81,11 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       std::printf(
-          "usage: mutator_yield [--show] [FILE:ENTRY ...]\n"
+          "usage: mutator_yield [--show] [FILE:ENTRY[@XxYxZ] ...]\n"
           "  FILE:ENTRY  a kernel source (.cu: CUDA, else C++) and its kernel (default: the "
           "bundled\n"
-          "              example kernels)\n"
+          "              example kernels); @XxYxZ: the block it was recorded with (parametrise\n"
+          "              couples the launch to sizes equal to it)\n"
           "  --show      print every rewrite\n");
       return 0;
     }
@@ -90,23 +93,33 @@ int main(int argc, char** argv) {
       show = true;
       continue;
     }
+    std::array<std::uint32_t, 3> block{0, 0, 0};
+    if (const auto at = arg.rfind('@'); at != std::string::npos) {
+      if (std::sscanf(arg.c_str() + at + 1, "%ux%ux%u", &block[0], &block[1], &block[2]) != 3) {
+        std::fprintf(stderr, "mutator_yield: expected @XxYxZ, got '%s'\n", arg.c_str() + at);
+        return 2;
+      }
+      arg.resize(at);
+    }
     const auto colon = arg.rfind(':');
     if (colon == std::string::npos) {
       std::fprintf(stderr, "mutator_yield: expected FILE:ENTRY, got '%s'\n", arg.c_str());
       return 2;
     }
-    kernels.push_back({arg.substr(0, colon), arg.substr(colon + 1)});
+    kernels.push_back({arg.substr(0, colon), arg.substr(colon + 1), block});
   }
   if (kernels.empty()) kernels = default_kernels();
-  const std::vector<std::string> all_mutators = {"restrict", "unroll", "launch_bounds", "ldg",
-                                                 "hoist_loads"};
+  const std::vector<std::string> all_mutators = {"restrict", "unroll",      "launch_bounds",
+                                                 "ldg",      "hoist_loads", "parametrise"};
   std::map<std::string, Counts> counts;
   const auto start = std::chrono::steady_clock::now();
   for (const Kernel& k : kernels) {
     const std::string source = read(k.path);
     const bool cuda = k.path.ends_with(".cu");
     const SourceLanguage language = cuda ? SourceLanguage::cuda : SourceLanguage::cpp;
-    MutationReport report = mutate(source, k.path, k.entry, language, all_mutators);
+    MutationContext context;
+    context.recorded_block = k.block;
+    MutationReport report = mutate(source, k.path, k.entry, language, all_mutators, context);
     if (!report.diagnostics.empty())
       std::fprintf(stderr, "%s: %s", k.path.c_str(), report.diagnostics.c_str());
     for (const Rejection& r : report.rejected) {

@@ -10,6 +10,9 @@
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendActions.h>
 #include <clang/Lex/Lexer.h>
+#include <clang/Lex/MacroInfo.h>
+#include <clang/Lex/PPCallbacks.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/Rewrite/Core/Rewriter.h>
 #include <llvm/Support/VirtualFileSystem.h>
 
@@ -20,6 +23,7 @@
 #include <set>
 
 #include "frontend.hpp"
+#include "r3/evolve/launch_block.hpp"
 #include "r3/evolve/mutators.hpp"
 
 namespace r3::evolve {
@@ -84,8 +88,20 @@ struct Parameter {
   bool pointer = false, restricted = false;
 };
 
+// A `#define NAME <integer>` of the main file: a compile-time size the kernel may depend on.
+struct SizeMacro {
+  std::int64_t value = 0;
+  Span definition;   // the directive's line, from its start to the end of the value
+  unsigned order = 0;
+  bool redefined = false;  // defined more than once: not one size
+};
+
 struct Facts {
   bool found = false;
+  Span body;  // the kernel's definition
+  std::map<std::string, SizeMacro> size_macros;
+  std::vector<std::pair<std::string, std::size_t>> macro_uses;  // expansions in the main file
+  std::vector<Span> shared_declarations;  // __shared__ variables of the kernel
   bool cuda_kernel = false, has_launch_bounds = false;
   std::size_t name_offset = 0;
   std::vector<Parameter> parameters;
@@ -135,6 +151,7 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
         const_params_.insert(p);
       if (parameter.restricted) restricted_params_.insert(p);
     }
+    if (auto body = expansion_span_of(f->getSourceRange())) facts_.body = *body;
     kernel_ = f;
     collect(f->getBody());
     return true;
@@ -152,6 +169,11 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
     auto last = file_offset(end);
     if (!begin || !last) return std::nullopt;
     return Span{*begin, *last};
+  }
+  // The file text a range covers, macros (__global__, __shared__) expanded where they are used.
+  std::optional<Span> expansion_span_of(clang::SourceRange range) const {
+    return span_of(clang::SourceRange(sm_.getExpansionLoc(range.getBegin()),
+                                      sm_.getExpansionLoc(range.getEnd())));
   }
   std::string text_of(const Span& s) const {
     return std::string(sm_.getBufferData(sm_.getMainFileID()).substr(s.begin, s.end - s.begin));
@@ -238,6 +260,15 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       }
     }
     if (const auto* loop = llvm::dyn_cast<clang::ForStmt>(s)) analyse(loop);
+    if (const auto* declaration = llvm::dyn_cast<clang::DeclStmt>(s)) {
+      for (const clang::Decl* d : declaration->decls()) {
+        const auto* v = llvm::dyn_cast<clang::VarDecl>(d);
+        if (v != nullptr && v->hasAttr<clang::CUDASharedAttr>()) {
+          if (auto span = expansion_span_of(declaration->getSourceRange()))
+            facts_.shared_declarations.push_back(*span);
+        }
+      }
+    }
     for (const clang::Stmt* child : s->children()) collect(child);
   }
 
@@ -363,11 +394,66 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
   std::set<const clang::Stmt*> pragma_loops_;
 };
 
+// The main file's integer macros and where macros are expanded in it.
+class SizeMacroRecorder : public clang::PPCallbacks {
+ public:
+  SizeMacroRecorder(clang::SourceManager& sm, const clang::LangOptions& lang, Facts& facts)
+      : sm_(sm), lang_(lang), facts_(facts) {}
+
+  void MacroDefined(const clang::Token& name, const clang::MacroDirective* directive) override {
+    const clang::SourceLocation at = name.getLocation();
+    if (!at.isFileID() || !sm_.isInMainFile(at)) return;
+    const std::string id = name.getIdentifierInfo()->getName().str();
+    if (auto it = facts_.size_macros.find(id); it != facts_.size_macros.end()) {
+      it->second.redefined = true;
+      return;
+    }
+    const clang::MacroInfo* info = directive->getMacroInfo();
+    if (info->isFunctionLike() || info->getNumTokens() != 1 ||
+        !info->getReplacementToken(0).is(clang::tok::numeric_constant))
+      return;
+    const clang::Token& literal = info->getReplacementToken(0);
+    const std::string text = clang::Lexer::getSpelling(literal, sm_, lang_);
+    std::size_t digits = 0;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    if (digits == 0 || digits > 9 || (text.size() > 1 && text[0] == '0')) return;
+    for (char c : text.substr(digits))
+      if (c != 'u' && c != 'U' && c != 'l' && c != 'L') return;
+    const llvm::StringRef buffer = sm_.getBufferData(sm_.getMainFileID());
+    std::size_t begin = sm_.getFileOffset(at);
+    while (begin > 0 && buffer[begin - 1] != '\n') --begin;
+    SizeMacro m;
+    m.value = std::stoll(text.substr(0, digits));
+    m.definition = {begin, sm_.getFileOffset(literal.getLocation()) + literal.getLength()};
+    m.order = static_cast<unsigned>(facts_.size_macros.size());
+    facts_.size_macros.emplace(id, m);
+  }
+  void MacroUndefined(const clang::Token& name, const clang::MacroDefinition&,
+                      const clang::MacroDirective*) override {
+    if (auto it = facts_.size_macros.find(name.getIdentifierInfo()->getName().str());
+        it != facts_.size_macros.end())
+      it->second.redefined = true;
+  }
+  void MacroExpands(const clang::Token& name, const clang::MacroDefinition&,
+                    clang::SourceRange range, const clang::MacroArgs*) override {
+    const clang::SourceLocation at = sm_.getFileLoc(range.getBegin());
+    if (at.isValid() && sm_.isInMainFile(at))
+      facts_.macro_uses.push_back({name.getIdentifierInfo()->getName().str(), sm_.getFileOffset(at)});
+  }
+
+ private:
+  clang::SourceManager& sm_;
+  const clang::LangOptions& lang_;
+  Facts& facts_;
+};
+
 class CollectAction : public clang::ASTFrontendAction {
  public:
   CollectAction(std::string entry, Facts& facts) : entry_(std::move(entry)), facts_(facts) {}
-  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&,
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& instance,
                                                         llvm::StringRef) override {
+    instance.getPreprocessor().addPPCallbacks(std::make_unique<SizeMacroRecorder>(
+        instance.getSourceManager(), instance.getLangOpts(), facts_));
     struct Consumer : clang::ASTConsumer {
       std::string entry;
       Facts* facts;
@@ -434,6 +520,116 @@ std::string first_error(const std::string& diagnostics) {
   return diagnostics.substr(0, diagnostics.find('\n'));
 }
 
+bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// The kernel's compile-time sizes as tunables (see mutators.hpp): each qualifying macro keeps
+// its definition where it is, guarded by #ifndef so that the search can set it, and is declared
+// R3_TUNABLE at the top; sizes equal to a recorded block dimension couple the launch to them.
+std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
+                                  const MutationContext& context) {
+  const std::vector<std::string>& declared = context.declared_tunables;
+  const bool coupled_already = context.launch_coupled;
+  auto inside = [](const Span& span, std::size_t offset) {
+    return offset >= span.begin && offset < span.end;
+  };
+  struct Found {
+    std::string name;
+    const SizeMacro* macro;
+    bool in_shared = false;
+  };
+  std::vector<Found> found;
+  for (const auto& [name, macro] : facts.size_macros) {
+    if (macro.redefined || !power_of_two(macro.value) || macro.value < 2 || macro.value > 4096)
+      continue;
+    if (std::find(declared.begin(), declared.end(), name) != declared.end()) continue;
+    Found f{name, &macro};
+    bool used = false;
+    for (const auto& [used_name, at] : facts.macro_uses) {
+      if (used_name != name || !inside(facts.body, at)) continue;
+      used = true;
+      for (const Span& shared : facts.shared_declarations) f.in_shared = f.in_shared || inside(shared, at);
+    }
+    if (used) found.push_back(f);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const Found& a, const Found& b) { return a.macro->order < b.macro->order; });
+  // Which size each block dimension follows: a macro of its value (one named for the axis, X or
+  // Y, where several are).
+  const std::array<std::uint32_t, 3>& block = context.recorded_block;
+  std::array<const Found*, 3> follows{nullptr, nullptr, nullptr};
+  if (!coupled_already && block[0] > 0) {
+    for (int d = 0; d < 3; ++d) {
+      if (d > 0 && block[d] <= 1) continue;
+      const char axis = "XYZ"[d];
+      for (const Found& f : found) {
+        if (f.macro->value != block[d]) continue;
+        const bool named = f.name.find(axis) != std::string::npos;
+        if (follows[d] == nullptr || (named && follows[d]->name.find(axis) == std::string::npos))
+          follows[d] = &f;
+      }
+    }
+  }
+  std::vector<Tunable> tunables;
+  std::vector<TextEdit> edits;
+  std::string described;
+  for (const Found& f : found) {
+    const bool shapes_launch = std::find(follows.begin(), follows.end(), &f) != follows.end();
+    if (!shapes_launch && !f.in_shared) continue;
+    const std::int64_t d = f.macro->value;
+    std::vector<std::string> values;
+    for (std::int64_t v : shapes_launch ? std::vector<std::int64_t>{d / 4, d / 2, d, 2 * d, 4 * d}
+                                        : std::vector<std::int64_t>{d / 2, d, 2 * d}) {
+      if (v < 2) continue;
+      if (shapes_launch) {
+        std::int64_t threads = 1;
+        for (int dim = 0; dim < 3; ++dim)
+          threads *= follows[dim] == &f ? v : std::max<std::uint32_t>(1, block[dim]);
+        if (threads > 1024) continue;
+      }
+      values.push_back(std::to_string(v));
+    }
+    if (values.size() < 2) continue;
+    Tunable t{f.name, std::to_string(d), values};
+    const Span& def = f.macro->definition;
+    const std::string line(source.substr(def.begin, def.end - def.begin));
+    edits.push_back({def.begin, def.end - def.begin,
+                     "#ifndef " + f.name + "\n" + line + "\n#endif"});
+    described += (described.empty() ? "" : ", ") + f.name + " (" + std::to_string(d) +
+                 (shapes_launch ? ", shapes the launch" : ", sizes __shared__ data") + ")";
+    tunables.push_back(std::move(t));
+  }
+  if (tunables.empty()) return {};
+  std::string top = "#ifndef R3_TUNABLE\n#define R3_TUNABLE(...)\n#endif\n";
+  for (const Tunable& t : tunables) {
+    std::string values;
+    for (const std::string& v : t.values) values += (values.empty() ? "" : " ") + v;
+    top += "R3_TUNABLE(" + t.name + ", " + t.default_value + ", " + values + ")\n";
+  }
+  std::string coupling;
+  if (follows[0] != nullptr || follows[1] != nullptr || follows[2] != nullptr) {
+    std::array<std::string, 3> dims;
+    for (int d = 0; d < 3; ++d)
+      dims[d] = follows[d] != nullptr ? follows[d]->name : std::to_string(std::max<std::uint32_t>(1, block[d]));
+    coupling = "R3_LAUNCH_BLOCK(" + dims[0] + ", " + dims[1] + ", " + dims[2] + ")";
+    top += kLaunchBlockPreamble + coupling + "\n";
+  }
+  const std::string description =
+      "compile-time sizes as tunables: " + described +
+      (coupling.empty() ? "" : "; block " + coupling.substr(16, coupling.size() - 17));
+  std::vector<Mutation> out;
+  edits.push_back({0, 0, top});
+  out.push_back({"parametrise", description + (coupling.empty() ? "" : ", grid covering the recorded threads"),
+                 splice(source, edits), tunables});
+  // Whether the grid covers the threads (one element each) or the blocks (one item each, a box,
+  // a row) is not in the source's sizes: both are offered, and verification tells.
+  if (!coupling.empty()) {
+    edits.back().text = top + kKeepGridDeclaration + "\n";
+    out.push_back({"parametrise", description + ", the recorded grid", splice(source, edits),
+                   tunables});
+  }
+  return out;
+}
+
 }  // namespace
 
 bool mutators_available() { return true; }
@@ -447,7 +643,8 @@ bool compiles(std::string_view source, std::string_view file_name, SourceLanguag
 }
 
 MutationReport mutate(std::string_view source, std::string_view file_name, std::string_view entry,
-                      SourceLanguage language, const std::vector<std::string>& mutators) {
+                      SourceLanguage language, const std::vector<std::string>& mutators,
+                      const MutationContext& context) {
   MutationReport report;
   Facts facts;
   CollectAction action{std::string(entry), facts};
@@ -566,6 +763,9 @@ MutationReport mutate(std::string_view source, std::string_view file_name, std::
            splice(source, edits),
            {t}});
     }
+  }
+  if (wanted("parametrise")) {
+    for (Mutation& m : parametrise(source, facts, context)) offer(std::move(m));
   }
   return report;
 }

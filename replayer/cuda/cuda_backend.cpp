@@ -58,6 +58,7 @@ struct CudaCode {
   std::string cubin;
   std::string function;
   std::optional<capture::Dim3> block;
+  bool keep_grid = false;
 };
 
 struct Loaded {
@@ -161,7 +162,8 @@ class CudaBackend final : public Backend {
       compiled.diagnostics = image.diagnostics;
     } else {
       auto code =
-          std::make_shared<CudaCode>(CudaCode{key, image.bytes, image.function, variant.block});
+          std::make_shared<CudaCode>(
+              CudaCode{key, image.bytes, image.function, variant.block, variant.keep_grid});
       std::string why;
       Loaded loaded = load(*code, why);
       if (!why.empty()) {
@@ -210,7 +212,7 @@ class CudaBackend final : public Backend {
         current = launch.index;
         LaunchResult launch_result;
         launch_result.launch = launch.index;
-        const LaunchShape shape = derive_shape(launch.shape, code->block);
+        const LaunchShape shape = derive_shape(launch.shape, code->block, code->keep_grid);
         if (std::string why = check_shape(shape, loaded.limits); !why.empty()) {
           result.outcome = Outcome::launch_error;
           result.message = "launch " + std::to_string(launch.index) + ": " + why;

@@ -47,6 +47,7 @@ Hash128 Variant::key() const {
   if (block) {
     hasher.update(&block->x, sizeof block->x).update(&block->y, sizeof block->y);
     hasher.update(&block->z, sizeof block->z);
+    if (keep_grid) hasher.update_field("keep_grid");
   }
   return hasher.digest();
 }

@@ -16,10 +16,11 @@ std::string to_string(const capture::Dim3& dim) {
 }
 
 LaunchShape derive_shape(const capture::Launch& recorded,
-                         const std::optional<capture::Dim3>& block) {
+                         const std::optional<capture::Dim3>& block, bool keep_grid) {
   LaunchShape shape{recorded.grid, recorded.block, recorded.shared_memory_bytes};
   if (!block || *block == recorded.block) return shape;
   shape.block = *block;
+  if (keep_grid) return shape;
   if (block->x == 0 || block->y == 0 || block->z == 0) return shape;  // check_shape says why
   shape.grid = {derived(recorded.grid.x, recorded.block.x, block->x),
                 derived(recorded.grid.y, recorded.block.y, block->y),

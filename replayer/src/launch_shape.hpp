@@ -18,9 +18,10 @@ struct LaunchShape {
   std::uint32_t dynamic_shared_bytes = 0;
 };
 
-// grid.d = ceil(recorded grid.d * recorded block.d / block.d) in every dimension.
+// grid.d = ceil(recorded grid.d * recorded block.d / block.d) in every dimension; with
+// keep_grid, the recorded grid.
 LaunchShape derive_shape(const capture::Launch& recorded,
-                         const std::optional<capture::Dim3>& block);
+                         const std::optional<capture::Dim3>& block, bool keep_grid = false);
 
 struct LaunchLimits {
   std::uint32_t max_threads_per_block = 1024;  // the device's

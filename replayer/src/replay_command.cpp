@@ -54,6 +54,7 @@ Variant make_variant(const ReplayOptions& options, std::string_view backend) {
   variant.entry = options.entry;
   variant.passes = options.passes;
   variant.block = options.block;
+  variant.keep_grid = options.keep_grid;
   std::istringstream flags(options.flags);
   for (std::string flag; flags >> flag;) variant.flags.push_back(flag);
   for (const std::string& define : options.defines) {
@@ -112,6 +113,7 @@ ReplayOptions options_from_tune_yaml(const config::TuneConfig& config, const std
   o.include_dirs = selection->include_dirs;
   if (selection->block.size() == 3)
     o.block = capture::Dim3{selection->block[0], selection->block[1], selection->block[2]};
+  o.keep_grid = selection->keep_grid;
   o.launches = selection->launches;
   o.warmup = config.timing.warmup;
   o.repeats = config.timing.repeats;

@@ -56,6 +56,7 @@ json variant_json(const Variant& v) {
   for (const auto& dir : v.include_dirs) dirs.push_back(dir.string());
   j["include_dirs"] = dirs;
   if (v.block) j["block"] = {v.block->x, v.block->y, v.block->z};
+  if (v.keep_grid) j["keep_grid"] = true;
   return j;
 }
 
@@ -69,6 +70,7 @@ Variant variant_from(const json& j) {
   v.passes = j.at("passes").get<std::string>();
   v.compiler = parse_compiler(j.at("compiler").get<std::string>());
   for (const auto& dir : j.at("include_dirs")) v.include_dirs.emplace_back(dir.get<std::string>());
+  v.keep_grid = j.value("keep_grid", false);
   if (j.contains("block")) {
     const json& b = j.at("block");
     v.block = capture::Dim3{b.at(0).get<std::uint32_t>(), b.at(1).get<std::uint32_t>(),

@@ -130,6 +130,10 @@ void add_replay(CLI::App& app, ReplayArgs& a) {
       ->add_option("--block", a.block,
                    "Block shape X,Y,Z (GPU backends; the grid keeps the total thread count)")
       ->excludes(config);
+  replay
+      ->add_flag("--keep-grid", o.keep_grid,
+                 "With --block: launch the recorded grid (kernels whose blocks each do one item)")
+      ->excludes(config);
   replay->add_option("-D", o.defines, "Define NAME=VALUE for the variant (repeatable)")
       ->excludes(config);
   replay->add_option("--launch", o.launches, "Replay only these recorded launches (repeatable)")

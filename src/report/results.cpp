@@ -162,6 +162,7 @@ std::string fragment(const config::TuneConfig& config, const config::KernelSelec
   if (c.contains("block")) {
     out << "    block: [" << c["block"][0] << ", " << c["block"][1] << ", " << c["block"][2]
         << "]\n";
+    if (c.value("keep_grid", false)) out << "    grid: recorded\n";
   }
   out << "timing:\n  warmup: " << config.timing.warmup << "\n  repeats: " << config.timing.repeats
       << "\n";
@@ -256,7 +257,14 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
       // A unit cut from the application's file: the patch is against that file (and its
       // headers), to apply in the source's directory; else against the source tune.yaml named.
       std::string patch;
-      for (const FilePatch& f : patch_files_from_unit(original, best)) {
+      // The application builds the winner as it is: the tunables at the winner's values.
+      std::map<std::string, std::string> values;
+      const json configuration = json::parse(k.winner->configuration, nullptr, false);
+      if (configuration.is_object() && configuration.contains("defines"))
+        for (const auto& [name, value] : configuration["defines"].items())
+          if (value.is_string() && best.find("R3_TUNABLE(" + name + ",") != std::string::npos)
+            values[name] = value.get<std::string>();
+      for (const FilePatch& f : patch_files_from_unit(original, with_tunable_values(best, values))) {
         std::error_code relative_error;
         fs::path name = fs::relative(f.file, selection.source.parent_path(), relative_error);
         if (relative_error || name.empty()) name = f.file.filename();

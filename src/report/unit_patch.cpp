@@ -41,6 +41,43 @@ std::vector<UnitPiece> pieces_of(const std::string& unit) {
   return out;
 }
 
+// The text before the first '#line' marker ("" when there is none).
+std::string prelude_of(const std::string& unit) {
+  if (unit.rfind("#line ", 0) == 0) return "";
+  const std::size_t first = unit.find("\n#line ");
+  return first == std::string::npos ? "" : unit.substr(0, first + 1);
+}
+
+bool starts_with_word(const std::string& line, const std::string& word) {
+  const std::size_t at = line.find_first_not_of(" \t");
+  return at != std::string::npos && line.compare(at, word.size(), word) == 0;
+}
+
+// What a candidate put before the unit's pieces that the application needs: neither what the
+// unit had there already nor r3's declarations and the guards that define them away.
+std::string added_prelude(const std::string& original_unit, const std::string& best_unit) {
+  const std::string before = prelude_of(original_unit), after = prelude_of(best_unit);
+  const bool prepended = after.ends_with(before);
+  std::vector<std::string> lines;
+  std::istringstream in(prepended ? after.substr(0, after.size() - before.size()) : after);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    bool own = false;
+    for (const std::string name : {"R3_TUNABLE", "R3_LAUNCH_BLOCK", "R3_LAUNCH_GRID"}) {
+      if (starts_with_word(lines[i], name + "(")) own = true;
+      if (i + 2 < lines.size() && lines[i] == "#ifndef " + name &&
+          starts_with_word(lines[i + 1], "#define " + name + "(") && lines[i + 2] == "#endif") {
+        i += 2;
+        own = true;
+      }
+    }
+    if (own || (!prepended && before.find(lines[i] + "\n") != std::string::npos)) continue;
+    out += lines[i] + "\n";
+  }
+  return out;
+}
+
 std::size_t offset_of_line(const std::string& text, unsigned line) {
   std::size_t at = 0;
   for (unsigned l = 1; l < line; ++l) {
@@ -87,6 +124,28 @@ std::vector<FilePatch> patch_files_from_unit(const std::string& original_unit,
     if (found == std::string::npos || file.find('\n', at) < found) return {};
     edits[before[i].file].emplace_back(found, old_piece.size(), new_piece);
   }
+  // The candidate's own macros go into the kernel's file (the last piece's) before the first
+  // piece changed there, or else before the kernel.
+  if (const std::string prelude = added_prelude(original_unit, best_unit); !prelude.empty()) {
+    const std::string& kernel_file = before.back().file;
+    std::size_t piece = before.size() - 1;
+    for (std::size_t i = 0; i < before.size(); ++i) {
+      if (before[i].file == kernel_file && before[i].text != after[i].text) {
+        piece = i;
+        break;
+      }
+    }
+    if (!files.contains(kernel_file)) {
+      std::ifstream in(kernel_file, std::ios::binary);
+      if (!in) return {};
+      std::ostringstream text;
+      text << in.rdbuf();
+      files[kernel_file] = text.str();
+    }
+    const std::size_t at = offset_of_line(files[kernel_file], before[piece].line);
+    if (at == std::string::npos) return {};
+    edits[kernel_file].emplace_back(at, 0, prelude);
+  }
   std::vector<FilePatch> out;
   for (auto& [path, list] : edits) {
     FilePatch patch{path, files[path], files[path]};
@@ -95,6 +154,37 @@ std::vector<FilePatch> patch_files_from_unit(const std::string& original_unit,
     for (const auto& [offset, length, text] : list) patch.after.replace(offset, length, text);
     out.push_back(std::move(patch));
   }
+  return out;
+}
+
+std::string with_tunable_values(const std::string& source,
+                                const std::map<std::string, std::string>& values) {
+  std::istringstream in(source);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    for (const auto& [name, value] : values) {
+      // "#define NAME old" (any indentation, spaces after '#'), and "R3_TUNABLE(NAME, old, ...".
+      const std::size_t hash = line.find_first_not_of(" \t");
+      if (hash != std::string::npos && line[hash] == '#') {
+        std::istringstream words(line.substr(hash + 1));
+        std::string directive, defined, old;
+        words >> directive >> defined >> old;
+        std::string rest;
+        std::getline(words, rest);
+        if (directive == "define" && defined == name && !old.empty() &&
+            rest.find_first_not_of(" \t\r") == std::string::npos)
+          line = line.substr(0, hash) + "#define " + name + " " + value;
+      }
+      const std::string tunable = "R3_TUNABLE(" + name + ",";
+      if (starts_with_word(line, tunable)) {
+        const std::size_t open = line.find(tunable) + tunable.size();
+        const std::size_t comma = line.find(',', open);
+        if (comma != std::string::npos) line = line.substr(0, open) + " " + value + line.substr(comma);
+      }
+    }
+    out += line + "\n";
+  }
+  if (!source.empty() && source.back() != '\n') out.pop_back();
   return out;
 }
 

@@ -356,6 +356,15 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     k.base.flags = s.flags;
     k.base.passes = s.passes;
     if (!s.block.empty()) k.base.block = capture::Dim3{s.block[0], s.block[1], s.block[2]};
+    k.base.keep_grid = s.keep_grid;
+    if (!s.block_expressions.empty()) {
+      if (s.source.empty())
+        c.fail("kernels[" + std::to_string(i) + "].block",
+               "the block names tunables, which only a source: declares");
+      k.block_expressions =
+          evolve::BlockExpressions{s.block_expressions[0], s.block_expressions[1],
+                                   s.block_expressions[2]};
+    }
     k.original_block = k.base.block;
     if (!k.original_block && !kernel.launches.empty())
       k.original_block = kernel.launches.at(k.launches.empty() ? 0 : k.launches.front()).block;

@@ -23,6 +23,35 @@ std::string first_lines(const std::string& text, std::size_t limit = 400) {
 
 }  // namespace
 
+std::optional<evolve::BlockExpressions> coupled_block(
+    const std::string& text, const std::vector<evolve::Tunable>& tunables,
+    const std::optional<evolve::BlockExpressions>& configured) {
+  if (auto declared = evolve::parse_launch_block(text)) return declared;
+  if (!configured) return std::nullopt;
+  // tune.yaml's block holds for the sources that declare every name it uses.
+  for (const std::string& e : *configured)
+    for (const std::string& name : evolve::names_in(e))
+      if (std::none_of(tunables.begin(), tunables.end(),
+                       [&](const evolve::Tunable& t) { return t.name == name; }))
+        return std::nullopt;
+  return configured;
+}
+
+std::optional<capture::Dim3> block_of(const evolve::BlockExpressions& block,
+                                      const std::vector<evolve::Tunable>& tunables,
+                                      const std::map<std::string, std::string>& defines) {
+  std::map<std::string, std::string> values;
+  for (const evolve::Tunable& t : tunables) values[t.name] = t.default_value;
+  for (const auto& [name, value] : defines) values[name] = value;
+  std::array<std::uint32_t, 3> dims{};
+  for (int d = 0; d < 3; ++d) {
+    std::optional<std::int64_t> v = evolve::evaluate_size(block[d], values);
+    if (!v || *v < 1 || *v > (1 << 20)) return std::nullopt;
+    dims[d] = static_cast<std::uint32_t>(*v);
+  }
+  return capture::Dim3{dims[0], dims[1], dims[2]};
+}
+
 replay::RunOptions Search::run_options(std::size_t kernel) const {
   replay::RunOptions options;
   options.warmup = config_.timing.warmup;
@@ -68,6 +97,10 @@ struct Search::SourceEntry {
   std::int64_t candidate = -1;  // the candidate that first evaluated it
   std::size_t island = 0;
   std::vector<evolve::Tunable> tunables;
+  // The block as expressions of the tunables, where the source's sizes fix its launch shape
+  // (R3_LAUNCH_BLOCK, or tune.yaml's block naming its tunables): the launch level leaves it.
+  std::optional<evolve::BlockExpressions> block;
+  bool keep_grid = false;  // R3_LAUNCH_GRID(recorded): the block changes, the grid does not
   std::map<Level, LevelSpace> spaces;
   std::map<Level, std::unique_ptr<bo::Optimizer>> optimizers;
   std::map<Level, bo::Configuration> best;  // per level, in the fastest candidate of this source
@@ -120,7 +153,10 @@ Search::SourceEntry& Search::add_source(KernelState& kernel, std::string text, s
   entry->island = island % std::max<std::size_t>(1, kernel.archive.islands());
   entry->tunables = evolve::parse_tunables(text);
   const KernelTarget& target = kernels_[kernel.index];
+  entry->block = coupled_block(text, entry->tunables, target.block_expressions);
+  entry->keep_grid = entry->block && evolve::keeps_recorded_grid(text);
   for (Level level : kLevels) {
+    if (level == Level::launch && entry->block) continue;
     if (auto space = levels_.build(level, entry->tunables, target.original_block,
                                    code_path(kernel, text), target.has_recorded_ptx))
       entry->spaces.emplace(level, std::move(*space));
@@ -183,6 +219,19 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
       description += (description.empty() ? "" : " ") + space.space.describe(*c);
   }
   if (!source.tunables.empty()) v.defines[evolve::kTunableMacro] = "";
+  if (source.block) {
+    if (auto block = block_of(*source.block, source.tunables, v.defines)) {
+      v.block = *block;
+      v.keep_grid = source.keep_grid;
+      if (!target.original_block || *block != *target.original_block)
+        description += (description.empty() ? "" : " ") + std::string("block ") +
+                       std::to_string(block->x) + "x" + std::to_string(block->y) + "x" +
+                       std::to_string(block->z) + (source.keep_grid ? " (recorded grid)" : "");
+    } else {
+      log::debug("kernel ", target.name, ": block (", (*source.block)[0], ", ", (*source.block)[1],
+                 ", ", (*source.block)[2], ") has no value here: launched as recorded");
+    }
+  }
   // A source run at its defaults: no level's optimiser may propose the same point meanwhile.
   if (!searched) {
     for (const auto& [level, space] : source.spaces)
@@ -258,8 +307,14 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     }
     auto [it, fresh] = kernel.mutations.try_emplace(parent->hash);
     if (fresh) {
-      evolve::MutationReport report = evolve::mutate(parent->text, target.source_name, entry,
-                                                     language, config_.search.source.mutators);
+      evolve::MutationContext context;
+      if (target.original_block)
+        context.recorded_block = {target.original_block->x, target.original_block->y,
+                                  target.original_block->z};
+      for (const evolve::Tunable& t : parent->tunables) context.declared_tunables.push_back(t.name);
+      context.launch_coupled = parent->block.has_value();
+      evolve::MutationReport report = evolve::mutate(
+          parent->text, target.source_name, entry, language, config_.search.source.mutators, context);
       if (!report.diagnostics.empty())
         log::debug("mutators: ", target.source_name, ": ", first_lines(report.diagnostics));
       it->second = std::move(report.mutations);

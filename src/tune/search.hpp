@@ -20,6 +20,7 @@
 #include "r3/bo/optimizer.hpp"
 #include "r3/capture.hpp"
 #include "r3/evolve/archive.hpp"
+#include "r3/evolve/launch_block.hpp"
 #include "r3/evolve/llm_client.hpp"
 #include "r3/evolve/prompt.hpp"
 #include "r3/replay/sandbox.hpp"
@@ -44,9 +45,23 @@ struct KernelTarget {
   bool has_recorded_cubin = false;
   bool has_recorded_ptx = false;
   bool has_recorded_source = false;
+  // tune.yaml's block when it names tunables ([TILE, TILE, 1]): the launch of every source that
+  // declares them follows their values.
+  std::optional<evolve::BlockExpressions> block_expressions;
   // Regions the capture has no element type for, typed from the source (verify.region_types).
   std::map<std::string, capture::ElementType> region_types;
 };
+
+// The block a source declares (R3_LAUNCH_BLOCK) or, where it declares every tunable they name,
+// tune.yaml's block expressions; nullopt: the launch level shapes its launches.
+std::optional<evolve::BlockExpressions> coupled_block(
+    const std::string& text, const std::vector<evolve::Tunable>& tunables,
+    const std::optional<evolve::BlockExpressions>& configured);
+// The block those expressions give with the tunables' values (defaults, overridden by
+// `defines`); nullopt when one has no positive value.
+std::optional<capture::Dim3> block_of(const evolve::BlockExpressions& block,
+                                      const std::vector<evolve::Tunable>& tunables,
+                                      const std::map<std::string, std::string>& defines);
 
 struct Planned {
   run::CandidateRecord record;  // with id, generation, parent, kernel, source, level, plan

@@ -2,6 +2,7 @@
 // whitespace-tolerant), the reasons an answer is refused, and R3_TUNABLE declarations.
 #include <gtest/gtest.h>
 
+#include "r3/evolve/launch_block.hpp"
 #include "r3/evolve/response.hpp"
 
 namespace r3::evolve {
@@ -139,6 +140,32 @@ TEST(Tunables, ParsesBothValueSyntaxesAndAddsTheDefault) {
   EXPECT_EQ(t[0], (Tunable{"TILE", "16", {"8", "16", "32"}}));
   EXPECT_EQ(t[1], (Tunable{"UNROLL", "4", {"4", "1", "2", "8"}}));
   EXPECT_EQ(t[2], (Tunable{"USE_X", "false", {"true", "false"}}));
+}
+
+}  // namespace
+}  // namespace r3::evolve
+
+namespace r3::evolve {
+namespace {
+
+TEST(LaunchBlock, TheDeclarationIsFoundAndItsSizesEvaluated) {
+  const std::string source =
+      "#ifndef R3_LAUNCH_BLOCK\n#define R3_LAUNCH_BLOCK(...)\n#endif\n"
+      "R3_TUNABLE(TILE, 16, 8 16 32)\nR3_LAUNCH_BLOCK(TILE, (TILE / 2) * ROWS, 1)\n";
+  auto block = parse_launch_block(source);
+  ASSERT_TRUE(block.has_value()) << "the guard's '(...)' is not a declaration; the next is";
+  EXPECT_EQ(*block, (BlockExpressions{"TILE", "(TILE / 2) * ROWS", "1"}));
+  EXPECT_EQ(names_in((*block)[1]), (std::vector<std::string>{"TILE", "ROWS"}));
+  const std::map<std::string, std::string> values = {{"TILE", "32"}, {"ROWS", "2*2"}};
+  EXPECT_EQ(evaluate_size((*block)[1], values), 64) << "a value may be an expression too";
+  EXPECT_EQ(evaluate_size("TILE - -4 + 16u", values), 52);
+  EXPECT_FALSE(evaluate_size("TILE / (ROWS - 4)", values)) << "division by zero";
+  EXPECT_FALSE(evaluate_size("WIDTH", values)) << "an unknown name";
+  EXPECT_FALSE(evaluate_size("TILE +", values));
+  EXPECT_FALSE(evaluate_size("16.5", values));
+  EXPECT_FALSE(evaluate_size("A", {{"A", "A"}})) << "a name defined by itself";
+  EXPECT_FALSE(parse_launch_block("MY_R3_LAUNCH_BLOCK(1, 2, 3)"));
+  EXPECT_FALSE(parse_launch_block("R3_LAUNCH_BLOCK(1, 2)"));
 }
 
 }  // namespace

@@ -247,6 +247,65 @@ TEST(Mutators, HoistsOnlyInvariantLoadsTheLoopAlwaysMakes) {
   EXPECT_EQ(mutations_of(restricted, "g", SourceLanguage::cpp, {"hoist_loads"}).size(), 1u);
 }
 
+// srad's shape: BLOCK_SIZE sizes the shared tile and the block (16 x 16); N is the problem size
+// and RADIUS a size the kernel never uses.
+const char* kTiled = R"(#include <cuda_runtime.h>
+#define N 4096
+#define RADIUS 8
+  #define BLOCK_SIZE 16
+#define SQUARE(x) ((x) * (x))
+__global__ void smooth(const float* in, float* out, int cols) {
+  __shared__ float tile[BLOCK_SIZE][BLOCK_SIZE];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int index = cols * BLOCK_SIZE * blockIdx.y + BLOCK_SIZE * blockIdx.x + cols * ty + tx;
+  tile[ty][tx] = in[index];
+  __syncthreads();
+  float v = tile[ty][tx];
+  if (tx > 0) v += tile[ty][tx - 1];
+  if (index < N * N) out[index] = SQUARE(v);
+}
+)";
+
+TEST(Mutators, ParametriseExposesTheKernelsSizesAndCouplesTheBlockToThem) {
+  MutationContext context;
+  context.recorded_block = {16, 16, 1};
+  MutationReport report =
+      mutate(kTiled, "tiled.cu", "smooth", SourceLanguage::cuda, {"parametrise"}, context);
+  ASSERT_EQ(report.diagnostics, "");
+  ASSERT_TRUE(report.rejected.empty()) << report.rejected.front().error;
+  // The grid covering the recorded threads, or the recorded grid (blocks that each do one item).
+  ASSERT_EQ(report.mutations.size(), 2u);
+  const Mutation& m = report.mutations.front();
+  EXPECT_EQ(m.source.find("R3_LAUNCH_GRID(recorded)"), std::string::npos);
+  EXPECT_NE(report.mutations[1].source.find("R3_LAUNCH_GRID(recorded)"), std::string::npos);
+  EXPECT_EQ(report.mutations[1].tunables, m.tunables);
+  // 64 x 64 threads would be too many for a block; 2 x 2 is still one.
+  EXPECT_EQ(m.tunables, (std::vector<Tunable>{{"BLOCK_SIZE", "16", {"4", "8", "16", "32"}}}))
+      << m.source;
+  EXPECT_EQ(parse_tunables(m.source), m.tunables);
+  EXPECT_NE(m.source.find("R3_LAUNCH_BLOCK(BLOCK_SIZE, BLOCK_SIZE, 1)"), std::string::npos)
+      << m.source;
+  EXPECT_NE(m.source.find("#ifndef BLOCK_SIZE\n  #define BLOCK_SIZE 16\n#endif"), std::string::npos)
+      << "the definition stays where it was, guarded:\n" << m.source;
+  EXPECT_NE(m.source.find("#define N 4096\n"), std::string::npos) << "the problem size is not a tile";
+  for (const std::string& defines : assignments(m.tunables)) {
+    std::string diagnostics;
+    EXPECT_TRUE(compiles(defines + m.source, "tiled.cu", SourceLanguage::cuda, diagnostics))
+        << defines << diagnostics;
+  }
+  // Without a recorded block the tile still sizes shared data: tunable, with no coupling.
+  MutationReport unshaped = mutate(kTiled, "tiled.cu", "smooth", SourceLanguage::cuda,
+                                   {"parametrise"}, MutationContext{});
+  ASSERT_EQ(unshaped.mutations.size(), 1u);
+  EXPECT_EQ(unshaped.mutations[0].tunables.at(0).values,
+            (std::vector<std::string>{"8", "16", "32"}));
+  EXPECT_EQ(unshaped.mutations[0].source.find("R3_LAUNCH_BLOCK(BLOCK"), std::string::npos);
+  // A source whose sizes are tunable already gets nothing more.
+  context.declared_tunables = {"BLOCK_SIZE"};
+  EXPECT_TRUE(mutate(kTiled, "tiled.cu", "smooth", SourceLanguage::cuda, {"parametrise"}, context)
+                  .mutations.empty());
+}
+
 TEST(Mutators, ReportsSourcesThatDoNotParseAndUnknownKernels) {
   MutationReport broken =
       mutate("void k(int n) { n = ; }", "broken.cpp", "k", SourceLanguage::cpp, kAll);

@@ -283,6 +283,40 @@ TEST(ReportUnitPatch, EditsOfAnExtractedUnitBecomeAPatchOfTheApplicationsFile) {
   EXPECT_TRUE(r3::report::patch_files_from_unit(unit, unmarked).empty()) << "a marker is gone";
 }
 
+// A parametrised winner comes back as the application's own size at the winning value, and a
+// mutator's macros (defined before the unit's pieces) come along before the first piece changed
+// in the kernel's file, without r3's
+// declarations: the patched file builds with the application's own build.
+TEST(ReportUnitPatch, TunableValuesAndTheCandidatesMacrosComeBackIntoTheApplicationsFile) {
+  TempDir dir;
+  const std::string app = "#include <stdio.h>\n  #define BLOCK 16\n__global__ void k(int* o) {\n"
+                          "  for (int i = 0; i < BLOCK; ++i) o[i] = i;\n}\nint main() { return 0; }\n";
+  const std::string path = (dir / "app.cu").string();
+  std::ofstream(path) << app;
+  const std::string unit = "// unit\n#line 2 \"" + path + "\"\n  #define BLOCK 16\n#line 3 \"" +
+                           path + "\"\n__global__ void k(int* o) {\n  for (int i = 0; i < BLOCK; ++i) "
+                           "o[i] = i;\n}\n";
+  std::string best =
+      "#ifndef R3_TUNABLE\n#define R3_TUNABLE(...)\n#endif\nR3_TUNABLE(BLOCK, 16, 8 16 32)\n"
+      "R3_TUNABLE(R3_UNROLL_0, 4, 1 2 4 8)\n#ifndef R3_UNROLL_0\n#define R3_UNROLL_0 4\n#endif\n"
+      "#ifndef R3_LAUNCH_BLOCK\n#define R3_LAUNCH_BLOCK(...)\n#endif\nR3_LAUNCH_BLOCK(BLOCK, 1, 1)\n" +
+      unit;
+  best.replace(best.find("  #define BLOCK 16\n"), 19, "#ifndef BLOCK\n  #define BLOCK 16\n#endif\n");
+  best.replace(best.find("  for ("), 2, "\n#pragma unroll R3_UNROLL_0\n  ");
+  const std::string baked = r3::report::with_tunable_values(best, {{"BLOCK", "32"}, {"R3_UNROLL_0", "8"}});
+  EXPECT_NE(baked.find("R3_TUNABLE(BLOCK, 32, 8 16 32)"), std::string::npos) << baked;
+  EXPECT_NE(baked.find("#ifndef BLOCK\n  #define BLOCK 32\n#endif"), std::string::npos) << baked;
+  std::vector<r3::report::FilePatch> patches = r3::report::patch_files_from_unit(unit, baked);
+  ASSERT_EQ(patches.size(), 1u);
+  const std::string expected =
+      "#include <stdio.h>\n#ifndef R3_UNROLL_0\n#define R3_UNROLL_0 8\n#endif\n#ifndef BLOCK\n"
+      "  #define BLOCK 32\n#endif\n__global__ void k(int* o) {\n\n#pragma unroll R3_UNROLL_0\n"
+      "  for (int i = 0; i < BLOCK; ++i) o[i] = i;\n}\nint main() { return 0; }\n";
+  EXPECT_EQ(patches[0].after, expected);
+  EXPECT_EQ(patches[0].after.find("R3_TUNABLE"), std::string::npos);
+  EXPECT_EQ(patches[0].after.find("R3_LAUNCH"), std::string::npos);
+}
+
 TEST(ReportResults, TheDirectoryHoldsEverySectionAndFileAndTheFragmentParses) {
   TempDir dir;
   RunRecord run = sample_run(dir.path());

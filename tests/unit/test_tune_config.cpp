@@ -195,6 +195,21 @@ TEST(TuneConfig, FailPointsAtTheKeyOrItsNearestParent) {
   }
 }
 
+TEST(TuneConfig, ABlockMayNameTunablesAndSurvivesTheResolvedConfiguration) {
+  TuneConfig config = parse_tune_config(
+      "capture: a.h5\nkernels:\n  - name: k\n    block: [TILE, TILE / 2, 1]\n"
+      "  - name: j\n    block: [64, 2, 1]\n",
+      "t.yaml");
+  EXPECT_TRUE(config.kernels[0].block.empty());
+  EXPECT_EQ(config.kernels[0].block_expressions,
+            (std::vector<std::string>{"TILE", "TILE / 2", "1"}));
+  EXPECT_EQ(config.kernels[1].block, (std::vector<std::uint32_t>{64, 2, 1}));
+  EXPECT_TRUE(config.kernels[1].block_expressions.empty());
+  TuneConfig again = parse_tune_config(to_yaml(config), config.file);
+  EXPECT_EQ(again.kernels[0].block_expressions, config.kernels[0].block_expressions);
+  EXPECT_EQ(again.kernels[1].block, config.kernels[1].block);
+}
+
 TEST(TuneConfig, ToleranceForARegionPrefersItsNameOverItsType) {
   TuneConfig config = parse_tune_config(
       "capture: a.h5\nkernels: [k]\nverify:\n  regions:\n    y: {rtol: 0.5}\n    hist: bitwise\n",

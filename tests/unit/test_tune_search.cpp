@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 
 #include "r3/capture.hpp"
 #include "r3/tune_config.hpp"
@@ -155,6 +156,63 @@ TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
               1u)
         << compiler << " " << launch << " " << parameters;
   }
+}
+
+// A source whose sizes fix its launch (R3_LAUNCH_BLOCK, or tune.yaml's block naming its
+// tunables) is launched with the block its values give, and the launch level leaves it alone.
+TEST(TuneSearch, ASourceCoupledToItsBlockIsLaunchedWithTheBlockItsValuesGive) {
+  for (bool declared_in_source : {true, false}) {
+    SCOPED_TRACE(declared_in_source ? "R3_LAUNCH_BLOCK" : "tune.yaml block: [TILE, TILE, 1]");
+    test::TempDir dir;
+    write_cuda_capture(dir / "c.h5", 1);
+    std::string yaml =
+        "capture: c.h5\nbackend: cuda\nkernels:\n  - name: kernel0\n"
+        "search:\n  levels:\n    source:\n      mutators: []\n";
+    config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
+    auto capture = capture::CaptureReader::open(dir / "c.h5");
+    KernelTarget t;
+    t.name = "kernel0";
+    t.original_block = capture::Dim3{16, 16, 1};
+    t.has_recorded_cubin = t.has_recorded_ptx = true;
+    t.base.compiler = config::Compiler::nvrtc;
+    t.source = std::string("R3_TUNABLE(TILE, 16, 4 8 16 32)\n") +
+               (declared_in_source ? "R3_LAUNCH_BLOCK(TILE, TILE, 1)\n" : "") +
+               "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
+    t.source_name = "k.cu";
+    if (!declared_in_source) t.block_expressions = evolve::BlockExpressions{"TILE", "TILE", "1"};
+    Search search(config, config::Backend::cuda, capture, {t});
+    std::set<std::uint32_t> blocks;
+    std::size_t from_source = 0;
+    for (std::uint32_t g = 0; g < 12; ++g) {
+      for (const Planned& p : search.propose(g, 4)) {
+        run::CandidateRecord done = p.record;
+        done.outcome = "ok";
+        done.seconds = 1e-3;
+        search.observe(done);
+        EXPECT_NE(done.level, "launch") << "the launch level would change a coupled block";
+        if (p.record.source == hash_string("")) continue;  // the recorded code
+        ++from_source;
+        const replay::Variant& v = p.request.variant;
+        ASSERT_TRUE(v.block.has_value()) << done.level << ": " << done.description;
+        const std::string tile = v.defines.contains("TILE") ? v.defines.at("TILE") : "16";
+        EXPECT_EQ(v.block->x, std::stoul(tile)) << done.description;
+        EXPECT_EQ(v.block->y, std::stoul(tile));
+        EXPECT_EQ(v.block->z, 1u);
+        blocks.insert(v.block->x);
+      }
+      search.end_generation();
+    }
+    EXPECT_GT(from_source, 4u);
+    EXPECT_GE(blocks.size(), 2u) << "the parameter level never moved the block with TILE";
+  }
+  // tune.yaml's block holds only for sources that declare every name it uses.
+  EXPECT_TRUE(evolve::keeps_recorded_grid("R3_LAUNCH_BLOCK(T, 1, 1)\nR3_LAUNCH_GRID(recorded)\n"));
+  EXPECT_FALSE(evolve::keeps_recorded_grid("#define R3_LAUNCH_GRID(...)\n"));
+  EXPECT_FALSE(coupled_block("R3_TUNABLE(N, 1, 1 2)\n", evolve::parse_tunables("R3_TUNABLE(N, 1, 1 2)\n"),
+                             evolve::BlockExpressions{"TILE", "1", "1"}));
+  EXPECT_EQ(block_of({"TILE*2", "TILE", "1"}, {{"TILE", "8", {"8", "16"}}}, {{"TILE", "16"}}),
+            (capture::Dim3{32, 16, 1}));
+  EXPECT_FALSE(block_of({"TILE-8", "1", "1"}, {{"TILE", "8", {"8"}}}, {})) << "a zero block";
 }
 
 }  // namespace

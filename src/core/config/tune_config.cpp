@@ -145,9 +145,33 @@ KernelSelection parse_kernel(const Document& doc, const YAML::Node& node, const 
   // [] (what the resolved configuration writes) means: as recorded.
   if (YAML::Node block = map.get("block");
       block.IsDefined() && !(block.IsSequence() && block.size() == 0)) {
-    map.read("block", kernel.block, 1, 1u << 20);
-    if (!kernel.block.empty() && kernel.block.size() != 3)
+    std::vector<std::string> items;
+    map.read("block", items);
+    if (items.size() != 3)
       map.fail("block", "give the block shape as [x, y, z] (or [] for the recorded one)");
+    const bool numbers = std::all_of(items.begin(), items.end(), [](const std::string& item) {
+      return !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
+    });
+    if (numbers) {
+      map.read("block", kernel.block, 1, 1u << 20);
+    } else {
+      // Sizes named after the source's tunables: checked when a source declares them.
+      for (const std::string& item : items) {
+        if (item.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_ "
+                                   "+-*/()") != std::string::npos)
+          map.fail("block", "'" + item +
+                                "' is neither a size nor an expression of R3_TUNABLE names "
+                                "(integers, names, + - * / and parentheses)");
+      }
+      kernel.block_expressions = items;
+    }
+  }
+  if (YAML::Node grid = map.get("grid"); grid.IsDefined()) {
+    std::string policy;
+    map.read("grid", policy);
+    if (policy != "derive" && policy != "recorded")
+      map.fail("grid", "'" + policy + "' is not one of: derive, recorded");
+    kernel.keep_grid = policy == "recorded";
   }
   map.finish();
   return kernel;

@@ -55,7 +55,11 @@ void emit_kernel(YAML::Emitter& out, const KernelSelection& kernel) {
   flow_list(out, "include_dirs", dirs);
   flow_list(out, "flags", kernel.flags);
   pair(out, "passes", kernel.passes);
-  flow_list(out, "block", kernel.block);
+  if (kernel.block_expressions.empty())
+    flow_list(out, "block", kernel.block);
+  else
+    flow_list(out, "block", kernel.block_expressions);
+  out << YAML::Key << "grid" << YAML::Value << (kernel.keep_grid ? "recorded" : "derive");
   out << YAML::EndMap;
 }
 

@@ -6,11 +6,17 @@
 //   launch_bounds  __launch_bounds__ on a CUDA kernel        (R3_MAX_THREADS, R3_MIN_BLOCKS)
 //   ldg            const pointer reads through __ldg         (R3_USE_LDG 0/1)
 //   hoist_loads    a loop-invariant load before its loop     (R3_HOIST_<n> 0/1)
+//   parametrise    the kernel's compile-time sizes: each `#define NAME <power of two>` it
+//                  expands in a __shared__ array's size or that equals a dimension of the
+//                  recorded block becomes R3_TUNABLE(NAME, ...); where it equals the block, the
+//                  launch is coupled to it (R3_LAUNCH_BLOCK, r3/evolve/launch_block.hpp)
 // Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
 // self-contained (they define R3_TUNABLE and the defaults if the build does not).
 // Lives in libr3llvm; mutators_available() is false in builds without LLVM.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +26,16 @@
 namespace r3::evolve {
 
 enum class SourceLanguage { cpp, cuda };
+
+// What the mutators know of the kernel beyond its source.
+struct MutationContext {
+  // The block the kernel was recorded with ({0, 0, 0}: unknown); sizes equal to one of its
+  // dimensions are taken to fix the launch shape.
+  std::array<std::uint32_t, 3> recorded_block{0, 0, 0};
+  // What the source declares already (parse_tunables, parse_launch_block): not made again.
+  std::vector<std::string> declared_tunables;
+  bool launch_coupled = false;
+};
 
 struct Mutation {
   std::string mutator;      // "unroll"
@@ -43,7 +59,8 @@ struct MutationReport {
 
 // All single rewrites the named mutators can make to kernel `entry` of `source`.
 MutationReport mutate(std::string_view source, std::string_view file_name, std::string_view entry,
-                      SourceLanguage language, const std::vector<std::string>& mutators);
+                      SourceLanguage language, const std::vector<std::string>& mutators,
+                      const MutationContext& context = {});
 
 // Whether `source` compiles (parses and type-checks) as `language`; diagnostics appended.
 bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,

@@ -39,6 +39,9 @@ struct Variant {
   std::string passes;              // LLVM pass pipeline; empty: the compiler's default
   config::Compiler compiler = config::Compiler::clang;
   std::optional<capture::Dim3> block;  // a new block shape (GPU backends)
+  // With a new block: launch the recorded grid instead of deriving one that covers the recorded
+  // threads (kernels that give each block one item of work, whatever its size).
+  bool keep_grid = false;
 
   // Names the variant; a backend adds what it compiles for (CPU, GPU architecture) to make the
   // key its compiled code is cached under.

@@ -24,6 +24,7 @@ struct ReplayOptions {
   std::vector<std::string> defines;  // NAME=VALUE
   std::vector<std::filesystem::path> include_dirs;  // besides the source's own directory
   std::optional<capture::Dim3> block;
+  bool keep_grid = false;             // with block: the recorded grid, not a derived one
   std::vector<std::size_t> launches;  // empty: all
   unsigned warmup = 2;
   unsigned repeats = 10;

@@ -30,8 +30,8 @@ std::string_view to_string(BatchStrategy value);
 std::string_view to_string(InitialDesign value);
 
 // Names the search knows; tune.yaml may only list these.
-inline const std::vector<std::string> kKnownMutators = {"restrict", "unroll", "launch_bounds",
-                                                        "ldg", "hoist_loads"};
+inline const std::vector<std::string> kKnownMutators = {
+    "restrict", "unroll", "launch_bounds", "ldg", "hoist_loads", "parametrise"};
 inline const std::vector<std::string> kKnownCompilerFlags = {
     "fast_math", "ftz", "prec_div", "prec_sqrt", "fmad", "extra_device_vectorization"};
 inline const std::vector<std::string> kKnownDescriptors = {"registers", "shared_memory",
@@ -58,6 +58,13 @@ struct KernelSelection {
   // search.compiler.passes.baseline. A result's tune.yaml fragment sets it.
   std::string passes;
   std::vector<std::uint32_t> block;  // launch with this block shape (x, y, z); empty: as recorded
+  // A block that names R3_TUNABLEs ([TILE, TILE, 1]; integers, names, + - * / and parentheses):
+  // the sources that declare them are launched with the block their values give, the grid
+  // derived from the recorded work. Empty unless `block` names something.
+  std::vector<std::string> block_expressions;
+  // grid: recorded — with a new block, launch the recorded grid (blocks that each do one item)
+  // instead of deriving one that keeps the recorded thread count (grid: derive, the default).
+  bool keep_grid = false;
 };
 
 struct SourceLevel {

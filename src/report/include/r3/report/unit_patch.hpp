@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,18 @@ struct FilePatch {
 // One entry per file whose pieces changed; empty when `original_unit` is not an extracted unit,
 // when the candidate changed or dropped the markers, or when a file no longer holds a piece as
 // it was extracted (then the patch is made against the unit instead).
+//
+// What a candidate added before the first piece (the mutators' macros: R3_UNROLL_0, R3_RESTRICT)
+// goes into the kernel's file just before the first changed piece there (else before the
+// kernel), less r3's own declarations (R3_TUNABLE, R3_LAUNCH_BLOCK, R3_LAUNCH_GRID), which mean
+// nothing to the application's build.
 std::vector<FilePatch> patch_files_from_unit(const std::string& original_unit,
                                              const std::string& best_unit);
+
+// `source` with the winner's values as the defaults of its tunables: each `#define NAME ...`
+// line of a NAME in `values` defines it to its value, and each R3_TUNABLE(NAME, default, ...)
+// names it as the default. The application, built as it is, then builds the winner.
+std::string with_tunable_values(const std::string& source,
+                                const std::map<std::string, std::string>& values);
 
 }  // namespace r3::report
