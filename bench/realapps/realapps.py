@@ -23,6 +23,7 @@ import csv
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -192,6 +193,7 @@ output:
             check = subprocess.run(["patch", "-p1", "--dry-run", "-i", diffs[0]],
                                    cwd=os.path.dirname(source[0]), capture_output=True, text=True)
             result["diff"] = "applies" if check.returncode == 0 else "FAILS"
+            result["diff_path"] = diffs[0]
         else:
             result["diff"] = "none"
     for line in p.stderr.splitlines():
@@ -223,6 +225,98 @@ output:
     return result
 
 
+def read_build_commands(corpus):
+    """program -> its nvcc command line as build_corpus.sh ran it (<OUTDIR> for the corpus)."""
+    out = {}
+    path = os.path.join(corpus, "build.tsv")
+    if os.path.exists(path):
+        with open(path) as f:
+            header = f.readline().rstrip("\n").split("\t")
+            for line in f:
+                row = dict(zip(header, line.rstrip("\n").split("\t")))
+                out[row["program"]] = row["nvcc_command"]
+    return out
+
+
+def self_check(text):
+    """The program's own verdict where it prints one (PolyBench: mismatches against its CPU
+    reference), else None."""
+    m = re.search(r"Non-Matching CPU-GPU Outputs Beyond Error Threshold of [0-9.]+ Percent: (\d+)",
+                  text)
+    return int(m.group(1)) if m else None
+
+
+def kernel_app_us(r3, binary, app_args, kernel_regex, launches, wd):
+    """The median of the kernel's first `launches` launch times inside the application (CUPTI,
+    as r3 record measures them)."""
+    capture = os.path.join(wd, "timing.h5")
+    if os.path.exists(capture):
+        os.remove(capture)
+    p, _ = run([r3, "record", "-k", kernel_regex, "--launches", str(launches), "-o", capture,
+                "--", binary] + app_args, cwd=wd)
+    if p.returncode != 0 or not os.path.exists(capture):
+        return None
+    times = sorted(t for k in inspect(r3, capture) for t in k["app_us"])
+    return times[len(times) // 2] if times else None
+
+
+def check_patch(args, corpus, prog, source, diff, kernel, speedup, workdir):
+    """The winner's best.diff applied to a copy of the program's sources, rebuilt with the
+    program's own nvcc command, run: its own check (where it has one) still passes, and the
+    kernel's time in the application moves as the replay said (interleaved re-recordings of the
+    original and the patched program, --patch-launches launches each)."""
+    r3 = os.path.join(args.r3, "r3")
+    command = read_build_commands(corpus).get(prog["program"])
+    if not command:
+        return {"status": "no build command"}
+    tree = os.path.join(workdir, "patched")
+    if os.path.exists(tree):
+        shutil.rmtree(tree)
+    shutil.copytree(os.path.join(corpus, "src"), os.path.join(tree, "src"))
+    relative = os.path.relpath(os.path.dirname(source), os.path.join(corpus, "src"))
+    p = subprocess.run(["patch", "-p1", "-i", diff], cwd=os.path.join(tree, "src", relative),
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"status": "patch FAILS: " + (p.stdout + p.stderr).strip().splitlines()[-1]}
+    os.makedirs(os.path.join(tree, "bin"), exist_ok=True)
+    os.makedirs(os.path.join(tree, ".work", "build", prog["program"]), exist_ok=True)
+    build = shlex.split(command.replace("<OUTDIR>", tree))
+    b, _ = run(build, cwd=tree, timeout=600)
+    if b.returncode != 0:
+        return {"status": "rebuild FAILS: " + ((b.stderr.strip().splitlines() or ["?"])[-1])}
+    patched = os.path.join(tree, os.path.relpath(os.path.join(corpus, prog["binary"]), corpus))
+    original = os.path.join(corpus, prog["binary"])
+    app_args = shlex.split(prog.get("arguments", ""))
+    runs = {}
+    for label, binary in (("original", original), ("patched", patched)):
+        wd = os.path.join(workdir, "run-" + label)
+        os.makedirs(wd, exist_ok=True)
+        r, _ = run([binary] + app_args, cwd=wd)
+        runs[label] = (r.returncode, self_check(r.stdout + r.stderr))
+    if runs["patched"][0] != 0:
+        return {"status": f"patched program exits {runs['patched'][0]}"}
+    check = runs["patched"][1]
+    verdict = ("no self-check" if check is None else
+               "self-check passes" if check == 0 or check == runs["original"][1] else
+               f"self-check FAILS ({check} mismatches)")
+    regex = "^" + re.escape(kernel) + "$"
+    times = {"original": [], "patched": []}
+    for _ in range(2):  # interleaved
+        for label, binary in (("original", original), ("patched", patched)):
+            wd = os.path.join(workdir, "run-" + label)
+            t = kernel_app_us(r3, binary, app_args, regex, args.patch_launches, wd)
+            if t:
+                times[label].append(t)
+    if not times["original"] or not times["patched"]:
+        return {"status": verdict + "; the kernel's time in the program was not measured"}
+    before = sorted(times["original"])[len(times["original"]) // 2]
+    after = sorted(times["patched"])[len(times["patched"]) // 2]
+    in_app = before / after
+    agree = abs(in_app / speedup - 1) <= 0.10
+    return {"status": verdict, "app_speedup": in_app, "before_us": before, "after_us": after,
+            "agrees": agree}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, help="OUTDIR of build_corpus.sh")
@@ -238,6 +332,9 @@ def main():
     ap.add_argument("--tune-source", action="store_true",
                     help="tune on the kernels' units cut from the applications' own files (source "
                          "and parameter levels on), and check that each best.diff applies")
+    ap.add_argument("--patch-launches", type=int, default=5,
+                    help="with --tune-source: launches of the kernel timed in the original and in "
+                         "the patched program when a winner's best.diff is checked")
     ap.add_argument("--extract", action="store_true",
                     help="also cut each kernel's unit from the application's own file (r3 extract) "
                          "and replay it through NVRTC against the recording")
@@ -290,8 +387,14 @@ def main():
                                                  sources[(name, base_name(k))], wd)
             if k["verified"] and (args.tune == "all" or (args.tune == "longest" and k is longest)):
                 source = sources.get((name, base_name(k))) if args.tune_source else None
-                row["tune"] = tune(args, capture, k["index"], os.path.join(wd, f"tune-{k['index']}"),
-                                   source)
+                tune_dir = os.path.join(wd, f"tune-{k['index']}")
+                row["tune"] = tune(args, capture, k["index"], tune_dir, source)
+                t = row["tune"]
+                if source and t.get("diff") == "applies" and t["speedup"] and not t["keep"]:
+                    t["patch"] = check_patch(args, corpus, prog, source[0], t["diff_path"],
+                                             base_name(k), t["speedup"], tune_dir)
+                    print(f"# {name} {row['kernel']}: patched program: {t['patch']}",
+                          file=sys.stderr, flush=True)
                 print(f"# {name} {row['kernel']}: {row['tune']['summary']}", file=sys.stderr,
                       flush=True)
             rows.append(row)
@@ -321,6 +424,13 @@ def print_table(rows):
                     if t["mean_candidate_s"] else "-")
             if t.get("diff", "-") != "-":
                 cost += f"  best.diff {t['diff']}"
+            pt = t.get("patch")
+            if pt:
+                cost += f"; patched program: {pt['status']}"
+                if pt.get("app_speedup"):
+                    cost += (f", kernel {pt['before_us']:.1f} -> {pt['after_us']:.1f} us in the "
+                             f"program = {pt['app_speedup']:.3f}x vs replay {t['speedup']:.3f}x "
+                             f"({'within' if pt['agrees'] else 'NOT within'} 10%)")
         else:
             sp, rb, cand, cost = "-", "-", "-", "-"
         u = r.get("unit")
@@ -350,7 +460,12 @@ def print_table(rows):
     print(f"# kernels: {len(rows)}, recorded {recorded}, replayed verified {verified}, unnamed "
           f"regions {unnamed}; tuned "
           f"{len(speedups)}: geometric mean speedup {geo:.3f}, results slower than the recorded "
-          f"code: {slower}")
+          f"code: {slower}, confirmed faster: {sum(1 for s in speedups if s > 1.0)}")
+    patches = [r["tune"]["patch"] for r in rows if r.get("tune") and r["tune"].get("patch")]
+    if patches:
+        print(f"# winners' best.diff applied, rebuilt and run: {len(patches)}; kernel time in the "
+              f"program within 10% of the replay's speedup: "
+              f"{sum(1 for p in patches if p.get('agrees'))}")
 
 
 if __name__ == "__main__":

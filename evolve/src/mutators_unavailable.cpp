@@ -16,7 +16,7 @@ bool compiles(std::string_view, std::string_view, SourceLanguage, std::string& d
 }
 
 MutationReport mutate(std::string_view, std::string_view, std::string_view, SourceLanguage,
-                      const std::vector<std::string>&) {
+                      const std::vector<std::string>&, const MutationContext&) {
   MutationReport report;
   report.diagnostics = kWhy;
   return report;
