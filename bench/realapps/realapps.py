@@ -301,7 +301,7 @@ def check_patch(args, corpus, prog, source, diff, kernel, speedup, workdir):
                f"self-check FAILS ({check} mismatches)")
     regex = "^" + re.escape(kernel) + "$"
     times = {"original": [], "patched": []}
-    for _ in range(2):  # interleaved
+    for _ in range(args.patch_rounds):  # interleaved
         for label, binary in (("original", original), ("patched", patched)):
             wd = os.path.join(workdir, "run-" + label)
             t = kernel_app_us(r3, binary, app_args, regex, args.patch_launches, wd)
@@ -335,6 +335,8 @@ def main():
     ap.add_argument("--patch-launches", type=int, default=5,
                     help="with --tune-source: launches of the kernel timed in the original and in "
                          "the patched program when a winner's best.diff is checked")
+    ap.add_argument("--patch-rounds", type=int, default=1,
+                    help="interleaved rounds of those re-recordings (the median is compared)")
     ap.add_argument("--extract", action="store_true",
                     help="also cut each kernel's unit from the application's own file (r3 extract) "
                          "and replay it through NVRTC against the recording")
@@ -362,6 +364,9 @@ def main():
                           "--", binary] + app_args, cwd=wd)
         print(f"# {name}: plain run {plain_s:.2f} s (exit {plain.returncode}), recorded in "
               f"{rec_s:.2f} s (exit {rec.returncode})", file=sys.stderr, flush=True)
+        if rec.returncode != 0:
+            print("\n".join(f"#   {l}" for l in rec.stderr.strip().splitlines()[-6:]),
+                  file=sys.stderr, flush=True)
         kernels = inspect(r3, capture) if rec.returncode == 0 and os.path.exists(capture) else []
         unnamed = unnamed_regions(r3, capture) if kernels else 0
         if unnamed:

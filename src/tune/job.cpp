@@ -373,15 +373,16 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     k.has_recorded_cubin = kernel.images.contains(std::string(capture::kImageCubin));
     k.has_recorded_ptx = kernel.images.contains(std::string(capture::kImagePtx));
     k.has_recorded_source = kernel.images.contains(std::string(capture::kImageSource));
+    // The kernel as its source names it: "MatrixMul" for _Z9MatrixMulILi32EEvPfS_.
+    std::string base = kernel.demangled_name.empty() ? kernel.name
+                                                     : capture::instance_name(kernel.demangled_name);
+    base = base.substr(0, base.find('<'));
+    if (std::size_t scope = base.rfind("::"); scope != std::string::npos) base = base.substr(scope + 2);
+    k.source_entry = base;
     // The parameters' names where the source is known: messages and tolerances use them.
     std::vector<std::string> names;
     if (!k.source.empty() && m->backend == config::Backend::cuda) {
-      std::string base = kernel.demangled_name.empty() ? kernel.name
-                                                       : capture::instance_name(kernel.demangled_name);
-      base = base.substr(0, base.find('<'));
-      if (std::size_t scope = base.rfind("::"); scope != std::string::npos) base = base.substr(scope + 2);
-      names = evolve::parameter_names(
-          evolve::entry_signature(k.source, s.entry.empty() ? base : s.entry));
+      names = evolve::parameter_names(evolve::entry_signature(k.source, entry_in_source(k)));
       if (names.size() != kernel.params.size()) names.clear();
     }
     m->parameter_names.push_back(names);

@@ -52,6 +52,11 @@ std::optional<capture::Dim3> block_of(const evolve::BlockExpressions& block,
   return capture::Dim3{dims[0], dims[1], dims[2]};
 }
 
+std::string entry_in_source(const KernelTarget& target) {
+  if (!target.base.entry.empty()) return target.base.entry;
+  return target.source_entry.empty() ? target.name : target.source_entry;
+}
+
 replay::RunOptions Search::run_options(std::size_t kernel) const {
   replay::RunOptions options;
   options.warmup = config_.timing.warmup;
@@ -291,7 +296,7 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     return;
   auto language = backend_ == config::Backend::cuda ? evolve::SourceLanguage::cuda
                                                     : evolve::SourceLanguage::cpp;
-  std::string entry = target.base.entry.empty() ? target.name : target.base.entry;
+  const std::string entry = entry_in_source(target);
   std::size_t islands = std::max<std::size_t>(1, kernel.archive.islands());
   std::size_t failures = 0;
   while (made < count && failures < 2 * islands + 2) {
@@ -554,7 +559,7 @@ std::vector<evolve::ChatRequest> Search::llm_requests(std::size_t count) {
       parent = kernel.by_hash.at(
           kernel.archive.select_parent(island, config_.search.archive.exploration, rng_).source);
     }
-    std::string entry = target.base.entry.empty() ? target.name : target.base.entry;
+    const std::string entry = entry_in_source(target);
     evolve::PromptContext context;
     context.entry = entry;
     context.signature = evolve::entry_signature(parent->text, entry);
@@ -588,7 +593,7 @@ void Search::take_llm_answer(const evolve::ChatResult& answer) {
   }
   KernelState& kernel = *states_[kernel_index];
   const KernelTarget& target = kernels_[kernel_index];
-  std::string entry = target.base.entry.empty() ? target.name : target.base.entry;
+  const std::string entry = entry_in_source(target);
   evolve::Candidate candidate =
       evolve::candidate_from_response(kernel.by_hash.at(parent_hash)->text, answer.content, entry);
   if (!candidate.ok) {

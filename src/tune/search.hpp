@@ -35,6 +35,9 @@ struct KernelTarget {
   std::vector<std::size_t> launches;  // empty: all
   std::string source_name;            // file name, for diagnostics
   std::string source;                 // the original source text; empty: the recorded code
+  // The kernel as its source names it ("MatrixMul", not "_Z9MatrixMulILi32EEvPf"): what the
+  // mutators, the prompts and the answers' signature check look for. Empty: `name`.
+  std::string source_entry;
   replay::Variant base;               // entry, defines, include dirs, flags of tune.yaml
   // The block the original runs with (tune.yaml's, else the first selected launch's): the
   // launch level's default point, so that the original keeps its shape.
@@ -62,6 +65,9 @@ std::optional<evolve::BlockExpressions> coupled_block(
 std::optional<capture::Dim3> block_of(const evolve::BlockExpressions& block,
                                       const std::vector<evolve::Tunable>& tunables,
                                       const std::map<std::string, std::string>& defines);
+
+// The kernel's name in its source: tune.yaml's entry, else source_entry, else its name.
+std::string entry_in_source(const KernelTarget& target);
 
 struct Planned {
   run::CandidateRecord record;  // with id, generation, parent, kernel, source, level, plan

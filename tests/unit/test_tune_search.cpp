@@ -158,6 +158,38 @@ TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
   }
 }
 
+// A CUDA kernel is recorded under its mangled name; its source names it plainly. The mutators
+// look for the name the source has (they once looked for "_Z7kernel0Pf" and found nothing).
+TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
+  test::TempDir dir;
+  write_cuda_capture(dir / "c.h5", 1);
+  config::TuneConfig config = config::parse_tune_config(
+      "capture: c.h5\nbackend: cuda\nkernels:\n  - name: kernel0\n", dir / "tune.yaml");
+  auto capture = capture::CaptureReader::open(dir / "c.h5");
+  KernelTarget t;
+  t.name = "_Z7kernel0Pf";
+  t.source_entry = "kernel0";
+  t.original_block = capture::Dim3{128, 1, 1};
+  t.has_recorded_cubin = t.has_recorded_ptx = true;
+  t.base.compiler = config::Compiler::nvrtc;
+  t.source = "__global__ void kernel0(float* x) {\n  for (int i = 0; i < 4; ++i) x[i] *= 2;\n}\n";
+  t.source_name = "k.cu";
+  EXPECT_EQ(entry_in_source(t), "kernel0");
+  Search search(config, config::Backend::cuda, capture, {t});
+  std::size_t rewrites = 0;
+  for (std::uint32_t g = 0; g < 4; ++g) {
+    for (const Planned& p : search.propose(g, 8)) {
+      run::CandidateRecord done = p.record;
+      done.outcome = "ok";
+      done.seconds = 1e-3;
+      search.observe(done);
+      if (done.level == "source") ++rewrites;
+    }
+    search.end_generation();
+  }
+  EXPECT_GT(rewrites, 0u) << "no mutator rewrote the kernel";
+}
+
 // A source whose sizes fix its launch (R3_LAUNCH_BLOCK, or tune.yaml's block naming its
 // tunables) is launched with the block its values give, and the launch level leaves it alone.
 TEST(TuneSearch, ASourceCoupledToItsBlockIsLaunchedWithTheBlockItsValuesGive) {
