@@ -479,8 +479,12 @@ class Extractor {
     std::vector<const std::pair<const std::string, MacroFacts::Definition>*> definitions;
     for (const auto& entry : macros_.defined)
       if (needed.contains(entry.first) && !inside(entry.second.location)) definitions.push_back(&entry);
-    std::sort(definitions.begin(), definitions.end(),
-              [](const auto* a, const auto* b) { return a->second.order < b->second.order; });
+    // The C library's and compiler's first (guarded, no marker), then the application's, each
+    // after a '#line' marker like every piece: an edit of one maps back to its definition.
+    std::stable_sort(definitions.begin(), definitions.end(), [](const auto* a, const auto* b) {
+      if (a->second.system != b->second.system) return a->second.system;
+      return a->second.order < b->second.order;
+    });
 
     std::ostringstream text;
     text << "// The device-only unit of kernel '" << out_.kernel << "', extracted by r3 from "
@@ -488,9 +492,20 @@ class Extractor {
     for (const std::string& header : out_.includes) text << "#include <" << header << ">\n";
     for (const auto* d : definitions) {
       // A C library or compiler macro (INT_MAX, M_PI): NVRTC may have its own.
-      if (d->second.system) text << "#ifndef " << d->first << "\n";
-      text << d->second.text << "\n";
-      if (d->second.system) text << "#endif\n";
+      if (d->second.system) {
+        text << "#ifndef " << d->first << "\n" << d->second.text << "\n#endif\n";
+      } else {
+        const clang::FileID file = sm_.getFileID(d->second.location);
+        ExtractedPiece piece;
+        if (auto entry = sm_.getFileEntryRefForID(file)) piece.file = entry->getName().str();
+        piece.first_line = sm_.getSpellingLineNumber(d->second.location);
+        piece.begin = sm_.getFileOffset(d->second.location) -
+                      (sm_.getSpellingColumnNumber(d->second.location) - 1);  // its line's start
+        piece.end = piece.begin + d->second.text.size();
+        text << "#line " << piece.first_line << " \"" << piece.file.string() << "\"\n"
+             << d->second.text << "\n";
+        out_.pieces.push_back(piece);
+      }
       out_.macros.push_back(d->first);
     }
     std::vector<std::string> open;

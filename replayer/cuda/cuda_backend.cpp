@@ -564,7 +564,8 @@ class CudaBackend final : public Backend {
             absent.tolerance = "not in this code";
             return absent;
           }
-          return compare(target, changes ? *region.after : *region.before, type, tolerance);
+          return compare(target, changes ? *region.after : *region.before,
+                         changes ? region.before.get() : nullptr, type, tolerance);
         });
     return check_unrecorded(out) && passed;
   }
@@ -578,7 +579,7 @@ class CudaBackend final : public Backend {
       const CUdeviceptr live = memory_.live(span.address);
       RegionCheck check;
       if (zeros_) {
-        compare_.compare(live, zeros_, span.size, capture::ElementType::unknown,
+        compare_.compare(live, zeros_, 0, span.size, capture::ElementType::unknown,
                          config::Tolerance::exact(), stream_, check);
       } else {  // device memory was short: on the host
         std::vector<std::byte> bytes(span.size);
@@ -598,15 +599,20 @@ class CudaBackend final : public Backend {
 
   // On the GPU where the expected content is there and the region is aligned to its elements;
   // else on the host, after copying the region back.
-  RegionCheck compare(CUdeviceptr actual, const Copy& expected, capture::ElementType type,
-                      const config::Tolerance& tolerance) {
+  // `before`: what the region held before the launch, where it was expected to change.
+  RegionCheck compare(CUdeviceptr actual, const Copy& expected, const Copy* before,
+                      capture::ElementType type, const config::Tolerance& tolerance) {
     const std::vector<std::byte>& reference = *expected.host;
     const std::size_t element = capture::element_size(type);
-    if (!expected.device || actual % element != 0) {
+    const bool before_on_device = before != nullptr && before->device != 0 &&
+                                  before->host->size() == reference.size();
+    if (!expected.device || actual % element != 0 || (before && !before_on_device)) {
       std::vector<std::byte> copy(reference.size());
       R3_CU(driver().cuStreamSynchronize(stream_));
       R3_CU(driver().cuMemcpyDtoH(copy.data(), actual, copy.size()));
-      return compare_region(copy, reference, type, tolerance);
+      std::span<const std::byte> prior;
+      if (before && before->host->size() == reference.size()) prior = *before->host;
+      return compare_region(copy, reference, type, tolerance, prior);
     }
     RegionCheck check;
     check.type = type;
@@ -614,7 +620,8 @@ class CudaBackend final : public Backend {
     check.tolerance = describe(tolerance);
     const std::uint64_t whole = reference.size() / element;
     check.elements = whole + (reference.size() % element != 0 ? 1 : 0);
-    compare_.compare(actual, expected.device, whole, type, tolerance, stream_, check);
+    compare_.compare(actual, expected.device, before_on_device ? before->device : 0, whole, type,
+                     tolerance, stream_, check);
     if (whole * element < reference.size()) {  // a trailing partial element, on the host
       std::vector<std::byte> tail(reference.size() - whole * element);
       R3_CU(driver().cuMemcpyDtoH(tail.data(), actual + whole * element, tail.size()));
@@ -623,7 +630,7 @@ class CudaBackend final : public Backend {
         ++check.mismatches;
       }
     }
-    check.passed = check.mismatches == 0;
+    check.passed = check.mismatches == 0 && !left_work_undone(check);
     return check;
   }
 

@@ -46,15 +46,24 @@ template <class T> __device__ bool same_bits(const T& a, const T& b) {
 }
 
 // out[0]: elements out of tolerance; out[1]: bits of the largest error (a non-negative double,
-// so its bits order as integers); out[2]: first bad index (~0 when none).
+// so its bits order as integers); out[2]: first bad index (~0 when none); with `before` (else
+// null), out[3]: elements the recorded launch changed, out[4]: of those, left as they were.
 template <class T>
-__device__ void compare(const T* actual, const T* expected, unsigned long long count, int tolerant,
-                        double rtol, double atol, unsigned long long* out) {
-  unsigned long long bad = 0, first = ~0ull;
+__device__ void compare(const T* actual, const T* expected, const T* before,
+                        unsigned long long count, int tolerant, double rtol, double atol,
+                        unsigned long long* out) {
+  unsigned long long bad = 0, first = ~0ull, changed = 0, left = 0;
   double worst = 0;
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
        i += (unsigned long long)gridDim.x * blockDim.x) {
     T a = actual[i], e = expected[i];
+    if (before) {
+      T b = before[i];
+      if (!same_bits(e, b)) {
+        ++changed;
+        if (same_bits(a, b)) ++left;
+      }
+    }
     if (same_bits(a, e)) continue;
     double x = as_number(a), ref = as_number(e), error = fabs(x - ref);
     bool wrong = true;
@@ -68,14 +77,17 @@ __device__ void compare(const T* actual, const T* expected, unsigned long long c
     if (wrong) { ++bad; if (i < first) first = i; }
   }
   if (bad) { atomicAdd(&out[0], bad); atomicMin(&out[2], first); }
+  if (changed) atomicAdd(&out[3], changed);
+  if (left) atomicAdd(&out[4], left);
   if (worst > 0) atomicMax(&out[1], (unsigned long long)__double_as_longlong(worst));
 }
 
 #define R3_COMPARE(NAME, T)                                                                 \
-  extern "C" __global__ void r3_compare_##NAME(const T* a, const T* e, unsigned long long n, \
-                                               int tolerant, double rtol, double atol,        \
+  extern "C" __global__ void r3_compare_##NAME(const T* a, const T* e, const T* b,         \
+                                               unsigned long long n, int tolerant,            \
+                                               double rtol, double atol,                      \
                                                unsigned long long* out) {                     \
-    compare<T>(a, e, n, tolerant, rtol, atol, out);                                           \
+    compare<T>(a, e, b, n, tolerant, rtol, atol, out);                                        \
   }
 R3_COMPARE(unknown, Byte) R3_COMPARE(u8, unsigned char) R3_COMPARE(i8, signed char)
 R3_COMPARE(u16, unsigned short) R3_COMPARE(i16, short) R3_COMPARE(u32, unsigned int)
@@ -122,30 +134,33 @@ void GpuCompare::load() {
     R3_CU(
         d.cuModuleGetFunction(&functions_[static_cast<std::size_t>(type)], module_, name.c_str()));
   }
-  R3_CU(d.cuMemAlloc(&result_, 3 * sizeof(std::uint64_t)));
+  R3_CU(d.cuMemAlloc(&result_, 5 * sizeof(std::uint64_t)));
 }
 
-void GpuCompare::compare(CUdeviceptr actual, CUdeviceptr expected, std::uint64_t count,
-                         capture::ElementType type, const config::Tolerance& tolerance,
-                         CUstream stream, RegionCheck& check) {
+void GpuCompare::compare(CUdeviceptr actual, CUdeviceptr expected, CUdeviceptr before,
+                         std::uint64_t count, capture::ElementType type,
+                         const config::Tolerance& tolerance, CUstream stream,
+                         RegionCheck& check) {
   if (count == 0) return;
   load();
   const Driver& d = driver();
   CUfunction function = functions_[static_cast<std::size_t>(type)];
-  std::uint64_t initial[3] = {0, 0, ~std::uint64_t{0}};
+  std::uint64_t initial[5] = {0, 0, ~std::uint64_t{0}, 0, 0};
   R3_CU(d.cuStreamSynchronize(stream));
   R3_CU(d.cuMemcpyHtoD(result_, initial, sizeof initial));
   int tolerant = capture::is_floating_point(type) && !tolerance.bitwise ? 1 : 0;
   double rtol = tolerance.rtol, atol = tolerance.atol;
-  void* params[] = {&actual, &expected, &count, &tolerant, &rtol, &atol, &result_};
+  void* params[] = {&actual, &expected, &before, &count, &tolerant, &rtol, &atol, &result_};
   const unsigned threads = 256;
   const std::uint64_t wanted = (count + threads - 1) / threads;
   const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
   R3_CU(d.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr));
   R3_CU(d.cuStreamSynchronize(stream));
-  std::uint64_t result[3];
+  std::uint64_t result[5];
   R3_CU(d.cuMemcpyDtoH(result, result_, sizeof result));
   check.mismatches += result[0];
+  check.changed += result[3];
+  check.left_unchanged += result[4];
   double worst;
   std::memcpy(&worst, &result[1], sizeof worst);
   check.max_error = std::max(check.max_error, worst);

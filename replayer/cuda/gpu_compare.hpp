@@ -23,8 +23,9 @@ class GpuCompare {
 
   // Compares `count` whole elements of `type` at `actual` with those at `expected` (device
   // addresses aligned to the element size) and fills mismatches, max_error and first_bad_index
-  // of `check`. Loads the kernels into the current context on first use.
-  void compare(CUdeviceptr actual, CUdeviceptr expected, std::uint64_t count,
+  // of `check`; with `before` (else 0), what the region held before the launch, also changed
+  // and left_unchanged. Loads the kernels into the current context on first use.
+  void compare(CUdeviceptr actual, CUdeviceptr expected, CUdeviceptr before, std::uint64_t count,
                capture::ElementType type, const config::Tolerance& tolerance, CUstream stream,
                RegionCheck& check);
 
@@ -32,7 +33,7 @@ class GpuCompare {
   void load();
   CUmodule module_ = nullptr;
   CUfunction functions_[std::size(capture::kAllElementTypes)] = {};  // by element type
-  CUdeviceptr result_ = 0;                                           // three 64-bit words
+  CUdeviceptr result_ = 0;                                           // five 64-bit words
 };
 
 // The CUDA source of the comparison kernels (for the NVRTC check in the tests).

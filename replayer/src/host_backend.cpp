@@ -174,8 +174,10 @@ class HostBackend final : public Backend {
         [](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance,
            capture::ElementType type) {
           const std::vector<std::byte>& expected = changes ? *region.after : *region.before;
+          std::span<const std::byte> before;
+          if (changes && region.before) before = *region.before;
           return compare_region(std::span(region.live, expected.size()), expected, type,
-                                tolerance);
+                                tolerance, before);
         });
     return check_unrecorded(out) && passed;
   }

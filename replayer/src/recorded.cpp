@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "r3/error.hpp"
+#include "verify.hpp"
 
 namespace r3::replay {
 
@@ -175,6 +176,11 @@ std::string first_failure(const LaunchResult& launch) {
              std::to_string(check.first_bad_index) + " " +
              (check.name.empty() ? "of a mapping, before any region"
                                  : "past the end of region '" + check.name + "'");
+    if (check.mismatches == 0 && left_work_undone(check))
+      return "region '" + check.name + "': " + std::to_string(check.left_unchanged) + " of the " +
+             std::to_string(check.changed) +
+             " elements the recorded launch changed were left as they were (more than 1%: work "
+             "skipped, though within tolerance)";
     return "region '" + check.name + "' " +
            (check.expected_to_change ? "differs from the recorded result"
                                      : "was modified but must stay untouched") +

@@ -108,7 +108,8 @@ std::string describe(const config::Tolerance& tolerance) {
 }
 
 RegionCheck compare_region(std::span<const std::byte> actual, std::span<const std::byte> expected,
-                           ElementType type, const config::Tolerance& tolerance) {
+                           ElementType type, const config::Tolerance& tolerance,
+                           std::span<const std::byte> before) {
   RegionCheck check;
   check.type = type;
   check.size = expected.size();
@@ -123,6 +124,13 @@ RegionCheck compare_region(std::span<const std::byte> actual, std::span<const st
     return check;
   }
   if (std::memcmp(actual.data(), expected.data(), expected.size()) == 0) return check;
+  if (before.size() == expected.size()) {
+    for (std::size_t at = 0; at + element <= expected.size(); at += element) {
+      if (std::memcmp(expected.data() + at, before.data() + at, element) == 0) continue;
+      ++check.changed;
+      if (std::memcmp(actual.data() + at, before.data() + at, element) == 0) ++check.left_unchanged;
+    }
+  }
 
   const std::size_t whole = expected.size() / element;
   switch (type) {
@@ -173,7 +181,7 @@ RegionCheck compare_region(std::span<const std::byte> actual, std::span<const st
     if (check.first_bad_index < 0) check.first_bad_index = static_cast<std::int64_t>(whole);
     ++check.mismatches;
   }
-  check.passed = check.mismatches == 0;
+  check.passed = check.mismatches == 0 && !left_work_undone(check);
   return check;
 }
 

@@ -134,6 +134,8 @@ json evaluation_json(const Evaluation& e) {
                          {"passed", r.passed},
                          {"elements", r.elements},
                          {"mismatches", r.mismatches},
+                         {"changed", r.changed},
+                         {"left_unchanged", r.left_unchanged},
                          {"max_error", r.max_error},
                          {"first_bad_index", r.first_bad_index},
                          {"tolerance", r.tolerance}});
@@ -198,6 +200,8 @@ Evaluation evaluation_from(const json& j) {
       check.passed = g.at("passed").get<bool>();
       check.elements = g.at("elements").get<std::uint64_t>();
       check.mismatches = g.at("mismatches").get<std::uint64_t>();
+      check.changed = g.value("changed", std::uint64_t{0});
+      check.left_unchanged = g.value("left_unchanged", std::uint64_t{0});
       // JSON has no infinity (a NaN where a number was expected): it travels as null.
       check.max_error = g.at("max_error").is_null() ? std::numeric_limits<double>::infinity()
                                                     : g.at("max_error").get<double>();

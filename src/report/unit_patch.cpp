@@ -175,6 +175,16 @@ std::string with_tunable_values(const std::string& source,
             rest.find_first_not_of(" \t\r") == std::string::npos)
           line = line.substr(0, hash) + "#define " + name + " " + value;
       }
+      // "#pragma unroll NAME": nvcc does not expand macros there (NVRTC does).
+      if (hash != std::string::npos && line[hash] == '#') {
+        std::istringstream words(line.substr(hash + 1));
+        std::string directive, what, argument, rest;
+        words >> directive >> what >> argument;
+        std::getline(words, rest);
+        if (directive == "pragma" && what == "unroll" && argument == name &&
+            rest.find_first_not_of(" \t\r") == std::string::npos)
+          line = line.substr(0, hash) + "#pragma unroll " + value;
+      }
       const std::string tunable = "R3_TUNABLE(" + name + ",";
       if (starts_with_word(line, tunable)) {
         const std::size_t open = line.find(tunable) + tunable.size();

@@ -47,6 +47,43 @@ TEST(Verify, FloatsWithinTolerancePassAndOutsideFail) {
   EXPECT_EQ(bad.tolerance, "rtol=1e-05 atol=1e-08");
 }
 
+// backprop's weight update adds ~1e-7 to weights of ~0.5: a candidate that skips 15/16 of the
+// updates is within every element's tolerance. The elements the recorded launch changed must be
+// changed by the candidate too (all but 1%).
+TEST(Verify, SkippedUpdatesBelowTheToleranceAreCaught) {
+  std::vector<float> before(1000), after(1000);
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    before[i] = 0.5f + 0.001f * static_cast<float>(i % 7);
+    after[i] = before[i] + 1e-6f;  // a few ulps: within rtol 1e-5
+  }
+  std::vector<float> skipped = before;
+  for (std::size_t i = 0; i < skipped.size(); i += 16) skipped[i] = after[i];
+  auto with_before = [&](const std::vector<float>& actual) {
+    return compare_region(std::as_bytes(std::span(actual)), std::as_bytes(std::span(after)),
+                          ElementType::f32, Tolerance::relative(1e-5, 1e-8),
+                          std::as_bytes(std::span(before)));
+  };
+  EXPECT_TRUE(compare(skipped, after, ElementType::f32, Tolerance::relative(1e-5, 1e-8)).passed)
+      << "within tolerance: the element-wise check alone cannot tell";
+  RegionCheck lazy = with_before(skipped);
+  EXPECT_FALSE(lazy.passed);
+  EXPECT_EQ(lazy.mismatches, 0u);
+  EXPECT_EQ(lazy.changed, 1000u);
+  EXPECT_EQ(lazy.left_unchanged, 1000u - 63u);
+  EXPECT_TRUE(r3::replay::left_work_undone(lazy));
+  // Every update made, rounded differently: passes. One in a hundred left alone is tolerated.
+  std::vector<float> rounded = after;
+  for (float& v : rounded) v = std::nextafter(v, 1.0f);
+  EXPECT_TRUE(with_before(rounded).passed);
+  std::vector<float> almost = after;
+  for (std::size_t i = 0; i < almost.size(); i += 100) almost[i] = before[i];
+  RegionCheck few = with_before(almost);
+  EXPECT_EQ(few.left_unchanged, 10u);
+  EXPECT_TRUE(few.passed);
+  almost[1] = before[1];
+  EXPECT_FALSE(with_before(almost).passed) << "11 of 1000 left alone";
+}
+
 TEST(Verify, IntegersAreBitwiseAndReportTheError) {
   std::vector<std::int32_t> expected = {5, 6, 7, 8};
   std::vector<std::int32_t> off_by_one = {5, 6, 8, 8};

@@ -310,7 +310,7 @@ TEST(ReportUnitPatch, TunableValuesAndTheCandidatesMacrosComeBackIntoTheApplicat
   ASSERT_EQ(patches.size(), 1u);
   const std::string expected =
       "#include <stdio.h>\n#ifndef R3_UNROLL_0\n#define R3_UNROLL_0 8\n#endif\n#ifndef BLOCK\n"
-      "  #define BLOCK 32\n#endif\n__global__ void k(int* o) {\n\n#pragma unroll R3_UNROLL_0\n"
+      "  #define BLOCK 32\n#endif\n__global__ void k(int* o) {\n\n#pragma unroll 8\n"
       "  for (int i = 0; i < BLOCK; ++i) o[i] = i;\n}\nint main() { return 0; }\n";
   EXPECT_EQ(patches[0].after, expected);
   EXPECT_EQ(patches[0].after.find("R3_TUNABLE"), std::string::npos);

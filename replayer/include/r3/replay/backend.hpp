@@ -78,6 +78,12 @@ struct RegionCheck {
   bool passed = true;
   std::uint64_t elements = 0;
   std::uint64_t mismatches = 0;  // elements outside tolerance
+  // Where the region was expected to change: the elements the recorded launch changed, and of
+  // those, the ones the candidate left as they were before it ran. A candidate that skips work
+  // whose every update is below the tolerance (small increments to large values) passes the
+  // tolerance but not this: more than 1% of the changed elements left alone fails.
+  std::uint64_t changed = 0;
+  std::uint64_t left_unchanged = 0;
   double max_error = 0;          // largest |value - expected| over all elements
   std::int64_t first_bad_index = -1;
   std::string tolerance;  // "bitwise" or "rtol=1e-05 atol=1e-08"

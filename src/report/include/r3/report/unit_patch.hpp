@@ -30,7 +30,8 @@ std::vector<FilePatch> patch_files_from_unit(const std::string& original_unit,
 
 // `source` with the winner's values as the defaults of its tunables: each `#define NAME ...`
 // line of a NAME in `values` defines it to its value, and each R3_TUNABLE(NAME, default, ...)
-// names it as the default. The application, built as it is, then builds the winner.
+// names it as the default, and each `#pragma unroll NAME` unrolls by the value (nvcc does not
+// expand macros there). The application, built as it is, then builds the winner.
 std::string with_tunable_values(const std::string& source,
                                 const std::map<std::string, std::string>& values);
 
