@@ -182,6 +182,8 @@ output:
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [args.mpirun, "-n", "2", "--oversubscribe", os.path.join(args.r3, "r3-mpi"), yaml]
     p, seconds = run(cmd, env=env, timeout=900)
+    with open(os.path.join(workdir, "r3-mpi.log"), "w") as log:
+        log.write(p.stderr)
     result = {"status": p.returncode, "seconds": seconds, "summary": "", "outcomes": {},
               "mean_candidate_s": 0.0, "speedup": None, "keep": False, "rebuilt": None,
               "diff": "-"}
