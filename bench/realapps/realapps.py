@@ -104,7 +104,9 @@ def read_kernels_tsv(corpus):
             tu = row["translation_unit"]
             suite = "rodinia" if tu.startswith("cuda/") else "polybench"
             tu_path = os.path.join(corpus, "src", suite, tu)
-            words = row.get("nvcc_flags", "").split()
+            words = (row.get("nvcc_flags", "")
+                     .replace("<rodinia>", os.path.join(corpus, "src", "rodinia"))
+                     .replace("<polybench>", os.path.join(corpus, "src", "polybench"))).split()
             flags = []
             for i, w in enumerate(words):
                 if w.startswith("-D") and len(w) > 2:
@@ -112,7 +114,7 @@ def read_kernels_tsv(corpus):
                 elif w in ("-use_fast_math", "--use_fast_math"):
                     flags.append("--use_fast_math")  # as the application was built
                 elif w.startswith("-I") and len(w) > 2:
-                    flags.append("-I" + os.path.join(os.path.dirname(tu_path), w[2:]))
+                    flags.append("-I" + os.path.join(os.path.dirname(tu_path), w[2:]))  # or absolute
                 elif w == "-I" and i + 1 < len(words):
                     flags += ["-I" + os.path.join(corpus, "src", suite, words[i + 1]),
                               "-I" + os.path.join(os.path.dirname(tu_path), "..", words[i + 1])]
@@ -301,7 +303,7 @@ def check_patch(args, corpus, prog, source, diff, kernel, speedup, workdir):
     verdict = ("no self-check" if check is None else
                "self-check passes" if check == 0 or check == runs["original"][1] else
                f"self-check FAILS ({check} mismatches)")
-    regex = "^" + re.escape(kernel) + "$"
+    regex = re.escape(kernel)  # as the corpus's recordings select it
     times = {"original": [], "patched": []}
     for _ in range(args.patch_rounds):  # interleaved
         for label, binary in (("original", original), ("patched", patched)):
