@@ -158,6 +158,22 @@ TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
   }
 }
 
+// `generations` generations of `batch` candidates, each observed as verified in 1 ms, each
+// shown to `seen` first.
+template <class Seen>
+void run_generations(Search& search, std::uint32_t generations, std::size_t batch, Seen&& seen) {
+  for (std::uint32_t g = 0; g < generations; ++g) {
+    for (const Planned& p : search.propose(g, batch)) {
+      seen(p);
+      run::CandidateRecord done = p.record;
+      done.outcome = "ok";
+      done.seconds = 1e-3;
+      search.observe(done);
+    }
+    search.end_generation();
+  }
+}
+
 // A CUDA kernel is recorded under its mangled name; its source names it plainly. The mutators
 // look for the name the source has (they once looked for "_Z7kernel0Pf" and found nothing).
 TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
@@ -177,16 +193,7 @@ TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
   EXPECT_EQ(entry_in_source(t), "kernel0");
   Search search(config, config::Backend::cuda, capture, {t});
   std::size_t rewrites = 0;
-  for (std::uint32_t g = 0; g < 4; ++g) {
-    for (const Planned& p : search.propose(g, 8)) {
-      run::CandidateRecord done = p.record;
-      done.outcome = "ok";
-      done.seconds = 1e-3;
-      search.observe(done);
-      if (done.level == "source") ++rewrites;
-    }
-    search.end_generation();
-  }
+  run_generations(search, 4, 8, [&](const Planned& p) { rewrites += p.record.level == "source"; });
   EXPECT_GT(rewrites, 0u) << "no mutator rewrote the kernel";
 }
 
@@ -215,25 +222,18 @@ TEST(TuneSearch, ASourceCoupledToItsBlockIsLaunchedWithTheBlockItsValuesGive) {
     Search search(config, config::Backend::cuda, capture, {t});
     std::set<std::uint32_t> blocks;
     std::size_t from_source = 0;
-    for (std::uint32_t g = 0; g < 12; ++g) {
-      for (const Planned& p : search.propose(g, 4)) {
-        run::CandidateRecord done = p.record;
-        done.outcome = "ok";
-        done.seconds = 1e-3;
-        search.observe(done);
-        EXPECT_NE(done.level, "launch") << "the launch level would change a coupled block";
-        if (p.record.source == hash_string("")) continue;  // the recorded code
-        ++from_source;
-        const replay::Variant& v = p.request.variant;
-        ASSERT_TRUE(v.block.has_value()) << done.level << ": " << done.description;
-        const std::string tile = v.defines.contains("TILE") ? v.defines.at("TILE") : "16";
-        EXPECT_EQ(v.block->x, std::stoul(tile)) << done.description;
-        EXPECT_EQ(v.block->y, std::stoul(tile));
-        EXPECT_EQ(v.block->z, 1u);
-        blocks.insert(v.block->x);
-      }
-      search.end_generation();
-    }
+    run_generations(search, 12, 4, [&](const Planned& p) {
+      EXPECT_NE(p.record.level, "launch") << "the launch level would change a coupled block";
+      if (p.record.source == hash_string("")) return;  // the recorded code
+      ++from_source;
+      const replay::Variant& v = p.request.variant;
+      ASSERT_TRUE(v.block.has_value()) << p.record.level << ": " << p.record.description;
+      const std::string tile = v.defines.contains("TILE") ? v.defines.at("TILE") : "16";
+      EXPECT_EQ(v.block->x, std::stoul(tile)) << p.record.description;
+      EXPECT_EQ(v.block->y, std::stoul(tile));
+      EXPECT_EQ(v.block->z, 1u);
+      blocks.insert(v.block->x);
+    });
     EXPECT_GT(from_source, 4u);
     EXPECT_GE(blocks.size(), 2u) << "the parameter level never moved the block with TILE";
   }
