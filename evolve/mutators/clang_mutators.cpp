@@ -17,6 +17,7 @@
 #include <llvm/Support/VirtualFileSystem.h>
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -102,6 +103,8 @@ struct Facts {
   std::map<std::string, SizeMacro> size_macros;
   std::vector<std::pair<std::string, std::size_t>> macro_uses;  // expansions in the main file
   std::vector<Span> shared_declarations;  // __shared__ variables of the kernel
+  std::vector<std::pair<Span, std::int64_t>> unroll_factors;  // `#pragma unroll N` in the kernel
+  std::vector<std::pair<Span, std::int64_t>> literals;  // integer literals written in the kernel
   bool cuda_kernel = false, has_launch_bounds = false;
   std::size_t name_offset = 0;
   std::vector<Parameter> parameters;
@@ -247,7 +250,20 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
     if (s == nullptr) return;
     if (const auto* attributed = llvm::dyn_cast<clang::AttributedStmt>(s)) {
       for (const clang::Attr* a : attributed->getAttrs()) {
-        if (llvm::isa<clang::LoopHintAttr>(a)) pragma_loops_.insert(attributed->getSubStmt());
+        if (const auto* hint = llvm::dyn_cast<clang::LoopHintAttr>(a)) {
+          pragma_loops_.insert(attributed->getSubStmt());
+          // `#pragma unroll 4`: the factor, where it is written as a number in the file.
+          const auto* count = llvm::dyn_cast_or_null<clang::IntegerLiteral>(
+              hint->getValue() ? hint->getValue()->IgnoreParenImpCasts() : nullptr);
+          if (hint->getOption() == clang::LoopHintAttr::UnrollCount && count != nullptr) {
+            if (auto at = file_offset(count->getLocation())) {
+              const std::size_t length = clang::Lexer::MeasureTokenLength(
+                  count->getLocation(), sm_, context_.getLangOpts());
+              facts_.unroll_factors.push_back(
+                  {Span{*at, *at + length}, count->getValue().getSExtValue()});
+            }
+          }
+        }
       }
     }
     if (const auto* e = llvm::dyn_cast<clang::Expr>(s);
@@ -260,12 +276,33 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       }
     }
     if (const auto* loop = llvm::dyn_cast<clang::ForStmt>(s)) analyse(loop);
+    if (const auto* literal = llvm::dyn_cast<clang::IntegerLiteral>(s)) {
+      if (auto at = file_offset(literal->getLocation())) {  // written here, not by a macro
+        const std::size_t length = clang::Lexer::MeasureTokenLength(literal->getLocation(), sm_,
+                                                                    context_.getLangOpts());
+        facts_.literals.push_back({Span{*at, *at + length}, literal->getValue().getSExtValue()});
+      }
+    }
     if (const auto* declaration = llvm::dyn_cast<clang::DeclStmt>(s)) {
       for (const clang::Decl* d : declaration->decls()) {
         const auto* v = llvm::dyn_cast<clang::VarDecl>(d);
         if (v != nullptr && v->hasAttr<clang::CUDASharedAttr>()) {
           if (auto span = expansion_span_of(declaration->getSourceRange()))
             facts_.shared_declarations.push_back(*span);
+          // Array sizes are not statements: their literals are collected here.
+          clang::TypeLoc type = v->getTypeSourceInfo() ? v->getTypeSourceInfo()->getTypeLoc()
+                                                        : clang::TypeLoc();
+          for (auto array = type.getAs<clang::ArrayTypeLoc>(); !array.isNull();
+               array = array.getElementLoc().getAs<clang::ArrayTypeLoc>()) {
+            const auto* size = llvm::dyn_cast_or_null<clang::IntegerLiteral>(
+                array.getSizeExpr() ? array.getSizeExpr()->IgnoreParenImpCasts() : nullptr);
+            if (size == nullptr) continue;
+            if (auto at = file_offset(size->getLocation())) {
+              const std::size_t length = clang::Lexer::MeasureTokenLength(
+                  size->getLocation(), sm_, context_.getLangOpts());
+              facts_.literals.push_back({Span{*at, *at + length}, size->getValue().getSExtValue()});
+            }
+          }
         }
       }
     }
@@ -536,8 +573,10 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     std::string name;
     const SizeMacro* macro;
     bool in_shared = false;
+    std::vector<Span> literals;  // a tile size written as a number: every place it is written
   };
   std::vector<Found> found;
+  std::deque<SizeMacro> literal_sizes;  // the numbers' stand-ins (stable addresses)
   for (const auto& [name, macro] : facts.size_macros) {
     if (macro.redefined || !power_of_two(macro.value) || macro.value < 2 || macro.value > 4096)
       continue;
@@ -550,6 +589,27 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
       for (const Span& shared : facts.shared_declarations) f.in_shared = f.in_shared || inside(shared, at);
     }
     if (used) found.push_back(f);
+  }
+  // A number that sizes __shared__ data (`float tile[16][16]`) is a tile size written out: each
+  // place the kernel writes that number becomes the tunable (verification tells where one was
+  // not the tile).
+  std::string taken(source);
+  std::set<std::int64_t> tiles;
+  for (const auto& [span, value] : facts.literals)
+    for (const Span& shared : facts.shared_declarations)
+      if (inside(shared, span.begin) && power_of_two(value) && value >= 4 && value <= 4096)
+        tiles.insert(value);
+  for (std::int64_t value : tiles) {
+    SizeMacro& stand_in = literal_sizes.emplace_back();
+    stand_in.value = value;
+    stand_in.order = static_cast<unsigned>(facts.size_macros.size() + literal_sizes.size());
+    Found f{fresh_name(taken, "R3_TILE_"), &stand_in, true, {}};
+    taken += " " + f.name;
+    std::set<std::size_t> seen;
+    for (const auto& [span, v] : facts.literals)
+      if (v == value && inside(facts.body, span.begin) && seen.insert(span.begin).second)
+        f.literals.push_back(span);
+    found.push_back(std::move(f));
   }
   std::sort(found.begin(), found.end(),
             [](const Found& a, const Found& b) { return a.macro->order < b.macro->order; });
@@ -570,6 +630,7 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     }
   }
   std::vector<Tunable> tunables;
+  std::vector<Tunable> defined_here;  // tunables nothing in the source defines (tile numbers)
   std::vector<TextEdit> edits;
   std::string described;
   for (const Found& f : found) {
@@ -590,21 +651,49 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     }
     if (values.size() < 2) continue;
     Tunable t{f.name, std::to_string(d), values};
-    const Span& def = f.macro->definition;
-    const std::string line(source.substr(def.begin, def.end - def.begin));
-    edits.push_back({def.begin, def.end - def.begin,
-                     "#ifndef " + f.name + "\n" + line + "\n#endif"});
-    described += (described.empty() ? "" : ", ") + f.name + " (" + std::to_string(d) +
+    if (f.literals.empty()) {
+      const Span& def = f.macro->definition;
+      const std::string line(source.substr(def.begin, def.end - def.begin));
+      edits.push_back({def.begin, def.end - def.begin,
+                       "#ifndef " + f.name + "\n" + line + "\n#endif"});
+    } else {
+      for (const Span& at : f.literals) edits.push_back({at.begin, at.end - at.begin, f.name});
+      defined_here.push_back(t);
+    }
+    described += (described.empty() ? "" : ", ") +
+                 (f.literals.empty() ? f.name : "the number " + std::to_string(d) + " as " + f.name) +
+                 " (" + std::to_string(d) +
                  (shapes_launch ? ", shapes the launch" : ", sizes __shared__ data") + ")";
     tunables.push_back(std::move(t));
   }
-  if (tunables.empty()) return {};
+  // The unroll factors the kernel states as numbers become tunables too (their definitions go
+  // at the top: nothing defines them where they are used).
+  std::vector<Tunable> factors;
+  for (const auto& [span, factor] : facts.unroll_factors) {
+    if (factor < 1 || factor > 64) continue;
+    Tunable t{fresh_name(taken, "R3_UNROLL_"), std::to_string(factor), {}};
+    taken += " " + t.name;
+    for (std::int64_t v : {std::int64_t{1}, factor / 2, factor, factor * 2, std::int64_t{16}})
+      if (v >= 1 && std::find(t.values.begin(), t.values.end(), std::to_string(v)) == t.values.end())
+        t.values.push_back(std::to_string(v));
+    edits.push_back({span.begin, span.end - span.begin, t.name});
+    described += (described.empty() ? "" : ", ") + std::string("unroll factor ") +
+                 std::to_string(factor) + " (" + t.name + ")";
+    factors.push_back(t);
+  }
+  if (tunables.empty() && factors.empty()) return {};
   std::string top = "#ifndef R3_TUNABLE\n#define R3_TUNABLE(...)\n#endif\n";
   for (const Tunable& t : tunables) {
+    if (std::find(defined_here.begin(), defined_here.end(), t) != defined_here.end()) {
+      top += declare(t);
+      continue;
+    }
     std::string values;
     for (const std::string& v : t.values) values += (values.empty() ? "" : " ") + v;
     top += "R3_TUNABLE(" + t.name + ", " + t.default_value + ", " + values + ")\n";
   }
+  for (const Tunable& t : factors) top += declare(t);
+  tunables.insert(tunables.end(), factors.begin(), factors.end());
   std::string coupling;
   if (follows[0] != nullptr || follows[1] != nullptr || follows[2] != nullptr) {
     std::array<std::string, 3> dims;

@@ -21,7 +21,8 @@ namespace {
 
 using r3::test::read_text_file;
 
-const std::vector<std::string> kAll = {"restrict", "unroll", "launch_bounds", "ldg", "hoist_loads"};
+const std::vector<std::string> kAll = {"restrict", "unroll",      "launch_bounds",
+                                       "ldg",      "hoist_loads", "parametrise"};
 
 struct Kernel {
   std::string path, entry;
@@ -304,6 +305,62 @@ TEST(Mutators, ParametriseExposesTheKernelsSizesAndCouplesTheBlockToThem) {
   context.declared_tunables = {"BLOCK_SIZE"};
   EXPECT_TRUE(mutate(kTiled, "tiled.cu", "smooth", SourceLanguage::cuda, {"parametrise"}, context)
                   .mutations.empty());
+}
+
+// A tile size written as a number (`__shared__ float ta[16][16]`, `blockIdx.y * 16`, `n / 16`)
+// becomes one tunable everywhere the kernel writes it, coupled to the 16 x 16 block.
+TEST(Mutators, ParametriseMakesATileSizeWrittenAsANumberTunable) {
+  const std::string path = std::string(R3_TEST_DATA_DIR) + "/kernels/matmul_tiled.cu";
+  const std::string source = read_text_file(path);
+  MutationContext context;
+  context.recorded_block = {16, 16, 1};
+  MutationReport report =
+      mutate(source, path, "matmul_tiled", SourceLanguage::cuda, {"parametrise"}, context);
+  ASSERT_EQ(report.diagnostics, "");
+  ASSERT_TRUE(report.rejected.empty()) << report.rejected.front().error;
+  ASSERT_EQ(report.mutations.size(), 2u);
+  const Mutation& m = report.mutations.front();
+  EXPECT_EQ(m.tunables, (std::vector<Tunable>{{"R3_TILE_0", "16", {"4", "8", "16", "32"}}}));
+  EXPECT_EQ(parse_tunables(m.source), m.tunables);
+  EXPECT_NE(m.source.find("R3_LAUNCH_BLOCK(R3_TILE_0, R3_TILE_0, 1)"), std::string::npos);
+  const std::string kernel = m.source.substr(m.source.find("extern \"C\""));
+  EXPECT_EQ(kernel.find("16"), std::string::npos) << "a 16 was left:\n" << kernel;
+  EXPECT_NE(kernel.find("__shared__ float ta[R3_TILE_0][R3_TILE_0];"), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find("n / R3_TILE_0"), std::string::npos) << kernel;
+  for (const std::string& defines : assignments(m.tunables)) {
+    std::string diagnostics;
+    EXPECT_TRUE(compiles(defines + m.source, path, SourceLanguage::cuda, diagnostics))
+        << defines << diagnostics;
+  }
+}
+
+// An unroll factor the kernel states as a number is a compile-time constant too.
+TEST(Mutators, ParametriseMakesAStatedUnrollFactorTunable) {
+  const std::string source = R"(__global__ void sum4(const float* in, float* out, int n) {
+  float acc = 0;
+#pragma unroll 4
+  for (int k = 0; k < n; ++k) acc += in[k];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) acc *= 0.5f;
+  out[threadIdx.x] = acc;
+}
+)";
+  MutationReport report = mutate(source, "sum4.cu", "sum4", SourceLanguage::cuda, {"parametrise"});
+  ASSERT_EQ(report.diagnostics, "");
+  ASSERT_TRUE(report.rejected.empty()) << report.rejected.front().error;
+  ASSERT_EQ(report.mutations.size(), 1u);
+  const Mutation& m = report.mutations.front();
+  EXPECT_EQ(m.tunables, (std::vector<Tunable>{{"R3_UNROLL_0", "4", {"1", "2", "4", "8", "16"}}}));
+  EXPECT_EQ(parse_tunables(m.source), m.tunables);
+  EXPECT_NE(m.source.find("#pragma unroll R3_UNROLL_0\n  for (int k = 0; k < n"), std::string::npos)
+      << m.source;
+  EXPECT_NE(m.source.find("#pragma unroll\n  for (int k = 0; k < 8"), std::string::npos)
+      << "a pragma without a factor is left as it is";
+  for (const std::string& defines : assignments(m.tunables)) {
+    std::string diagnostics;
+    EXPECT_TRUE(compiles(defines + m.source, "sum4.cu", SourceLanguage::cuda, diagnostics))
+        << defines << diagnostics;
+  }
 }
 
 TEST(Mutators, ReportsSourcesThatDoNotParseAndUnknownKernels) {

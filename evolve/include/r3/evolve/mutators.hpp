@@ -8,8 +8,11 @@
 //   hoist_loads    a loop-invariant load before its loop     (R3_HOIST_<n> 0/1)
 //   parametrise    the kernel's compile-time sizes: each `#define NAME <power of two>` it
 //                  expands in a __shared__ array's size or that equals a dimension of the
-//                  recorded block becomes R3_TUNABLE(NAME, ...); where it equals the block, the
-//                  launch is coupled to it (R3_LAUNCH_BLOCK, r3/evolve/launch_block.hpp)
+//                  recorded block becomes R3_TUNABLE(NAME, ...); a power of two written as a
+//                  number in a __shared__ array's size becomes R3_TILE_<n> wherever the kernel
+//                  writes that number; `#pragma unroll N` becomes R3_UNROLL_<n>. Where a size
+//                  equals the block, the launch is coupled to it (R3_LAUNCH_BLOCK,
+//                  r3/evolve/launch_block.hpp), with the grid derived or kept (two variants)
 // Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
 // self-contained (they define R3_TUNABLE and the defaults if the build does not).
 // Lives in libr3llvm; mutators_available() is false in builds without LLVM.
