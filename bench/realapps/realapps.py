@@ -219,7 +219,8 @@ output:
         with open(csv_path) as f:
             rows = list(csv.DictReader(f))
         for r in rows:
-            result["outcomes"][r["outcome"]] = result["outcomes"].get(r["outcome"], 0) + 1
+            outcome = r["outcome"].replace(" ", "_")  # candidates.csv writes "wrong result"
+            result["outcomes"][outcome] = result["outcomes"].get(outcome, 0) + 1
         costs = [float(r["evaluation_seconds"]) for r in rows if r["evaluation_seconds"]]
         if costs:
             result["mean_candidate_s"] = sum(costs) / len(costs)
