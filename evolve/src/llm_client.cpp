@@ -51,6 +51,19 @@ std::optional<Clock::duration> parse_retry_after(const std::string& value) {
   return std::nullopt;
 }
 
+// Code and prose keep tabs and line ends; other control characters (terminal escapes, NULs,
+// backspaces) are dropped before an answer is logged, stored or compiled.
+std::string without_control_characters(std::string text) {
+  text.erase(std::remove_if(text.begin(), text.end(),
+                            [](char c) {
+                              auto u = static_cast<unsigned char>(c);
+                              return (u < 0x20 && c != '\n' && c != '\t' && c != '\r') ||
+                                     u == 0x7f;
+                            }),
+             text.end());
+  return text;
+}
+
 // The start of a server's answer for an error message, without the API key: a server may echo
 // the request's headers back.
 std::string excerpt(std::string text, const std::string& key) {
@@ -93,6 +106,8 @@ struct LlmClient::Impl {
     curl_slist* headers = nullptr;
     std::string body, response, retry_after;
     char curl_error[CURL_ERROR_SIZE] = {};
+    std::size_t max_bytes = 0;  // llm.max_answer_bytes
+    bool too_large = false;     // the answer passed max_bytes and was cut off
   };
 
   config::LlmConfig config;
@@ -126,8 +141,15 @@ struct LlmClient::Impl {
     }
   }
 
+  // An answer longer than llm.max_answer_bytes is cut off (curl then ends the transfer with a
+  // write error, which fails that request): an endpoint cannot fill this process's memory.
   static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
-    static_cast<Transfer*>(user)->response.append(data, size * count);
+    auto* t = static_cast<Transfer*>(user);
+    if (t->response.size() + size * count > t->max_bytes) {
+      t->too_large = true;
+      return 0;
+    }
+    t->response.append(data, size * count);
     return size * count;
   }
 
@@ -149,6 +171,8 @@ struct LlmClient::Impl {
   void start(std::unique_ptr<Transfer> t) {
     t->response.clear();
     t->retry_after.clear();
+    t->max_bytes = config.max_answer_bytes;
+    t->too_large = false;
     ++t->attempts;
     t->easy = curl_easy_init();
     if (t->easy == nullptr) throw Error("curl_easy_init failed");
@@ -225,7 +249,8 @@ struct LlmClient::Impl {
     ChatResult result = finish(t, ChatStatus::ok, "", 200);
     try {
       json reply = json::parse(t.response);
-      result.content = reply.at("choices").at(0).at("message").at("content").get<std::string>();
+      result.content = without_control_characters(
+          reply.at("choices").at(0).at("message").at("content").get<std::string>());
       if (reply.contains("usage") && reply["usage"].is_object()) {
         result.usage.prompt_tokens = reply["usage"].value("prompt_tokens", std::uint64_t{0});
         result.usage.completion_tokens =
@@ -297,7 +322,12 @@ struct LlmClient::Impl {
       ChatStatus kind;
       std::string why;
       bool retryable;
-      if (code == CURLE_OK) {
+      if (t->too_large) {
+        kind = ChatStatus::malformed;
+        why = url + " answered with more than " + std::to_string(config.max_answer_bytes) +
+              " bytes (llm.max_answer_bytes); the answer was cut off and dropped";
+        retryable = false;
+      } else if (code == CURLE_OK) {
         kind = ChatStatus::http_error;
         why = url + " answered HTTP " + std::to_string(status) + ": " + excerpt(t->response, key);
         retryable = status == 429 || status >= 500;

@@ -271,6 +271,52 @@ bool same_signature(std::string_view a, std::string_view b) {
   return types(a) == types(b);
 }
 
+std::string include_problem(std::string_view parent, std::string_view candidate) {
+  auto directives = [](std::string_view source) {
+    std::vector<std::pair<std::string, std::string>> found;  // (directive, what follows it)
+    std::size_t start = 0;
+    while (start < source.size()) {
+      std::size_t end = source.find('\n', start);
+      if (end == std::string_view::npos) end = source.size();
+      std::string_view line = source.substr(start, end - start);
+      start = end + 1;
+      std::size_t at = line.find_first_not_of(" \t");
+      if (at == std::string_view::npos || line[at] != '#') continue;
+      at = line.find_first_not_of(" \t", at + 1);
+      if (at == std::string_view::npos) continue;
+      std::size_t name_end = at;
+      while (name_end < line.size() && is_identifier_char(line[name_end])) ++name_end;
+      std::string name(line.substr(at, name_end - at));
+      if (name != "include" && name != "include_next" && name != "import" && name != "embed")
+        continue;
+      std::string rest = collapse_whitespace(line.substr(name_end));
+      // "name" or <name>, without what follows it (a comment)
+      if (!rest.empty() && (rest.front() == '"' || rest.front() == '<')) {
+        std::size_t close = rest.find(rest.front() == '"' ? '"' : '>', 1);
+        if (close != std::string::npos) rest.resize(close + 1);
+      }
+      found.emplace_back(name, rest);
+    }
+    return found;
+  };
+  const auto known = directives(parent);
+  for (const auto& [name, target] : directives(candidate)) {
+    if (std::find(known.begin(), known.end(), std::pair{name, target}) != known.end()) continue;
+    const std::string shown = "#" + name + " " + target;
+    const bool quoted = target.size() >= 2 && ((target.front() == '"' && target.back() == '"') ||
+                                              (target.front() == '<' && target.back() == '>'));
+    if (!quoted || name == "embed")
+      return "'" + shown + "': a candidate may add only plain #include lines";
+    const std::string path = target.substr(1, target.size() - 2);
+    if (path.empty() || path.front() == '/' || path.find('\\') != std::string::npos ||
+        path == ".." || path.rfind("../", 0) == 0 || path.find("/../") != std::string::npos ||
+        (path.size() >= 3 && path.compare(path.size() - 3, 3, "/..") == 0))
+      return "'" + shown + "': a candidate may include files from the kernel's include path only "
+             "(no absolute paths, no '..')";
+  }
+  return "";
+}
+
 Candidate candidate_from_response(std::string_view parent, std::string_view response,
                                   std::string_view entry) {
   Candidate candidate;
@@ -297,6 +343,8 @@ Candidate candidate_from_response(std::string_view parent, std::string_view resp
                        "' to '" + after + "'";
   } else if (collapse_whitespace(candidate.source) == collapse_whitespace(parent)) {
     candidate.reason = "nothing changed";
+  } else if (std::string why = include_problem(parent, candidate.source); !why.empty()) {
+    candidate.reason = why;
   } else {
     candidate.ok = true;
   }

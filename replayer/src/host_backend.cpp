@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "candidate_process.hpp"
 #include "host_memory.hpp"
 #include "r3/compiler/host_compiler.hpp"
 #include "r3/error.hpp"
@@ -51,6 +52,7 @@ class HostBackend final : public Backend {
     require_backend(capture, "host", "the host backend replays captures recorded on the host");
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
     launches = resolve_launches(kernel, std::move(launches));
+    process_.reset();
     memory_.place(region_spans(kernel, launches));
     unrecorded_ = unrecorded_spans(kernel, launches, memory_.map());
     prepared_.clear();
@@ -76,6 +78,10 @@ class HostBackend final : public Backend {
     kernel_name_ = kernel.name;
     recorded_source_ = recorded_image(capture, kernel, capture::kImageSource);
     cache_.clear();
+    std::vector<std::span<std::byte>> memory;
+    for (const AddressMap::Mapping& mapping : memory_.map().mappings())
+      memory.emplace_back(reinterpret_cast<std::byte*>(mapping.live), mapping.length);
+    process_ = std::make_unique<CandidateProcess>(std::move(memory));
   }
 
   Compiled compile(const Variant& variant) override {
@@ -110,47 +116,52 @@ class HostBackend final : public Backend {
     return compiled;
   }
 
+  void set_candidate_limits(const CandidateLimits& limits) override { limits_ = limits; }
+  std::vector<std::filesystem::path> compiler_reads() const override {
+    return {compiler::clang_resource_dir()};
+  }
+
+  // Every run of the candidate is a process of its own (candidate_process.hpp): each one starts
+  // from the same state, and each timed one is verified, so that neither a result kept from an
+  // earlier run nor a "done" said too early can pass for speed.
   RunResult run(const Compiled& compiled, const RunOptions& options) override {
     if (auto failed = not_compiled(compiled)) return *failed;
     RunResult result;
     auto kernel = std::static_pointer_cast<const compiler::HostKernel>(compiled.code);
     const compiler::HostEntry entry = compiler::entry_of(*kernel);
+    CandidateProcess& process = candidate_process();
     for (const PreparedLaunch& launch : prepared_) {
       LaunchResult launch_result;
       launch_result.launch = launch.index;
-      restore(launch, /*all=*/true);
-      entry(launch.arg_bytes(), launch.offsets.data());
-      if (!verify(launch, options, launch_result)) {
-        result.outcome = Outcome::wrong_result;
-        result.message =
-            "launch " + std::to_string(launch.index) + ": " + first_failure(launch_result);
+      auto candidate = [&] { entry(launch.arg_bytes(), launch.offsets.data()); };
+      auto fail = [&](Outcome outcome, const std::string& what) {
+        result.outcome = outcome;
+        result.message = "launch " + std::to_string(launch.index) + ": " + what;
         result.launches.push_back(std::move(launch_result));
         return result;
-      }
+      };
+      CandidateCall call = process.run([&] { restore(launch, /*all=*/true); }, candidate);
+      if (!call.returned) return fail(Outcome::crash, "the candidate " + call.failure);
+      if (!verify(launch, options, launch_result))
+        return fail(Outcome::wrong_result, first_failure(launch_result));
       for (std::uint32_t i = 0; i < options.warmup; ++i) {
-        restore(launch, /*all=*/false);
-        entry(launch.arg_bytes(), launch.offsets.data());
+        call = process.run([&] { restore(launch, /*all=*/false); }, candidate);
+        if (!call.returned) return fail(Outcome::crash, "the candidate " + call.failure);
       }
       std::vector<double> samples;
       double restore_total = 0;
       for (std::uint32_t i = 0; i < options.repeats; ++i) {
-        auto start = Clock::now();
-        restore(launch, /*all=*/false);
-        restore_total += seconds_since(start);
-        start = Clock::now();
-        entry(launch.arg_bytes(), launch.offsets.data());
-        samples.push_back(seconds_since(start));
+        call = process.run([&] { restore(launch, /*all=*/false); }, candidate);
+        restore_total += call.before_seconds;
+        if (!call.returned) return fail(Outcome::crash, "the candidate " + call.failure);
+        if (!verify(launch, options, launch_result))
+          return fail(Outcome::wrong_result, "timed run " + std::to_string(i + 1) + " of " +
+                                                 std::to_string(options.repeats) + ": " +
+                                                 first_failure(launch_result));
+        samples.push_back(call.seconds);
       }
       launch_result.time = summarise(std::move(samples));
       launch_result.restore_seconds = options.repeats > 0 ? restore_total / options.repeats : 0;
-      if (options.verify_after_timing && options.repeats > 0 &&
-          !verify(launch, options, launch_result)) {
-        result.outcome = Outcome::wrong_result;
-        result.message = "launch " + std::to_string(launch.index) +
-                         " (verified again after the timed runs): " + first_failure(launch_result);
-        result.launches.push_back(std::move(launch_result));
-        return result;
-      }
       result.seconds += launch_result.time.median;
       result.launches.push_back(std::move(launch_result));
     }
@@ -203,7 +214,15 @@ class HostBackend final : public Backend {
     return clean;
   }
 
+  CandidateProcess& candidate_process() {
+    if (!process_) throw Error("the host backend runs nothing before prepare()");
+    process_->set_limits(limits_);
+    return *process_;
+  }
+
   HostMemory memory_;
+  CandidateLimits limits_;
+  std::unique_ptr<CandidateProcess> process_;  // made by prepare(), on the memory it placed
   std::vector<UnrecordedSpan> unrecorded_;
   std::vector<PreparedLaunch> prepared_;
   std::string kernel_name_;

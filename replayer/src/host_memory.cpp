@@ -26,10 +26,10 @@ void HostMemory::place(const std::vector<Span>& spans) {
     const std::uint64_t length = end - begin;
     void* wanted = reinterpret_cast<void*>(begin);
     void* got = mmap(wanted, length, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+                     MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (got == MAP_FAILED) {  // the address is taken (EEXIST) or not usable here
       got = mmap(nullptr, length, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                 MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (got == MAP_FAILED) {
         int error = errno;
         clear();

@@ -1,5 +1,6 @@
 // Memory for host replay: every recorded region at its recorded address (mmap with
-// MAP_FIXED_NOREPLACE), or, where that address is taken, somewhere else, with the pointers into
+// MAP_FIXED_NOREPLACE; shared, so that the candidate processes forked to run candidates work on
+// it and this process sees what they wrote), or, where that address is taken, somewhere else, with the pointers into
 // it rewritten (address_map.hpp).
 #pragma once
 

@@ -17,7 +17,9 @@
 
 #include "r3/error.hpp"
 #include "r3/log.hpp"
+#include "r3/secrets.hpp"
 #include "r3/replay/wire.hpp"
+#include "candidate_process.hpp"
 
 extern char** environ;
 
@@ -32,16 +34,6 @@ constexpr int kChildOut = 4;
 
 // How long preparing the capture may take in the child (reading and placing its memory).
 constexpr double kPrepareTimeoutS = 600;
-
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    const char* name = strsignal(sig);
-    return "killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
-  }
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  return "ended (status " + std::to_string(status) + ")";
-}
 
 // Waits up to `timeout_s` for a message; false when none came in time.
 bool wait_readable(int fd, double timeout_s) {
@@ -61,7 +53,25 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+bool needed_by_toolchain(std::string_view name) {
+  for (const char* exact : {"PATH", "HOME", "LANG", "TMPDIR", "TZ", "LD_LIBRARY_PATH", "USER"})
+    if (name == exact) return true;
+  for (const char* prefix : {"LC_", "R3_", "CUDA_", "NVIDIA_", "__NV"})
+    if (name.substr(0, std::string_view(prefix).size()) == prefix) return true;
+  return false;
+}
+
 }  // namespace
+
+std::vector<std::string> sandbox_environment(char** environment) {
+  std::vector<std::string> kept;
+  for (char** variable = environment; variable && *variable; ++variable) {
+    std::string_view text(*variable);
+    std::string_view name = text.substr(0, text.find('='));
+    if (needed_by_toolchain(name) && !names_a_secret(name)) kept.emplace_back(text);
+  }
+  return kept;
+}
 
 std::filesystem::path find_sandbox_helper() {
   if (const char* env = std::getenv("R3_SANDBOX"); env && *env) {
@@ -124,11 +134,18 @@ void Sandbox::start() {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, to[0], kChildIn);
   posix_spawn_file_actions_adddup2(&actions, from[1], kChildOut);
+  // Nothing else of this process's: no MPI sockets, no run database, no terminal input.
+  posix_spawn_file_actions_addclosefrom_np(&actions, kChildOut + 1);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   std::string helper = setup_.helper.string();
   std::string serve = "--serve";
   char* argv[] = {helper.data(), serve.data(), nullptr};
+  std::vector<std::string> environment = sandbox_environment(environ);
+  std::vector<char*> envp;
+  for (std::string& variable : environment) envp.push_back(variable.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  int error = ::posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv, environ);
+  int error = ::posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(to[0]);
   ::close(from[1]);
@@ -141,6 +158,8 @@ void Sandbox::start() {
   to_child_ = to[1];
   from_child_ = from[0];
 
+  std::vector<std::string> readable;
+  for (const auto& place : setup_.readable) readable.push_back(place.string());
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : setup_.kernels)
     kernels.push_back({{"kernel", k.kernel}, {"launches", k.launches}});
@@ -150,6 +169,7 @@ void Sandbox::start() {
                          {"backend", setup_.backend},
                          {"kernels", kernels},
                          {"confine", setup_.confine},
+                         {"readable", readable},
                          {"log_rank", setup_.log_rank},
                          {"log_level", level},
                          {"device", setup_.device},
@@ -170,8 +190,13 @@ void Sandbox::start() {
   }
   placement_ = reply.value("placement", "");
   confined_ = reply.value("confined", false);
-  if (setup_.confine && !confined_ && restarts_ == 0)
-    log::warning("candidates run without the seccomp filter: " + reply.value("why_not", ""));
+  missing_layers_.clear();
+  for (const auto& [layer, why_not] : reply.value("missing", nlohmann::json::object()).items())
+    missing_layers_[layer] = why_not.get<std::string>();
+  if (setup_.confine && restarts_ == 0) {
+    for (const auto& [layer, why_not] : missing_layers_)
+      log::warning("the sandbox runs without ", layer, ": ", why_not);
+  }
 }
 
 void Sandbox::stop() {
@@ -196,7 +221,7 @@ std::string Sandbox::reap() {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   child_ = -1;
-  return done < 0 ? std::string("vanished") : describe_status(status);
+  return done < 0 ? std::string("vanished") : describe_exit_status(status);
 }
 
 void Sandbox::precompile(const std::vector<Request>& requests) {
@@ -211,7 +236,7 @@ void Sandbox::precompile(const std::vector<Request>& requests) {
 
 Evaluation Sandbox::evaluate(const Request& request) {
   Evaluation evaluation = evaluate_once(request);
-  if (evaluation.outcome != Outcome::crash || !compiling_ahead_) return evaluation;
+  if (!child_died_ || !compiling_ahead_) return evaluation;
   // The child may have died of another candidate's compile: run this one again, alone.
   compiling_ahead_ = false;
   log::warning("the sandbox died while candidates compiled ahead (", evaluation.message,
@@ -223,15 +248,19 @@ Evaluation Sandbox::evaluate(const Request& request) {
 
 Evaluation Sandbox::evaluate_once(const Request& request) {
   auto start_time = Clock::now();
+  child_died_ = false;
   if (child_ < 0) {
     start();
     ++restarts_;
     compiling_ahead_ = false;
   }
   Evaluation failed;
-  if (!wire::write_message(to_child_, wire::encode(request))) {
+  Request numbered = request;
+  numbered.sequence = ++sequence_;
+  if (!wire::write_message(to_child_, wire::encode(numbered))) {
     failed.outcome = Outcome::crash;
     failed.message = "the sandbox died before the candidate ran (" + reap() + ")";
+    child_died_ = true;
     failed.seconds = seconds_since(start_time);
     return failed;
   }
@@ -253,18 +282,37 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   if (!got) {
     failed.outcome = Outcome::crash;
     failed.message = "the candidate crashed the sandbox: " + reap();
+    child_died_ = true;
     failed.seconds = seconds_since(start_time);
     return failed;
   }
-  Evaluation evaluation = wire::decode_evaluation(answer);
+  Evaluation evaluation;
+  try {
+    evaluation = wire::decode_evaluation(answer);
+  } catch (const std::exception& error) {
+    stop();
+    failed.outcome = Outcome::crash;
+    failed.message = std::string("the sandbox answered with a malformed message (") +
+                     error.what() + "); it was replaced";
+    failed.seconds = seconds_since(start_time);
+    return failed;
+  }
+  // One request, one answer, in turn: anything else on the pipe was not written by the child's
+  // own code, and nothing it says can be trusted.
+  pollfd more{from_child_, POLLIN, 0};
+  if (evaluation.sequence != numbered.sequence ||
+      (::poll(&more, 1, 0) > 0 && (more.revents & POLLIN))) {
+    stop();
+    failed.outcome = Outcome::crash;
+    failed.message = "the sandbox answered out of turn or more than once; the candidate fails "
+                     "and the sandbox was replaced";
+    failed.seconds = seconds_since(start_time);
+    return failed;
+  }
   evaluation.seconds = seconds_since(start_time);
   if (evaluation.process_lost) stop();  // a sticky CUDA error: the next candidate gets a new child
-  // Host code runs in the child's own memory: after one that failed to run or verify, whatever
-  // it may have changed there goes with the process, so the next candidate's outcome cannot
-  // depend on it. (The CUDA backend resets its device state itself, cheaper than a new context.)
-  if (setup_.backend == "host" &&
-      (evaluation.outcome == Outcome::wrong_result || evaluation.outcome == Outcome::launch_error))
-    stop();
+  // Host code never runs in the child (each run is a process of its own, on memory the child
+  // restores), and the CUDA backend resets its device state itself: the child goes on.
   return evaluation;
 }
 

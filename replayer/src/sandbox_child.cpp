@@ -12,6 +12,7 @@
 #include "r3/replay/compile_pool.hpp"
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
+#include "confine.hpp"
 
 namespace r3::replay {
 namespace {
@@ -37,10 +38,49 @@ Prepared prepare(const json& request) {
     prepared.placement += (prepared.placement.empty() ? "" : "; ") + b->placement();
     prepared.backends.push_back(std::move(b));
   }
-  const unsigned threads = request.value("compile_threads", 0u);
+  return prepared;
+}
+
+// The compile threads start after confinement: namespaces and Landlock hold only the thread that
+// asks for them and what it starts afterwards.
+void start_compile_pools(Prepared& prepared, unsigned threads) {
   for (auto& backend : prepared.backends)
     prepared.pools.push_back(std::make_unique<CompilePool>(*backend, threads));
-  return prepared;
+}
+
+// The system's directories a compiler reads (headers, its own resource directory) and what the
+// job named (the kernels' include directories and their sources' directories).
+std::vector<std::filesystem::path> readable_places(const json& setup,
+                                                   const std::vector<std::filesystem::path>& more) {
+  std::vector<std::filesystem::path> places = {"/usr", "/lib", "/lib64", "/lib32",
+                                               "/etc/ld.so.cache"};
+  for (const std::string& place : setup.value("readable", std::vector<std::string>{}))
+    places.emplace_back(place);
+  places.insert(places.end(), more.begin(), more.end());
+  return places;
+}
+
+// Puts every layer in place that this machine allows; what is missing, and why, goes back to
+// the evaluator, which says so once.
+json confine(const json& setup, Prepared& prepared) {
+  json missing = json::object();
+  auto layer = [&](const char* name, const std::string& why_not) {
+    if (!why_not.empty()) missing[name] = why_not;
+  };
+  std::vector<std::filesystem::path> compiler_reads;
+  for (const auto& backend : prepared.backends) {
+    auto reads = backend->compiler_reads();
+    compiler_reads.insert(compiler_reads.end(), reads.begin(), reads.end());
+  }
+  layer("namespaces (user, network, IPC, UTS)", enter_namespaces());
+  layer("Landlock (read-only, below the include paths)",
+        restrict_filesystem(readable_places(setup, compiler_reads)));
+  layer("dropped capabilities", drop_privileges());
+  layer("the seccomp filter", confine_process());
+  CandidateLimits limits;
+  limits.confine = true;
+  for (const auto& backend : prepared.backends) backend->set_candidate_limits(limits);
+  return missing;
 }
 
 Evaluation evaluate(Backend& backend, CompilePool& pool, const Request& request) {
@@ -93,13 +133,17 @@ int sandbox_child_main(int in_fd, int out_fd) {
     wire::write_message(out_fd, json{{"ok", false}, {"message", e.what()}}.dump());
     return 1;
   }
-  std::string why_not = "not asked to";
-  if (setup.value("confine", false)) why_not = confine_process();
-  bool confined = why_not.empty();
+  json missing = json::object();
+  bool confined = false;
+  if (setup.value("confine", false)) {
+    missing = confine(setup, prepared);
+    confined = !missing.contains("the seccomp filter");
+  }
+  start_compile_pools(prepared, setup.value("compile_threads", 0u));
   if (!wire::write_message(out_fd, json{{"ok", true},
                                         {"placement", prepared.placement},
                                         {"confined", confined},
-                                        {"why_not", why_not}}
+                                        {"missing", missing}}
                                        .dump()))
     return 0;
 
@@ -121,6 +165,7 @@ int sandbox_child_main(int in_fd, int out_fd) {
             evaluate(*prepared.backends[request.kernel], *prepared.pools[request.kernel], request);
         evaluation.process_lost = prepared.backends[request.kernel]->lost();
       }
+      evaluation.sequence = request.sequence;
       if (!wire::write_message(out_fd, wire::encode(evaluation))) return 0;
       if (evaluation.process_lost) return 0;  // the parent starts a new child
     } catch (const std::exception& e) {

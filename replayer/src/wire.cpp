@@ -166,13 +166,15 @@ json evaluation_json(const Evaluation& e) {
                 {"seconds", e.run.seconds},
                 {"launches", launches}}},
               {"seconds", e.seconds},
-              {"process_lost", e.process_lost}};
+              {"process_lost", e.process_lost},
+              {"sequence", e.sequence}};
 }
 
 Evaluation evaluation_from(const json& j) {
   Evaluation e;
   e.outcome = parse_outcome(j.at("outcome").get<std::string>());
   e.message = j.at("message").get<std::string>();
+  e.sequence = j.value("sequence", std::uint64_t{0});
   const json& r = j.at("resources");
   e.resources.registers = r.at("registers").get<int>();
   e.resources.spilled_bytes = r.at("spilled_bytes").get<int>();
@@ -252,11 +254,12 @@ namespace {
 json request_json(const Request& request) {
   return json{{"kernel", request.kernel},
               {"variant", variant_json(request.variant)},
-              {"options", options_json(request.options)}};
+              {"options", options_json(request.options)},
+              {"sequence", request.sequence}};
 }
 Request request_from(const json& j) {
   return Request{j.at("kernel").get<std::size_t>(), variant_from(j.at("variant")),
-                 options_from(j.at("options"))};
+                 options_from(j.at("options")), j.value("sequence", std::uint64_t{0})};
 }
 }  // namespace
 

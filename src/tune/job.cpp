@@ -30,6 +30,7 @@
 #include "r3/error.hpp"
 #include "r3/exit_codes.hpp"
 #include "r3/log.hpp"
+#include "r3/secrets.hpp"
 #include "r3/replay/extract_command.hpp"
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
@@ -40,6 +41,8 @@
 #include "r3/version.hpp"
 #include "r3/evolve/response.hpp"
 #include "search.hpp"
+
+extern char** environ;
 
 namespace r3::tune {
 namespace {
@@ -93,6 +96,9 @@ struct EvaluatorSetup {
   bool has_capture_bytes = false;                // the capture follows as a second broadcast
   std::filesystem::path capture;  // where rank 0 read it (used when it evaluates itself)
   std::string log_level;
+  // What candidates may read as they compile: the kernels' include directories and the
+  // directories of their sources (the sandbox child is held to these and the system's).
+  std::vector<std::string> readable;
 };
 
 std::string encode(const EvaluatorSetup& s) {
@@ -105,7 +111,8 @@ std::string encode(const EvaluatorSetup& s) {
               {"has_capture_bytes", s.has_capture_bytes},
               {"compile_threads", s.compile_threads ? static_cast<int>(*s.compile_threads) : -1},
               {"capture", s.capture.string()},
-              {"log_level", s.log_level}}
+              {"log_level", s.log_level},
+              {"readable", s.readable}}
       .dump();
 }
 
@@ -122,6 +129,7 @@ EvaluatorSetup decode_setup(const std::string& text) {
   s.has_capture_bytes = j.at("has_capture_bytes").get<bool>();
   s.capture = j.at("capture").get<std::string>();
   s.log_level = j.at("log_level").get<std::string>();
+  s.readable = j.at("readable").get<std::vector<std::string>>();
   return s;
 }
 
@@ -174,6 +182,7 @@ class Evaluator {
     s.backend = setup.backend;
     s.kernels = setup.kernels;
     s.confine = setup.backend == "host";
+    s.readable.assign(setup.readable.begin(), setup.readable.end());
     s.timeout_s = setup.timeout_s;
     s.log_rank = rank;
     s.log_level = setup.log_level;
@@ -455,7 +464,14 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
 EvaluatorSetup evaluator_setup(const Master& m) {
   EvaluatorSetup setup;
   setup.backend = std::string(config::to_string(m.backend));
-  for (const auto& k : m.search->kernels()) setup.kernels.push_back({k.capture_index, k.launches});
+  for (const auto& k : m.search->kernels()) {
+    setup.kernels.push_back({k.capture_index, k.launches});
+    setup.readable.insert(setup.readable.end(), k.base.include_dirs.begin(),
+                          k.base.include_dirs.end());
+    if (!k.source_name.empty())
+      setup.readable.push_back(
+          std::filesystem::absolute(k.source_name).parent_path().string());
+  }
   setup.timeout_s = m.config.timing.candidate_timeout_s;
   setup.compile_threads = m.config.timing.compile_threads;
   setup.capture = m.config.capture;
@@ -604,9 +620,14 @@ std::vector<BatchResult> parse_results(const std::vector<std::string>& gathered,
     json part = json::parse(text);
     busy += part.at("busy").get<double>();
     int rank = part.at("rank").get<int>();
-    for (const json& r : part.at("results"))
-      results.push_back({r.at("id").get<std::uint64_t>(),
-                         replay::wire::decode_evaluation(r.at("evaluation").dump()), rank});
+    for (const json& r : part.at("results")) {
+      replay::Evaluation e = replay::wire::decode_evaluation(r.at("evaluation").dump());
+      // Candidate text goes no further with a secret in it: not into run.h5, the results,
+      // the log or a prompt.
+      e.message = redact_secrets(std::move(e.message));
+      e.run.message = redact_secrets(std::move(e.run.message));
+      results.push_back({r.at("id").get<std::uint64_t>(), std::move(e), rank});
+    }
   }
   return results;
 }
@@ -706,10 +727,13 @@ double confirmation_estimate(const Master& m) {
   double total = 0;
   for (std::size_t k = 0; k < m.search->kernels().size(); ++k) {
     for (const auto* c : confirmation_set(m, k)) {
-      double per_run = c->seconds > 0 ? c->seconds : 0;
-      total += t.confirm_rounds * (c->compile_seconds + (t.warmup + t.confirm_repeats) * per_run +
-                                   std::max(0.0, c->evaluation_seconds - c->compile_seconds -
-                                                     (t.warmup + t.repeats) * per_run));
+      // What one run cost as a whole (restore, run, verify; on the host backend a process of
+      // its own), from the evaluation: its verified run, warm-ups and timed runs.
+      const double runs = 1.0 + t.warmup + t.repeats;
+      const double per_run = std::max(c->seconds > 0 ? c->seconds : 0.0,
+                                      (c->evaluation_seconds - c->compile_seconds) / runs);
+      total += t.confirm_rounds *
+               (c->compile_seconds + (1.0 + t.warmup + t.confirm_repeats) * per_run);
     }
   }
   return total;
@@ -984,9 +1008,12 @@ void check_originals(const std::string& tune_file) {
 int run_job(const JobOptions& options, const Collectives& world) {
   std::unique_ptr<Master> master;
   int status = exit_ok;
+  remember_secrets_from_environment(environ);
   if (world.rank() == 0) {
     try {
       master = set_up_master(options, world.size());
+      if (const char* key = std::getenv(master->config.llm.api_key_env.c_str()))
+        remember_secret(key);  // whatever the variable is called
     } catch (...) {
       status = exit_status_of_current_exception();
     }

@@ -170,3 +170,32 @@ TEST(LaunchBlock, TheDeclarationIsFoundAndItsSizesEvaluated) {
 
 }  // namespace
 }  // namespace r3::evolve
+
+namespace r3::evolve {
+namespace {
+
+// Candidate code may not reach outside the kernel's include path: an include its parent did
+// not have must be a plain "name" or <name>, not an absolute path, not '..', not computed.
+TEST(Response, ACandidateMayNotIncludeFilesFromOutside) {
+  const std::string parent =
+      "#include \"../common/helper.h\"\n#include <cstdio>\n__global__ void k(float* a) {}\n";
+  auto with = [&](const std::string& line) { return line + "\n" + parent + "// changed\n"; };
+  EXPECT_EQ(include_problem(parent, with("#include <cstdint>")), "");
+  EXPECT_EQ(include_problem(parent, with("#include \"tile.h\" // mine")), "");
+  EXPECT_EQ(include_problem(parent, parent + "\n"), "") << "its parent's own includes stay";
+  for (const char* outside :
+       {"#include \"/etc/shadow\"", "#  include </etc/passwd>", "#include \"../../secret.h\"",
+        "#include \"a/../../b.h\"", "#include_next \"/root/.ssh/id_rsa\"", "#import \"/x\"",
+        "#include SECRET_PATH", "#embed \"key.bin\"", "#include \"dir/..\""}) {
+    std::string why = include_problem(parent, with(outside));
+    EXPECT_NE(why, "") << outside;
+  }
+  Candidate c = candidate_from_response(
+      parent, "```cuda\n#include \"/etc/shadow\"\n__global__ void k(float* a) { a[0] = 1; }\n```",
+      "k");
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("include path"), std::string::npos) << c.reason;
+}
+
+}  // namespace
+}  // namespace r3::evolve

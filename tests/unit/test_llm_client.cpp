@@ -117,6 +117,29 @@ TEST_F(LlmClientTest, WithoutAKeyVariableNoAuthorizationIsSent) {
   EXPECT_EQ(server.requests().at(0).authorization, "");
 }
 
+// An endpoint cannot fill the job's memory: an answer past llm.max_answer_bytes is cut off and
+// fails its request (not retried); one within it arrives whole, control characters dropped.
+TEST_F(LlmClientTest, AnswersAreCappedInSizeAndStrippedOfControlCharacters) {
+  ChatServer server([](const ReceivedRequest&, std::size_t i) {
+    return i == 0 ? ChatReply::completion(std::string(3u << 20, 'x'))
+                  : ChatReply::completion("int a;\x1b[2J\a\t// ok\r\n\x7f");
+  });
+  config::LlmConfig c = config_for(server);
+  c.concurrency = 1;
+  c.max_answer_bytes = 1u << 20;
+  LlmClient client(c, 0);
+  client.submit(request(1));
+  client.submit(request(2));
+  std::vector<ChatResult> results = run_all(client);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status, ChatStatus::malformed);
+  EXPECT_EQ(results[0].attempts, 1);
+  EXPECT_NE(results[0].error.find("llm.max_answer_bytes"), std::string::npos) << results[0].error;
+  EXPECT_TRUE(results[0].content.empty());
+  EXPECT_EQ(results[1].status, ChatStatus::ok) << results[1].error;
+  EXPECT_EQ(results[1].content, "int a;[2J\t// ok\r\n");
+}
+
 TEST_F(LlmClientTest, MalformedAnswersAreNotRetried) {
   ChatServer server([](const ReceivedRequest&, std::size_t i) {
     return i == 0 ? status(200, "{\"choices\": [ {\"message\": ")

@@ -1,7 +1,6 @@
 // The evaluation sandbox with the host backend on a recorded demo capture: candidates that
 // work, crash, hang, compute wrong results or do not compile each come back classified, the
-// child is restarted after a crash or hang, and a confined candidate cannot write files, start
-// programs or open network sockets.
+// child is restarted after a hang. The hostile candidates are test_sandbox_hostile.cpp's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,8 +80,9 @@ TEST_F(SandboxTest, ClassifiesEveryKindOfFailureAndRestartsTheChild) {
 
   Evaluation again = sandbox.evaluate(request("job/stencil_faulty.cpp", {{"MODE", "1"}}));
   EXPECT_EQ(again.outcome, Outcome::ok) << again.message;
-  EXPECT_EQ(sandbox.restarts(), 3u)
-      << "one restart after the crash, one after the hang, one after the wrong result";
+  EXPECT_EQ(sandbox.restarts(), 1u)
+      << "the hang is the only failure that ends the child: crashes and wrong results end "
+         "only the candidate's own process";
 }
 
 // Independence: the same candidates (verified ones, a crash, a hang, wrong results, one that
@@ -152,44 +152,23 @@ TEST_F(SandboxTest, CandidatesCompiledAheadComeBackAsIfCompiledInTurn) {
   Evaluation first = sandbox.evaluate(share[0]);
   EXPECT_EQ(first.outcome, Outcome::ok) << first.message;
   EXPECT_GT(first.compile_seconds, 0);
-  EXPECT_LT(first.seconds, first.compile_seconds)
-      << "a candidate compiled ahead returns sooner than its compile took";
+  // Its runs (each a process of its own) are what the same candidate costs once compiled;
+  // compiled ahead, the evaluation pays at most half the compile on top.
+  Evaluation rerun = sandbox.evaluate(share[0]);
+  ASSERT_EQ(rerun.outcome, Outcome::ok) << rerun.message;
+  EXPECT_LT(first.seconds, rerun.seconds + 0.5 * first.compile_seconds)
+      << "a candidate compiled ahead returns sooner than its compile and its runs took";
 
   Evaluation crash = sandbox.evaluate(share[1]);
   EXPECT_EQ(crash.outcome, Outcome::crash) << crash.message;
   EXPECT_NE(crash.message.find("signal 11"), std::string::npos) << crash.message;
-  EXPECT_EQ(sandbox.restarts(), 1u) << "restarted once to run the crash again alone";
+  EXPECT_EQ(sandbox.restarts(), 0u) << "the crash ended the candidate's process, not the child";
 
   Evaluation after = sandbox.evaluate(share[2]);
   EXPECT_EQ(after.outcome, Outcome::ok) << after.message;
   EXPECT_EQ(sandbox.evaluate(share[3]).outcome, Outcome::wrong_result);
   EXPECT_EQ(sandbox.evaluate(share[4]).outcome, Outcome::compile_error);
-  EXPECT_EQ(sandbox.restarts(), 3u) << "the wrong result ended its child too";
-}
-
-TEST_F(SandboxTest, AConfinedCandidateCannotWriteExecOrConnect) {
-  std::string marker = (dir_ / "escaped").string();
-  ::setenv("R3_TEST_ESCAPE_FILE", marker.c_str(), 1);
-  Sandbox sandbox(setup());
-  Evaluation e = sandbox.evaluate(request("job/stencil_escape.cpp"));
-  ::unsetenv("R3_TEST_ESCAPE_FILE");
-  if (!sandbox.confined()) GTEST_SKIP() << "this build or kernel has no seccomp filter";
-  EXPECT_EQ(e.outcome, Outcome::ok) << "an escape attempt succeeded: " << e.message;
-  EXPECT_FALSE(std::filesystem::exists(marker));
-  EXPECT_FALSE(std::filesystem::exists(marker + ".exec"));
-}
-
-TEST_F(SandboxTest, UnconfinedTheSameCandidateEscapes) {
-  // The control for the test above: without the filter the escapes succeed and show.
-  std::string marker = (dir_ / "escaped").string();
-  ::setenv("R3_TEST_ESCAPE_FILE", marker.c_str(), 1);
-  SandboxSetup s = setup();
-  s.confine = false;
-  Sandbox sandbox(s);
-  Evaluation e = sandbox.evaluate(request("job/stencil_escape.cpp"));
-  ::unsetenv("R3_TEST_ESCAPE_FILE");
-  EXPECT_EQ(e.outcome, Outcome::wrong_result) << e.message;
-  EXPECT_TRUE(std::filesystem::exists(marker));
+  EXPECT_EQ(sandbox.restarts(), 0u);
 }
 
 TEST_F(SandboxTest, ACaptureThatCannotBePreparedIsAnErrorNotACandidateFailure) {

@@ -331,6 +331,9 @@ void parse_llm(Map& map, LlmConfig& llm, const fs::path& base) {
   map.read("temperature", llm.temperature);
   if (llm.temperature < 0 || llm.temperature > 2) map.fail("temperature", "must lie in [0, 2]");
   map.read("max_tokens", llm.max_tokens, 1, 1u << 24);
+  map.read("max_answer_bytes", llm.max_answer_bytes);
+  if (llm.max_answer_bytes < 1024 || llm.max_answer_bytes > (std::uint64_t{1} << 30))
+    map.fail("max_answer_bytes", "must lie between 1024 and 1073741824 bytes");
   map.read_duration("timeout", llm.timeout_s);
   if (llm.timeout_s <= 0) map.fail("timeout", "must be positive");
   map.read("concurrency", llm.concurrency, 1, 1024);

@@ -160,6 +160,7 @@ std::string to_yaml(const TuneConfig& config) {
   pair(out, "api_key_env", llm.api_key_env);
   pair(out, "temperature", llm.temperature);
   pair(out, "max_tokens", llm.max_tokens);
+  pair(out, "max_answer_bytes", llm.max_answer_bytes);
   duration(out, "timeout", llm.timeout_s);
   pair(out, "concurrency", llm.concurrency);
   pair(out, "max_retries", llm.max_retries);

@@ -35,6 +35,12 @@ struct Candidate {
   std::string source;
   std::string reason;  // why the answer gives no candidate
 };
+// Why `candidate` may not be compiled for what it includes, or "": every #include (and
+// #include_next, #import, #embed) it adds to its parent's must be a plain "name" or <name>
+// without an absolute path or '..', so that the compile reads nothing outside the kernel's
+// include path (docs/security.md).
+std::string include_problem(std::string_view parent, std::string_view candidate);
+
 // The candidate an answer describes, checked against its parent.
 Candidate candidate_from_response(std::string_view parent, std::string_view response,
                                   std::string_view entry);

@@ -118,6 +118,14 @@ struct RunOptions {
   config::VerifyConfig verify;
 };
 
+// How a backend that runs candidate code on the host holds it (docs/security.md). Backends
+// whose candidates run on a GPU ignore these.
+struct CandidateLimits {
+  bool confine = false;  // no privileges, the allow-list system-call filter, the limits below
+  std::uint64_t memory_bytes = std::uint64_t{4} << 30;  // address space a candidate may add
+  std::uint32_t cpu_seconds = 600;                      // a backstop: timeouts come first
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -142,6 +150,13 @@ class Backend {
   // True once an error left the device unusable for the rest of this process (a sticky CUDA
   // error): nothing more runs here, and the sandbox replaces its child process.
   virtual bool lost() const { return false; }
+
+  // Candidate code from now on runs held by these (the sandbox sets them once confined).
+  virtual void set_candidate_limits(const CandidateLimits&) {}
+
+  // Where this backend's compiler reads, beyond the system's directories and the kernel's
+  // include path (its own resource directory): what a confined sandbox must still let it read.
+  virtual std::vector<std::filesystem::path> compiler_reads() const { return {}; }
 };
 
 // "" when `passes` is an LLVM pass pipeline this build can run, else LLVM's message (builds

@@ -2,10 +2,13 @@
 // evaluator spawns before it makes any CUDA call. A candidate that crashes, hangs, corrupts
 // memory or leaves a sticky CUDA error fails alone: the child is killed or has died, the
 // candidate is recorded as a crash or timeout, and a fresh child (capture reloaded) takes the
-// next one. A host candidate that ran but failed (wrong result, launch error) also ends its
-// child: its code ran in the child's memory, and the next candidate must not inherit that. For host-backend code the child confines itself with a seccomp filter before it runs
-// any candidate: no exec, no fork, no network sockets, no files opened for writing, no signals
-// to other processes.
+// next one.
+//
+// With the host backend the child compiles, verifies and times candidates but runs none of their
+// code itself: every run is a process of its own (candidate_process.hpp) that holds no
+// descriptor and, confined, may make only the system calls computing needs. The child confines
+// itself too (namespaces, Landlock, no capabilities, a seccomp deny-list) before it compiles
+// anything. docs/security.md lists the layers and what each one stops.
 //
 // Parent and child talk over two pipes in length-prefixed JSON messages (wire.hpp).
 #pragma once
@@ -14,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,7 +35,10 @@ struct SandboxSetup {
   std::filesystem::path capture;  // read by the child, again after every restart
   std::string backend = "host";
   std::vector<KernelToPrepare> kernels;
-  bool confine = true;    // seccomp filter in the child (host backend only)
+  bool confine = true;    // the child's confinement layers (host backend only; docs/security.md)
+  // What the child may still read once confined (Landlock), besides the system's directories:
+  // the kernels' include directories and their sources' directories.
+  std::vector<std::filesystem::path> readable;
   double timeout_s = 30;  // per candidate, compile and runs together
   int log_rank = -1;      // the child's log prefix (its evaluator's rank)
   int device = -1;        // GPU backends: the GPU (modulo those visible); -1: R3_CUDA_DEVICE or 0
@@ -49,12 +56,14 @@ struct Evaluation {
   RunResult run;       // launches, verification and times, when it ran
   double seconds = 0;  // the whole evaluation as the parent saw it (spawn and compile included)
   bool process_lost = false;  // the candidate left the child's device unusable; it was replaced
+  std::uint64_t sequence = 0;  // the request's, echoed: an answer out of turn is not believed
 };
 
 struct Request {
   std::size_t kernel = 0;  // index in SandboxSetup::kernels
   Variant variant;
   RunOptions options;
+  std::uint64_t sequence = 0;  // set by the sandbox: its answer must carry the same number
 };
 
 class Sandbox {
@@ -79,6 +88,8 @@ class Sandbox {
   std::size_t restarts() const { return restarts_; }
   const std::string& placement() const { return placement_; }
   bool confined() const { return confined_; }
+  // The confinement layers the child could not put in place, with why (docs/security.md).
+  const std::map<std::string, std::string>& missing_layers() const { return missing_layers_; }
 
  private:
   Evaluation evaluate_once(const Request& request);
@@ -91,9 +102,12 @@ class Sandbox {
   int to_child_ = -1;
   int from_child_ = -1;
   std::size_t restarts_ = 0;
+  std::uint64_t sequence_ = 0;  // of the last request sent
   std::string placement_;
   bool confined_ = false;
+  std::map<std::string, std::string> missing_layers_;
   bool compiling_ahead_ = false;  // the child has background compiles it was asked for
+  bool child_died_ = false;       // the last evaluate_once() lost the child itself
 };
 
 // The helper next to the running program (same directory, or ../libexec/r3), or $R3_SANDBOX.
@@ -104,8 +118,13 @@ std::filesystem::path find_sandbox_helper();
 // the pipe. The body of r3-sandbox's main; returns its exit status.
 int sandbox_child_main(int in_fd, int out_fd);
 
-// Installs the confinement filter in the calling process. Returns "" when done, else why not
-// (a build without libseccomp, or a kernel that refuses).
+// Installs the sandbox child's system-call filter in the calling process. Returns "" when done,
+// else why not (a build without libseccomp, or a kernel that refuses).
 std::string confine_process();
+
+// The environment a sandbox child is given: the variables the toolchain and the GPU runtime
+// need (PATH, HOME, LANG/LC_*, TMPDIR, CUDA_*, NVIDIA_*, R3_*, LD_LIBRARY_PATH, ...) and never
+// one whose name says it holds a secret (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL*).
+std::vector<std::string> sandbox_environment(char** environment);
 
 }  // namespace r3::replay

@@ -152,6 +152,7 @@ struct LlmConfig {
   std::string api_key_env = "OPENAI_API_KEY";  // NAME of the variable holding the key
   double temperature = 0.7;
   std::uint32_t max_tokens = 4096;
+  std::uint64_t max_answer_bytes = std::uint64_t{1} << 20;  // a longer HTTP answer is refused
   double timeout_s = 120;
   std::uint32_t concurrency = 4;
   std::uint32_t max_retries = 5;
