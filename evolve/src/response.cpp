@@ -274,12 +274,8 @@ bool same_signature(std::string_view a, std::string_view b) {
 std::string include_problem(std::string_view parent, std::string_view candidate) {
   auto directives = [](std::string_view source) {
     std::vector<std::pair<std::string, std::string>> found;  // (directive, what follows it)
-    std::size_t start = 0;
-    while (start < source.size()) {
-      std::size_t end = source.find('\n', start);
-      if (end == std::string_view::npos) end = source.size();
-      std::string_view line = source.substr(start, end - start);
-      start = end + 1;
+    for (const std::string& text : lines_of(source)) {
+      std::string_view line = text;
       std::size_t at = line.find_first_not_of(" \t");
       if (at == std::string_view::npos || line[at] != '#') continue;
       at = line.find_first_not_of(" \t", at + 1);

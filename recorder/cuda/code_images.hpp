@@ -11,20 +11,14 @@
 #include <vector>
 
 #include "r3/capture.hpp"
+#include "r3/elf.hpp"
 
 namespace r3::record::cuda {
 
-struct ElfObject {
-  std::string name;
-  std::uint64_t size = 0;
-};
-
-bool is_elf64(std::span<const std::byte> image);
-
-// The defined data objects of an ELF64 image with a size (a cubin's __device__ and __constant__
-// variables), without compiler-made ones ($str and the like). Throws r3::Error when the image is
-// not ELF64 or its symbol table runs past its end.
-std::vector<ElfObject> elf_objects(std::span<const std::byte> elf);
+// The data objects of a cubin: r3/elf.hpp (core, which the CUDA backend reads them with too).
+using r3::ElfObject;
+using r3::elf_objects;
+using r3::is_elf64;
 
 // One PTX entry of a fat binary, as stored (possibly compressed).
 struct PtxEntry {

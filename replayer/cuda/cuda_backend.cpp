@@ -4,6 +4,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
+#include <span>
 
 #include "device_memory.hpp"
 #include "driver.hpp"
@@ -11,6 +13,7 @@
 #include "launch_shape.hpp"
 #include "nvrtc_compiler.hpp"
 #include "r3/config.hpp"
+#include "r3/elf.hpp"
 #include "r3/log.hpp"
 #include "recorded.hpp"
 #include "verify.hpp"
@@ -61,10 +64,22 @@ struct CudaCode {
   bool keep_grid = false;
 };
 
+// A variable of a variant's module, with its value as loaded.
+struct ModuleVariable {
+  std::string name;
+  CUdeviceptr address = 0;
+  std::shared_ptr<const std::vector<std::byte>> initial;
+};
+
 struct Loaded {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   LaunchLimits limits;  // of this device and this function
+  // Every __device__/__constant__ variable of the module: those the capture does not record
+  // are put back to their initial values before every run, so that no run can keep a result
+  // for the next one in them (docs/security.md).
+  std::vector<ModuleVariable> variables;
+  bool variables_read = false;  // on the thread that runs it (compile threads do not copy)
 };
 
 // What build() made of a variant before it is loaded: a cubin, or PTX for the driver's JIT.
@@ -117,6 +132,7 @@ class CudaBackend final : public Backend {
     memory_.place(region_spans(kernel, launches, capture::RegionKind::allocation));
     unrecorded_ = unrecorded_spans(kernel, launches, memory_.map());
     prepared_.clear();
+    recorded_variables_.clear();
     RelocatedContents contents(capture, memory_.map());
     std::map<std::pair<Hash128, std::uint64_t>, std::shared_ptr<Copy>> copies;
     auto copy = [&](const capture::Region& region) {
@@ -137,6 +153,8 @@ class CudaBackend final : public Backend {
       for (const RegionStates& state : region_states(launch)) {
         prepared.regions.push_back({*state.region, state.before ? copy(*state.before) : nullptr,
                                     state.after ? copy(*state.after) : nullptr});
+        if (state.region->kind != capture::RegionKind::allocation)
+          recorded_variables_.insert(state.region->name);
       }
       prepared_.push_back(std::move(prepared));
     }
@@ -208,6 +226,12 @@ class CudaBackend final : public Backend {
       device_.make_current();
       ensure_stream();
       Loaded loaded = loaded_for(*code);
+      if (!loaded.variables_read) {
+        loaded.variables = module_variables(loaded.module, code->cubin);
+        loaded.variables_read = true;
+        std::lock_guard lock(loaded_mutex_);
+        loaded_[code->key] = loaded;
+      }
       for (const PreparedLaunch& launch : prepared_) {
         current = launch.index;
         LaunchResult launch_result;
@@ -449,6 +473,31 @@ class CudaBackend final : public Backend {
     return loaded;
   }
 
+  // The module's variables and their values as loaded (a module whose image cannot be read as
+  // ELF has none that r3 could name).
+  std::vector<ModuleVariable> module_variables(CUmodule module, const std::string& cubin) const {
+    std::vector<ModuleVariable> variables;
+    std::vector<ElfObject> objects;
+    try {
+      objects = elf_objects(std::as_bytes(std::span(cubin.data(), cubin.size())));
+    } catch (const Error&) {
+      return variables;
+    }
+    const cuda::Driver& d = driver();
+    for (const ElfObject& object : objects) {
+      if (recorded_variables_.contains(object.name)) continue;  // restored as a region
+      CUdeviceptr address = 0;
+      std::size_t size = 0;
+      if (d.cuModuleGetGlobal(&address, &size, module, object.name.c_str()) != CUDA_SUCCESS ||
+          size == 0)
+        continue;
+      auto initial = std::make_shared<std::vector<std::byte>>(size);
+      R3_CU(d.cuMemcpyDtoH(initial->data(), address, size));
+      variables.push_back({object.name, address, std::move(initial)});
+    }
+    return variables;
+  }
+
   // The variant's module (loaded again if it was compiled by another backend object).
   Loaded loaded_for(const CudaCode& code) {
     {
@@ -539,6 +588,9 @@ class CudaBackend final : public Backend {
 
   void restore(const PreparedLaunch& launch, const Loaded& loaded, bool all) const {
     const cuda::Driver& d = driver();
+    for (const ModuleVariable& variable : loaded.variables)
+      R3_CU(d.cuMemcpyHtoDAsync(variable.address, variable.initial->data(),
+                                variable.initial->size(), stream_));
     for (const PreparedRegion& region : launch.regions) {
       if (!region.before || (!all && !region.after)) continue;
       CUdeviceptr target = live(region, loaded);
@@ -744,6 +796,7 @@ class CudaBackend final : public Backend {
   std::uint64_t flush_bytes_ = 0;
   cuda::GpuCompare compare_;
   CompiledCache cache_;
+  std::set<std::string> recorded_variables_;  // module variables the capture holds as regions
   std::mutex loaded_mutex_;
   std::map<Hash128, Loaded> loaded_;
 };

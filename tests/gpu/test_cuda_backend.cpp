@@ -787,6 +787,54 @@ extern "C" __global__ void biased(const float* in, float* out, int n) {
   EXPECT_TRUE(contains(wrong.message, "region 'launches' differs")) << wrong.message;
 }
 
+// A candidate that keeps its result in its own __device__ variables and copies it on later
+// runs: the variables are put back to their initial values before every run, so the memo is
+// never there and it is as slow as the same kernel without it (docs/security.md).
+TEST(CudaBackend, AResultMemoisedInDeviceVariablesIsNotFaster) {
+  R3_REQUIRE_GPU();
+  auto memoising = [](bool use_memo) {
+    return std::string(R"(
+__device__ unsigned finished;
+__device__ int ready;
+__device__ float memo[)") + std::to_string(kN * kN) + R"(];
+__global__ void stencil2d(const float* in, float* out, int n, float alpha) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  bool inside = x >= 1 && y >= 1 && x < n - 1 && y < n - 1;
+  int i = y * n + x;
+  if ()" + (use_memo ? "ready" : "false") + R"() {
+    if (inside) out[i] = memo[i];
+    return;
+  }
+  if (inside) {
+    float v = in[i] + alpha * (in[i - n] + in[i + n] + in[i - 1] + in[i + 1] - 4.0f * in[i]);
+    for (int k = 0; k < 4000; ++k) asm volatile("" : "+f"(v));  // slow, as computing is
+    out[i] = v;
+    memo[i] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    __threadfence();
+    if (atomicAdd(&finished, 1u) + 1 == gridDim.x * gridDim.y) ready = 1;  // all blocks done
+  }
+}
+)";
+  };
+  auto p = prepare(stencil_spec());
+  RunOptions options;
+  options.repeats = 20;
+  std::vector<double> ratios;
+  for (int round = 0; round < 3; ++round) {
+    RunResult memo = compile_and_run(*p->backend, source_variant(memoising(true)), options);
+    RunResult plain = compile_and_run(*p->backend, source_variant(memoising(false)), options);
+    ASSERT_EQ(memo.outcome, Outcome::ok) << memo.message;
+    ASSERT_EQ(plain.outcome, Outcome::ok) << plain.message;
+    ratios.push_back(memo.seconds / plain.seconds);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_GT(ratios[1], 0.5) << "the memoised kernel ran faster than it computes";
+}
+
 TEST(CudaBackend, L2FlushBetweenTimedRuns) {
   R3_REQUIRE_GPU();
   auto p = prepare(stencil_spec());
