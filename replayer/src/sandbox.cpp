@@ -191,8 +191,10 @@ void Sandbox::start() {
   placement_ = reply.value("placement", "");
   confined_ = reply.value("confined", false);
   missing_layers_.clear();
-  for (const auto& [layer, why_not] : reply.value("missing", nlohmann::json::object()).items())
-    missing_layers_[layer] = why_not.get<std::string>();
+  // (Held here: items() of the temporary value() returns would outlive it.)
+  const nlohmann::json missing = reply.value("missing", nlohmann::json::object());
+  for (const auto& [layer, why_not] : missing.items())
+    missing_layers_[layer] = why_not.is_string() ? why_not.get<std::string>() : why_not.dump();
   if (setup_.confine && restarts_ == 0) {
     for (const auto& [layer, why_not] : missing_layers_)
       log::warning("the sandbox runs without ", layer, ": ", why_not);

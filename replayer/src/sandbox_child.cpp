@@ -135,9 +135,14 @@ int sandbox_child_main(int in_fd, int out_fd) {
   }
   json missing = json::object();
   bool confined = false;
-  if (setup.value("confine", false)) {
+  if (setup.value("confine", false) && setup.value("backend", "") == "host") {
     missing = confine(setup, prepared);
     confined = !missing.contains("the seccomp filter");
+  } else if (setup.value("confine", false)) {
+    // GPU candidates run on the GPU; the driver needs its devices, ioctls and threads, which
+    // these layers would take from it (docs/security.md).
+    missing["every layer"] = "candidates of the " + setup.value("backend", std::string()) +
+                             " backend run on the GPU, not in this process";
   }
   start_compile_pools(prepared, setup.value("compile_threads", 0u));
   if (!wire::write_message(out_fd, json{{"ok", true},
