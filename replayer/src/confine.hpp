@@ -23,9 +23,10 @@ std::string syscall_name(int number);
 // the process starts threads (Landlock holds the calling thread and its future children).
 std::string restrict_filesystem(const std::vector<std::filesystem::path>& readable);
 
-// New user, network, IPC and UTS namespaces for this process: no network at all (not even
-// abstract local sockets outside), and no capability that counts outside, root or not. Must be
-// called before the process starts threads.
+// New user, network, IPC, UTS and mount namespaces for this process: no network at all (not
+// even abstract local sockets outside), and no capability that counts outside, root or not.
+// Must be called before the process starts threads. (Not a PID namespace: a process that has
+// unshared one cannot start threads.)
 std::string enter_namespaces();
 
 // Drops every capability of the calling process (effective, permitted, inheritable, bounding

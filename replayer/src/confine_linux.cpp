@@ -77,7 +77,11 @@ std::string restrict_filesystem(const std::vector<std::filesystem::path>& readab
 std::string enter_namespaces() {
   const uid_t uid = ::geteuid();
   const gid_t gid = ::getegid();
-  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0) {
+  // (No PID namespace: a process that has unshared one can no longer start threads, and the
+  // child's compile threads start after this. The candidate processes' filter lets them signal
+  // only themselves.)
+  constexpr int kOthers = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS;
+  if (::unshare(CLONE_NEWUSER | kOthers) == 0) {
     // The same user inside as outside, so that files read as before; capabilities held inside
     // count only inside (and are dropped next).
     write_file("/proc/self/setgroups", "deny");
@@ -86,11 +90,11 @@ std::string enter_namespaces() {
       return "new user namespace, but its user could not be mapped";
     return "";
   }
-  std::string why = failed("unshare(user, network, IPC, UTS namespaces)");
+  std::string why = failed("unshare(user, network, IPC, UTS, mount namespaces)");
   // Without user namespaces (disabled, or a container that forbids them) root can still leave
   // the network.
-  if (uid == 0 && ::unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0)
-    return why + "; network, IPC and UTS namespaces only";
+  if (uid == 0 && ::unshare(kOthers) == 0)
+    return why + "; network, IPC, UTS and mount namespaces only";
   return why;
 }
 

@@ -72,7 +72,7 @@ json confine(const json& setup, Prepared& prepared) {
     auto reads = backend->compiler_reads();
     compiler_reads.insert(compiler_reads.end(), reads.begin(), reads.end());
   }
-  layer("namespaces (user, network, IPC, UTS)", enter_namespaces());
+  layer("namespaces (user, network, IPC, UTS, mount)", enter_namespaces());
   layer("Landlock (read-only, below the include paths)",
         restrict_filesystem(readable_places(setup, compiler_reads)));
   layer("dropped capabilities", drop_privileges());
