@@ -97,8 +97,17 @@ struct SizeMacro {
   bool redefined = false;  // defined more than once: not one size
 };
 
+// A non-type template parameter of a template kernel and where the kernel uses it.
+struct TemplateParameter {
+  std::string name;
+  std::size_t index = 0;  // among the template's parameters
+  std::vector<Span> uses;
+  const void* declaration = nullptr;
+};
+
 struct Facts {
   bool found = false;
+  std::vector<TemplateParameter> template_parameters;
   Span body;  // the kernel's definition
   std::map<std::string, SizeMacro> size_macros;
   std::vector<std::pair<std::string, std::size_t>> macro_uses;  // expansions in the main file
@@ -155,6 +164,16 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       if (parameter.restricted) restricted_params_.insert(p);
     }
     if (auto body = expansion_span_of(f->getSourceRange())) facts_.body = *body;
+    if (const clang::FunctionTemplateDecl* t = f->getDescribedFunctionTemplate()) {
+      const clang::TemplateParameterList* list = t->getTemplateParameters();
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const auto* p = llvm::dyn_cast<clang::NonTypeTemplateParmDecl>(list->getParam(i));
+        if (p == nullptr || p->getIdentifier() == nullptr || p->isParameterPack() ||
+            !p->getType()->isIntegerType())
+          continue;
+        facts_.template_parameters.push_back({p->getNameAsString(), i, {}, p});
+      }
+    }
     kernel_ = f;
     collect(f->getBody());
     return true;
@@ -180,6 +199,19 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
   }
   std::string text_of(const Span& s) const {
     return std::string(sm_.getBufferData(sm_.getMainFileID()).substr(s.begin, s.end - s.begin));
+  }
+
+  // A use of one of the kernel's template parameters, written in the kernel (not by a macro).
+  void note_template_parameter_use(const clang::DeclRefExpr* ref) {
+    for (TemplateParameter& p : facts_.template_parameters) {
+      if (p.declaration != ref->getDecl()) continue;
+      if (auto at = file_offset(ref->getLocation())) {
+        Span use{*at, *at + p.name.size()};
+        if (std::none_of(p.uses.begin(), p.uses.end(),
+                         [&](const Span& u) { return u.begin == use.begin; }))
+          p.uses.push_back(use);
+      }
+    }
   }
 
   // A read of p[i] with p a parameter pointing to const (an rvalue: under an LValueToRValue cast).
@@ -276,6 +308,7 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       }
     }
     if (const auto* loop = llvm::dyn_cast<clang::ForStmt>(s)) analyse(loop);
+    if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(s)) note_template_parameter_use(ref);
     if (const auto* literal = llvm::dyn_cast<clang::IntegerLiteral>(s)) {
       if (auto at = file_offset(literal->getLocation())) {  // written here, not by a macro
         const std::size_t length = clang::Lexer::MeasureTokenLength(literal->getLocation(), sm_,
@@ -294,8 +327,12 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
                                                         : clang::TypeLoc();
           for (auto array = type.getAs<clang::ArrayTypeLoc>(); !array.isNull();
                array = array.getElementLoc().getAs<clang::ArrayTypeLoc>()) {
-            const auto* size = llvm::dyn_cast_or_null<clang::IntegerLiteral>(
-                array.getSizeExpr() ? array.getSizeExpr()->IgnoreParenImpCasts() : nullptr);
+            const clang::Expr* size_expr =
+                array.getSizeExpr() ? array.getSizeExpr()->IgnoreParenImpCasts() : nullptr;
+            // (Nor are a template parameter's uses there.)
+            if (const auto* ref = llvm::dyn_cast_or_null<clang::DeclRefExpr>(size_expr))
+              note_template_parameter_use(ref);
+            const auto* size = llvm::dyn_cast_or_null<clang::IntegerLiteral>(size_expr);
             if (size == nullptr) continue;
             if (auto at = file_offset(size->getLocation())) {
               const std::size_t length = clang::Lexer::MeasureTokenLength(
@@ -559,6 +596,28 @@ std::string first_error(const std::string& diagnostics) {
 
 bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+// An integer template argument as a demangled name writes it: "32", "32u", "64ul", "(int)16",
+// "(unsigned long)8"; nullopt for types and anything else.
+std::optional<std::int64_t> integer_argument(std::string text) {
+  if (!text.empty() && text.front() == '(') {
+    std::size_t close = text.find(')');
+    if (close == std::string::npos) return std::nullopt;
+    text = text.substr(close + 1);
+  }
+  while (!text.empty() && (text.back() == 'u' || text.back() == 'U' || text.back() == 'l' ||
+                           text.back() == 'L'))
+    text.pop_back();
+  if (text.empty()) return std::nullopt;
+  std::size_t used = 0;
+  try {
+    std::int64_t value = std::stoll(text, &used, 0);
+    if (used != text.size()) return std::nullopt;
+    return value;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 // The kernel's compile-time sizes as tunables (see mutators.hpp): each qualifying macro keeps
 // its definition where it is, guarded by #ifndef so that the search can set it, and is declared
 // R3_TUNABLE at the top; sizes equal to a recorded block dimension couple the launch to them.
@@ -574,6 +633,7 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     const SizeMacro* macro;
     bool in_shared = false;
     std::vector<Span> literals;  // a tile size written as a number: every place it is written
+    std::string template_parameter;  // or the template parameter whose uses these are
   };
   std::vector<Found> found;
   std::deque<SizeMacro> literal_sizes;  // the numbers' stand-ins (stable addresses)
@@ -609,6 +669,23 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     for (const auto& [span, v] : facts.literals)
       if (v == value && inside(facts.body, span.begin) && seen.insert(span.begin).second)
         f.literals.push_back(span);
+    found.push_back(std::move(f));
+  }
+  // A template kernel's integer parameters, at the recorded instance's values: each place the
+  // kernel uses one becomes the tunable (the instance compiled stays the recorded one; its
+  // parameter is then unused).
+  for (const TemplateParameter& p : facts.template_parameters) {
+    if (p.uses.empty() || p.index >= context.template_arguments.size()) continue;
+    std::optional<std::int64_t> value = integer_argument(context.template_arguments[p.index]);
+    if (!value || !power_of_two(*value) || *value < 2 || *value > 4096) continue;
+    SizeMacro& stand_in = literal_sizes.emplace_back();
+    stand_in.value = *value;
+    stand_in.order = static_cast<unsigned>(facts.size_macros.size() + literal_sizes.size());
+    Found f{fresh_name(taken, "R3_" + p.name + "_"), &stand_in, false, p.uses};
+    taken += " " + f.name;
+    for (const Span& use : p.uses)
+      for (const Span& shared : facts.shared_declarations) f.in_shared = f.in_shared || inside(shared, use.begin);
+    f.template_parameter = p.name;
     found.push_back(std::move(f));
   }
   std::sort(found.begin(), found.end(),
@@ -660,8 +737,12 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
       for (const Span& at : f.literals) edits.push_back({at.begin, at.end - at.begin, f.name});
       defined_here.push_back(t);
     }
-    described += (described.empty() ? "" : ", ") +
-                 (f.literals.empty() ? f.name : "the number " + std::to_string(d) + " as " + f.name) +
+    const std::string what =
+        f.literals.empty() ? f.name
+        : !f.template_parameter.empty()
+            ? "template parameter " + f.template_parameter + " as " + f.name
+            : "the number " + std::to_string(d) + " as " + f.name;
+    described += (described.empty() ? "" : ", ") + what +
                  " (" + std::to_string(d) +
                  (shapes_launch ? ", shapes the launch" : ", sizes __shared__ data") + ")";
     tunables.push_back(std::move(t));

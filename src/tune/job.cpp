@@ -392,6 +392,7 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     // The kernel as its source names it: "MatrixMul" for _Z9MatrixMulILi32EEvPfS_.
     std::string base = kernel.demangled_name.empty() ? kernel.name
                                                      : capture::instance_name(kernel.demangled_name);
+    k.template_arguments = capture::template_arguments(base);
     base = base.substr(0, base.find('<'));
     if (std::size_t scope = base.rfind("::"); scope != std::string::npos) base = base.substr(scope + 2);
     k.source_entry = base;

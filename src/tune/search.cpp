@@ -318,6 +318,7 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
                                   target.original_block->z};
       for (const evolve::Tunable& t : parent->tunables) context.declared_tunables.push_back(t.name);
       context.launch_coupled = parent->block.has_value();
+      context.template_arguments = target.template_arguments;
       evolve::MutationReport report = evolve::mutate(
           parent->text, target.source_name, entry, language, config_.search.source.mutators, context);
       if (!report.diagnostics.empty())

@@ -38,6 +38,8 @@ struct KernelTarget {
   // The kernel as its source names it ("MatrixMul", not "_Z9MatrixMulILi32EEvPf"): what the
   // mutators, the prompts and the answers' signature check look for. Empty: `name`.
   std::string source_entry;
+  // The recorded instance's template arguments ("MatrixMul<32, float>": "32", "float").
+  std::vector<std::string> template_arguments;
   replay::Variant base;               // entry, defines, include dirs, flags of tune.yaml
   // The block the original runs with (tune.yaml's, else the first selected launch's): the
   // launch level's default point, so that the original keeps its shape.

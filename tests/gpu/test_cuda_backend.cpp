@@ -868,6 +868,68 @@ TEST(CudaBackend, R3ReplayRunsCudaCaptures) {
   EXPECT_EQ(test::count(variant.out, "verified  median"), 2) << variant.out;
 }
 
+// A template kernel tuned by its template parameter: the recorded instance matmul_t<16>, the
+// built-in parametrise mutator makes TILE tunable (coupled to the 16 x 16 block), and other
+// tile sizes run verified on the GPU through the job.
+TEST(CudaTuningJob, TunesATemplateKernelsIntegerParameter) {
+  R3_REQUIRE_GPU();
+  const std::string source = R"(
+template <int TILE>
+__global__ void matmul_t(const float* A, const float* B, float* C, int n) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+  float sum = 0.0f;
+  for (int k = 0; k < n; k += TILE) {
+    As[ty][tx] = A[row * n + k + tx];
+    Bs[ty][tx] = B[(k + ty) * n + col];
+    __syncthreads();
+    for (int j = 0; j < TILE; ++j) sum += As[ty][j] * Bs[j][tx];
+    __syncthreads();
+  }
+  C[row * n + col] = sum;
+}
+)";
+  test::TempDir dir;
+  const int n = 256;
+  test::CudaLaunchSpec spec = matmul_spec(n);
+  spec.source = source;
+  spec.entry = "matmul_t<16>";
+  spec.grid = {n / 16, n / 16, 1};
+  spec.block = {16, 16, 1};
+  const std::string kernel = test::record_cuda_launch(dir / "matmul.h5", spec);
+  test::write_text_file(dir / "matmul.cu", source);
+  test::write_text_file(dir / "tune.yaml",
+                        "capture: matmul.h5\nbackend: cuda\nkernels:\n  - name: " + kernel +
+                            "\n    source: matmul.cu\n"
+                            "search:\n  batch_size: 4\n  levels:\n"
+                            "    source: {mutators: [parametrise]}\n"
+                            "    compiler: {enabled: false}\n    launch: {enabled: false}\n"
+                            "budget:\n  evaluations: 24\n  wall_time: 4m\n"
+                            "timing:\n  confirm_repeats: 10\n");
+  auto result = test::run_process(
+      {R3_TEST_MPIEXEC, "-n", "3", "--oversubscribe", R3_TEST_R3_MPI, (dir / "tune.yaml").string()},
+      std::chrono::seconds(300), {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+  ASSERT_FALSE(result.timed_out) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::string csv;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "r3-results"))
+    if (entry.path().filename() == "candidates.csv") csv = test::read_text_file(entry.path());
+  std::set<std::string> verified_tiles;
+  std::istringstream rows(csv);
+  for (std::string row; std::getline(rows, row);) {
+    const std::size_t at = row.find("R3_TILE_0=");
+    if (at == std::string::npos || row.find(",ok,") == std::string::npos) continue;
+    verified_tiles.insert(row.substr(at + 10, row.find_first_not_of("0123456789", at + 10) - at - 10));
+  }
+  EXPECT_TRUE(contains(result.err, "template parameter TILE") || contains(csv, "template parameter TILE"))
+      << result.err;
+  EXPECT_GE(verified_tiles.size(), 2u) << "tile sizes verified: " << verified_tiles.size() << "\n"
+                                        << csv;
+  std::printf("%s\n", result.err.c_str());
+}
+
 }  // namespace
 }  // namespace r3::replay
 

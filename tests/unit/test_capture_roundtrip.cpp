@@ -423,6 +423,10 @@ TEST(CaptureKernelNames, TemplateInstancesAreFoundByTheirDemangledInstanceName) 
             "MatrixMulCUDA<32>");
   EXPECT_EQ(instance_name("void ns::tile<float, 4>(float const*, float*)"), "ns::tile<float, 4>");
   EXPECT_EQ(instance_name("scale(float*, int)"), "scale");
+  EXPECT_EQ(template_arguments("ns::tile<float, 4>"), (std::vector<std::string>{"float", "4"}));
+  EXPECT_EQ(template_arguments("k<32u, std::pair<int, int>, (char)65>"),
+            (std::vector<std::string>{"32u", "std::pair<int, int>", "(char)65"}));
+  EXPECT_TRUE(template_arguments("scale").empty());
   TempDir dir;
   CaptureInfo info;
   info.device.backend = "cuda";

@@ -334,6 +334,66 @@ TEST(Mutators, ParametriseMakesATileSizeWrittenAsANumberTunable) {
   }
 }
 
+// A template kernel's integer parameter, at the recorded instance's value: every use in the
+// kernel becomes the tunable (the recorded instance still compiles; its parameter goes unused),
+// coupled to the block where it equals it, and the unit compiles at every value, with NVRTC too
+// for the recorded instance.
+TEST(Mutators, ParametriseMakesATemplateKernelsIntegerParametersTunable) {
+  const std::string source = R"(#include <cuda_runtime.h>
+namespace blas {
+template <typename T, int BLOCK, bool CHECKED>
+__global__ void block_sum(const T* in, T* out, int n) {
+  __shared__ T part[BLOCK];
+  int i = blockIdx.x * BLOCK + threadIdx.x;
+  part[threadIdx.x] = (!CHECKED || i < n) ? in[i] : T(0);
+  __syncthreads();
+  for (int stride = BLOCK / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) part[threadIdx.x] += part[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+}
+}  // namespace blas
+)";
+  MutationContext context;
+  context.recorded_block = {128, 1, 1};
+  context.template_arguments = {"float", "128", "true"};  // blas::block_sum<float, 128, true>
+  MutationReport report =
+      mutate(source, "sum.cu", "block_sum", SourceLanguage::cuda, {"parametrise"}, context);
+  ASSERT_EQ(report.diagnostics, "");
+  ASSERT_TRUE(report.rejected.empty()) << report.rejected.front().error;
+  ASSERT_EQ(report.mutations.size(), 2u);
+  const Mutation& m = report.mutations.front();
+  ASSERT_EQ(m.tunables.size(), 1u);
+  EXPECT_EQ(m.tunables[0].name, "R3_BLOCK_0");
+  EXPECT_EQ(m.tunables[0].default_value, "128");
+  EXPECT_NE(m.description.find("template parameter BLOCK as R3_BLOCK_0"), std::string::npos)
+      << m.description;
+  EXPECT_NE(m.source.find("R3_LAUNCH_BLOCK(R3_BLOCK_0, 1, 1)"), std::string::npos) << m.source;
+  const std::string body = m.source.substr(m.source.find("__global__"));
+  EXPECT_NE(body.find("__shared__ T part[R3_BLOCK_0];"), std::string::npos) << body;
+  EXPECT_NE(body.find("blockIdx.x * R3_BLOCK_0"), std::string::npos) << body;
+  EXPECT_NE(body.find("int stride = R3_BLOCK_0 / 2"), std::string::npos) << body;
+  EXPECT_NE(m.source.find("template <typename T, int BLOCK, bool CHECKED>"), std::string::npos)
+      << "the template's own declaration stays";
+  const std::string instance =
+      "\ntemplate __global__ void blas::block_sum<float, 128, true>(const float*, float*, int);\n";
+  for (const std::string& defines : assignments(m.tunables)) {
+    std::string diagnostics;
+    EXPECT_TRUE(compiles(defines + m.source + instance, "sum.cu", SourceLanguage::cuda, diagnostics))
+        << defines << diagnostics;
+    if (!bench::nvrtc_available()) continue;
+    std::string log, for_nvrtc = m.source;  // NVRTC has the CUDA built-ins without the header
+    for_nvrtc.erase(for_nvrtc.find("#include <cuda_runtime.h>"), 25);
+    EXPECT_TRUE(bench::nvrtc_compiles(defines + for_nvrtc + instance, "sum.cu", {}, log)) << log;
+  }
+  // Without the recorded instance's arguments there is no default: nothing is made tunable.
+  context.template_arguments.clear();
+  EXPECT_TRUE(
+      mutate(source, "sum.cu", "block_sum", SourceLanguage::cuda, {"parametrise"}, context)
+          .mutations.empty());
+}
+
 // An unroll factor the kernel states as a number is a compile-time constant too.
 TEST(Mutators, ParametriseMakesAStatedUnrollFactorTunable) {
   const std::string source = R"(__global__ void sum4(const float* in, float* out, int n) {

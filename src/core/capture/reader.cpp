@@ -270,6 +270,26 @@ std::string instance_name(std::string_view demangled) {
   return std::string(demangled.substr(start, end - start));
 }
 
+std::vector<std::string> template_arguments(std::string_view instance) {
+  std::vector<std::string> arguments;
+  const std::size_t open = instance.find('<');
+  if (open == std::string_view::npos || instance.back() != '>') return arguments;
+  std::string current;
+  int depth = 0;
+  for (char c : instance.substr(open + 1, instance.size() - open - 2)) {
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      arguments.push_back(current);
+      current.clear();
+      continue;
+    }
+    if (c != ' ' || !current.empty()) current += c;
+  }
+  arguments.push_back(current);
+  return arguments;
+}
+
 struct CaptureReader::Impl {
   std::filesystem::path path;
   h5::Handle file;

@@ -10,7 +10,10 @@
 //                  expands in a __shared__ array's size or that equals a dimension of the
 //                  recorded block becomes R3_TUNABLE(NAME, ...); a power of two written as a
 //                  number in a __shared__ array's size becomes R3_TILE_<n> wherever the kernel
-//                  writes that number; `#pragma unroll N` becomes R3_UNROLL_<n>. Where a size
+//                  writes that number; a template kernel's integer parameter (at the value
+//                  of the recorded instance, MutationContext::template_arguments) becomes
+//                  R3_<PARAM>_<n> wherever the kernel uses it (the recorded instance is still
+//                  the one compiled); `#pragma unroll N` becomes R3_UNROLL_<n>. Where a size
 //                  equals the block, the launch is coupled to it (R3_LAUNCH_BLOCK,
 //                  r3/evolve/launch_block.hpp), with the grid derived or kept (two variants)
 // Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
@@ -38,6 +41,9 @@ struct MutationContext {
   // What the source declares already (parse_tunables, parse_launch_block): not made again.
   std::vector<std::string> declared_tunables;
   bool launch_coupled = false;
+  // The template arguments of the recorded instance of a template kernel, as the demangled
+  // name writes them ("32", "float", "4u"): the defaults of its integer parameters.
+  std::vector<std::string> template_arguments;
 };
 
 struct Mutation {

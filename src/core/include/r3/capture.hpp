@@ -124,6 +124,10 @@ struct Kernel {
 // "ns::scale(float*, int)". What NVRTC takes as a name expression to instantiate and find it.
 std::string instance_name(std::string_view demangled);
 
+// The template arguments of an instance name, split at its top-level commas:
+// "MatrixMul<32, std::pair<int, int>>" gives "32" and "std::pair<int, int>"; none without '<'.
+std::vector<std::string> template_arguments(std::string_view instance);
+
 // A CUDA region's name ("arg2", "arg0+16", "*(arg4+8)") as the source names the parameters:
 // "C", "f+16", "*(table+8)", with `names` the kernel's parameters in order ("" for an unnamed
 // one). Other names (globals, allocations) as they are.
