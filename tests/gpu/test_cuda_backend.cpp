@@ -873,24 +873,11 @@ TEST(CudaBackend, R3ReplayRunsCudaCaptures) {
 // tile sizes run verified on the GPU through the job.
 TEST(CudaTuningJob, TunesATemplateKernelsIntegerParameter) {
   R3_REQUIRE_GPU();
-  const std::string source = R"(
-template <int TILE>
-__global__ void matmul_t(const float* A, const float* B, float* C, int n) {
-  __shared__ float As[TILE][TILE];
-  __shared__ float Bs[TILE][TILE];
-  int tx = threadIdx.x, ty = threadIdx.y;
-  int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
-  float sum = 0.0f;
-  for (int k = 0; k < n; k += TILE) {
-    As[ty][tx] = A[row * n + k + tx];
-    Bs[ty][tx] = B[(k + ty) * n + col];
-    __syncthreads();
-    for (int j = 0; j < TILE; ++j) sum += As[ty][j] * Bs[j][tx];
-    __syncthreads();
-  }
-  C[row * n + col] = sum;
-}
-)";
+  // kTiledMatmul with its tile size a template parameter instead of a macro.
+  std::string source = kTiledMatmul;
+  source.replace(source.find("#define TILE 32\n__global__ void matmul("),
+                 std::string("#define TILE 32\n__global__ void matmul(").size(),
+                 "template <int TILE>\n__global__ void matmul_t(");
   test::TempDir dir;
   const int n = 256;
   test::CudaLaunchSpec spec = matmul_spec(n);
