@@ -201,6 +201,18 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
     return std::string(sm_.getBufferData(sm_.getMainFileID()).substr(s.begin, s.end - s.begin));
   }
 
+  // Where an integer literal is written in the file; nullopt where a macro wrote it.
+  std::optional<Span> literal_span(const clang::IntegerLiteral* literal) const {
+    auto at = file_offset(literal->getLocation());
+    if (!at) return std::nullopt;
+    return Span{*at, *at + clang::Lexer::MeasureTokenLength(literal->getLocation(), sm_,
+                                                           context_.getLangOpts())};
+  }
+  void note_literal(const clang::IntegerLiteral* literal) {
+    if (auto span = literal_span(literal))
+      facts_.literals.push_back({*span, literal->getValue().getSExtValue()});
+  }
+
   // A use of one of the kernel's template parameters, written in the kernel (not by a macro).
   void note_template_parameter_use(const clang::DeclRefExpr* ref) {
     for (TemplateParameter& p : facts_.template_parameters) {
@@ -288,12 +300,8 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
           const auto* count = llvm::dyn_cast_or_null<clang::IntegerLiteral>(
               hint->getValue() ? hint->getValue()->IgnoreParenImpCasts() : nullptr);
           if (hint->getOption() == clang::LoopHintAttr::UnrollCount && count != nullptr) {
-            if (auto at = file_offset(count->getLocation())) {
-              const std::size_t length = clang::Lexer::MeasureTokenLength(
-                  count->getLocation(), sm_, context_.getLangOpts());
-              facts_.unroll_factors.push_back(
-                  {Span{*at, *at + length}, count->getValue().getSExtValue()});
-            }
+            if (auto span = literal_span(count))
+              facts_.unroll_factors.push_back({*span, count->getValue().getSExtValue()});
           }
         }
       }
@@ -309,13 +317,7 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
     }
     if (const auto* loop = llvm::dyn_cast<clang::ForStmt>(s)) analyse(loop);
     if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(s)) note_template_parameter_use(ref);
-    if (const auto* literal = llvm::dyn_cast<clang::IntegerLiteral>(s)) {
-      if (auto at = file_offset(literal->getLocation())) {  // written here, not by a macro
-        const std::size_t length = clang::Lexer::MeasureTokenLength(literal->getLocation(), sm_,
-                                                                    context_.getLangOpts());
-        facts_.literals.push_back({Span{*at, *at + length}, literal->getValue().getSExtValue()});
-      }
-    }
+    if (const auto* literal = llvm::dyn_cast<clang::IntegerLiteral>(s)) note_literal(literal);
     if (const auto* declaration = llvm::dyn_cast<clang::DeclStmt>(s)) {
       for (const clang::Decl* d : declaration->decls()) {
         const auto* v = llvm::dyn_cast<clang::VarDecl>(d);
@@ -332,13 +334,8 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
             // (Nor are a template parameter's uses there.)
             if (const auto* ref = llvm::dyn_cast_or_null<clang::DeclRefExpr>(size_expr))
               note_template_parameter_use(ref);
-            const auto* size = llvm::dyn_cast_or_null<clang::IntegerLiteral>(size_expr);
-            if (size == nullptr) continue;
-            if (auto at = file_offset(size->getLocation())) {
-              const std::size_t length = clang::Lexer::MeasureTokenLength(
-                  size->getLocation(), sm_, context_.getLangOpts());
-              facts_.literals.push_back({Span{*at, *at + length}, size->getValue().getSExtValue()});
-            }
+            if (const auto* size = llvm::dyn_cast_or_null<clang::IntegerLiteral>(size_expr))
+              note_literal(size);
           }
         }
       }
@@ -641,7 +638,7 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     if (macro.redefined || !power_of_two(macro.value) || macro.value < 2 || macro.value > 4096)
       continue;
     if (std::find(declared.begin(), declared.end(), name) != declared.end()) continue;
-    Found f{name, &macro};
+    Found f{name, &macro, false, {}, ""};
     bool used = false;
     for (const auto& [used_name, at] : facts.macro_uses) {
       if (used_name != name || !inside(facts.body, at)) continue;
@@ -659,11 +656,15 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     for (const Span& shared : facts.shared_declarations)
       if (inside(shared, span.begin) && power_of_two(value) && value >= 4 && value <= 4096)
         tiles.insert(value);
+  // A size that no macro names: a stand-in, ordered after the macros.
+  auto stand_in = [&](std::int64_t value) {
+    SizeMacro& size = literal_sizes.emplace_back();
+    size.value = value;
+    size.order = static_cast<unsigned>(facts.size_macros.size() + literal_sizes.size());
+    return &size;
+  };
   for (std::int64_t value : tiles) {
-    SizeMacro& stand_in = literal_sizes.emplace_back();
-    stand_in.value = value;
-    stand_in.order = static_cast<unsigned>(facts.size_macros.size() + literal_sizes.size());
-    Found f{fresh_name(taken, "R3_TILE_"), &stand_in, true, {}};
+    Found f{fresh_name(taken, "R3_TILE_"), stand_in(value), true, {}, ""};
     taken += " " + f.name;
     std::set<std::size_t> seen;
     for (const auto& [span, v] : facts.literals)
@@ -678,14 +679,10 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     if (p.uses.empty() || p.index >= context.template_arguments.size()) continue;
     std::optional<std::int64_t> value = integer_argument(context.template_arguments[p.index]);
     if (!value || !power_of_two(*value) || *value < 2 || *value > 4096) continue;
-    SizeMacro& stand_in = literal_sizes.emplace_back();
-    stand_in.value = *value;
-    stand_in.order = static_cast<unsigned>(facts.size_macros.size() + literal_sizes.size());
-    Found f{fresh_name(taken, "R3_" + p.name + "_"), &stand_in, false, p.uses};
+    Found f{fresh_name(taken, "R3_" + p.name + "_"), stand_in(*value), false, p.uses, p.name};
     taken += " " + f.name;
     for (const Span& use : p.uses)
       for (const Span& shared : facts.shared_declarations) f.in_shared = f.in_shared || inside(shared, use.begin);
-    f.template_parameter = p.name;
     found.push_back(std::move(f));
   }
   std::sort(found.begin(), found.end(),

@@ -99,14 +99,14 @@ CandidateProcess::~CandidateProcess() {
 }
 
 void CandidateProcess::serve(const std::function<void()>& before,
-                             const std::function<void()>& candidate) {
+                             const std::function<void()>& candidate, int parent_cpu) {
   const std::uint64_t in_use = address_space_in_use(statm_);
   // On the parent's core, which the parent leaves to it (it sleeps until "done"): a core that is
   // awake and whose caches hold what the parent last touched, the same for every run.
-  if (parent_cpu_ >= 0) {
+  if (parent_cpu >= 0) {
     cpu_set_t mask;
     CPU_ZERO(&mask);
-    CPU_SET(parent_cpu_, &mask);
+    CPU_SET(parent_cpu, &mask);
     ::sched_setaffinity(0, sizeof mask, &mask);
   }
   // Nothing of the parent's stays reachable: no pipe to answer on, no capture, no log.
@@ -168,7 +168,8 @@ std::string CandidateProcess::wait_for(pid_t pid, unsigned state) {
     int status = 0;
     pid_t ended = ::waitpid(pid, &status, WNOHANG);
     if (ended == 0) continue;
-    if (control_->state.load() >= state) return "";  // it said so, then ended: the state counts
+    // Reaped: whatever the state word says now, a process of ours never ends by itself (after
+    // "done" it sleeps until killed), so this one's candidate ended it.
     if (ended < 0) return "vanished";
     if (WIFEXITED(status) && WEXITSTATUS(status) == kForbiddenCall)
       return "made a system call that candidates may not make: " +
@@ -183,10 +184,10 @@ CandidateCall CandidateProcess::run(const std::function<void()>& before,
                                     const std::function<void()>& candidate) {
   control_->state.store(kStarting);
   control_->forbidden_call.store(-1);
-  parent_cpu_ = ::sched_getcpu();
+  const int cpu = ::sched_getcpu();
   pid_t pid = ::fork();
   if (pid < 0) throw IoError("fork", std::string("a candidate process: ") + std::strerror(errno));
-  if (pid == 0) serve(before, candidate);
+  if (pid == 0) serve(before, candidate, cpu);
 
   CandidateCall call;
   // The run is timed by the candidate process's CPU clock, which the kernel keeps: what it
@@ -201,24 +202,18 @@ CandidateCall CandidateProcess::run(const std::function<void()>& before,
   control_->state.store(kGo, std::memory_order_release);
   futex(&control_->state, FUTEX_WAKE, 1, nullptr);
   call.failure = wait_for(pid, kDone);
-  double end = start;
-  if (call.failure.empty()) {
-    // Stopped, so that its clock is brought up to date (and it does nothing more).
-    ::kill(pid, SIGSTOP);
-    siginfo_t info{};
-    while (::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WEXITED | WNOWAIT) < 0 &&
-           errno == EINTR) {
-    }
-    end = cpu_seconds(clock);
+  if (!call.failure.empty()) return call;  // wait_for reaped it
+  // Stopped, so that its clock is brought up to date (and it does nothing more), then killed
+  // before anything is verified: work it does after "done" is not counted as done.
+  ::kill(pid, SIGSTOP);
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WEXITED | WNOWAIT) < 0 &&
+         errno == EINTR) {
   }
-  // Killed before anything is verified: work it does after "done" is not counted as done.
-  if (call.failure.empty()) {
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  call.seconds = cpu_seconds(clock) - start;
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
-  call.returned = call.failure.empty();
-  call.seconds = end - start;
   return call;
 }
 

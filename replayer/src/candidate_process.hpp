@@ -23,10 +23,11 @@
 namespace r3::replay {
 
 struct CandidateCall {
-  bool returned = false;  // the candidate's code returned (and its time is `seconds`)
-  double seconds = 0;     // from "go" to the candidate's "done"
+  double seconds = 0;         // the candidate's CPU time from "go" to its "done"
   double before_seconds = 0;  // what `before` took
-  std::string failure;    // how it ended when it did not return ("made a forbidden system call: mount")
+  std::string failure;  // how it ended when it did not return ("made a system call that ...")
+  // The candidate's code returned (and its time is `seconds`).
+  bool returned() const { return failure.empty(); }
 };
 
 // How a process ended, from its wait status ("killed by signal 11 (Segmentation fault)").
@@ -50,15 +51,15 @@ class CandidateProcess {
 
  private:
   struct Control;
+  // The candidate process's side; `parent_cpu`: the core the parent forked it on.
   [[noreturn]] void serve(const std::function<void()>& before,
-                          const std::function<void()>& candidate);
+                          const std::function<void()>& candidate, int parent_cpu);
   std::string wait_for(pid_t pid, unsigned state);  // "" once reached, else how the process ended
 
   std::vector<std::span<std::byte>> memory_;
   CandidateLimits limits_;
   Control* control_ = nullptr;  // one shared page
   int statm_ = -1;              // /proc/self/statm, opened before any confinement
-  int parent_cpu_ = -1;         // the core this process forked the last one on
 };
 
 }  // namespace r3::replay

@@ -3,7 +3,6 @@
 #include "host_backend.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -17,12 +16,6 @@
 
 namespace r3::replay {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 struct PreparedRegion {
   capture::Region recorded;
@@ -141,19 +134,19 @@ class HostBackend final : public Backend {
         return result;
       };
       CandidateCall call = process.run([&] { restore(launch, /*all=*/true); }, candidate);
-      if (!call.returned) return fail(Outcome::crash, "the candidate " + call.failure);
+      if (!call.returned()) return fail(Outcome::crash, "the candidate " + call.failure);
       if (!verify(launch, options, launch_result))
         return fail(Outcome::wrong_result, first_failure(launch_result));
       for (std::uint32_t i = 0; i < options.warmup; ++i) {
         call = process.run([&] { restore(launch, /*all=*/false); }, candidate);
-        if (!call.returned) return fail(Outcome::crash, "the candidate " + call.failure);
+        if (!call.returned()) return fail(Outcome::crash, "the candidate " + call.failure);
       }
       std::vector<double> samples;
       double restore_total = 0;
       for (std::uint32_t i = 0; i < options.repeats; ++i) {
         call = process.run([&] { restore(launch, /*all=*/false); }, candidate);
         restore_total += call.before_seconds;
-        if (!call.returned) return fail(Outcome::crash, "the candidate " + call.failure);
+        if (!call.returned()) return fail(Outcome::crash, "the candidate " + call.failure);
         if (!verify(launch, options, launch_result))
           return fail(Outcome::wrong_result, "timed run " + std::to_string(i + 1) + " of " +
                                                  std::to_string(options.repeats) + ": " +

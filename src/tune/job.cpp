@@ -1009,8 +1009,9 @@ void check_originals(const std::string& tune_file) {
 int run_job(const JobOptions& options, const Collectives& world) {
   std::unique_ptr<Master> master;
   int status = exit_ok;
-  remember_secrets_from_environment(environ);
   if (world.rank() == 0) {
+    // Rank 0 is where evaluators' messages are redacted (parse_results).
+    remember_secrets_from_environment(environ);
     try {
       master = set_up_master(options, world.size());
       if (const char* key = std::getenv(master->config.llm.api_key_env.c_str()))
