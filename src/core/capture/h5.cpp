@@ -1,7 +1,16 @@
 #include "h5.hpp"
 
+#include <signal.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "r3/error.hpp"
@@ -34,6 +43,81 @@ Session::Session(std::string file) : lock_(hdf5_mutex()) {
 }
 
 Session::~Session() { current_file() = std::move(previous_file_); }
+
+void rehearse_read(const std::string& file, std::string_view what, const std::function<void()>& read,
+                   std::chrono::seconds limit) {
+  // Reading the structure of a capture with 10^5 launches takes well under a second of CPU.
+  constexpr rlim_t kRehearsalCpuSeconds = 10;
+  // The child holds the write end of `ended` until it exits: the parent waits on the read end.
+  int ended[2];
+  if (::pipe2(ended, O_CLOEXEC) != 0) return;  // no descriptors to spare: read in process
+  pid_t child = -1;
+  {
+    // Held across fork so that no other thread is inside HDF5 (or our lock) at that moment.
+    std::lock_guard<std::recursive_mutex> hold(hdf5_mutex());
+    child = ::fork();
+    if (child == 0) {
+      // The copied lock names a thread this process does not have: start it afresh.
+      new (&hdf5_mutex()) std::recursive_mutex;
+      ::close(ended[0]);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      rlimit no_core{0, 0};
+      ::setrlimit(RLIMIT_CORE, &no_core);
+      // A structure HDF5 loops on burns CPU; a large file on a slow file system waits instead.
+      rlimit cpu{kRehearsalCpuSeconds, kRehearsalCpuSeconds + 1};
+      ::setrlimit(RLIMIT_CPU, &cpu);
+      int status = 0;
+      try {
+        read();
+      } catch (...) {
+        status = 1;
+      }
+      ::_exit(status);
+    }
+  }
+  ::close(ended[1]);
+  if (child < 0) {
+    ::close(ended[0]);
+    return;  // no process to spare: read in process, as before
+  }
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  bool in_time = false;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd end{ended[0], POLLIN, 0};
+    int ready = ::poll(&end, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (ready > 0) {  // end of file: the child has exited
+      in_time = true;
+      break;
+    }
+    if (ready < 0 && errno != EINTR) break;
+  }
+  ::close(ended[0]);
+  if (!in_time) ::kill(child, SIGKILL);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return;  // reaped elsewhere: read in process, as before
+  }
+  if (!in_time) {
+    throw FormatError(std::string(what) + " could not be read: reading it did not finish within " +
+                          std::to_string(limit.count()) + " s; nothing was read from it",
+                      in_file(file));
+  }
+  if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL)) {
+    throw FormatError(std::string(what) + " is damaged: reading it took more than " +
+                          std::to_string(kRehearsalCpuSeconds) +
+                          " s of CPU time (HDF5 loops on a damaged structure); nothing was read "
+                          "from it",
+                      in_file(file));
+  }
+  if (WIFSIGNALED(status)) {
+    throw FormatError(std::string(what) + " is damaged: reading it crashed the HDF5 library (" +
+                          ::strsignal(WTERMSIG(status)) + "); nothing was read from it",
+                      in_file(file));
+  }
+}
 
 void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
@@ -192,12 +276,17 @@ void read_scalar(hid_t object, const std::string& name, std::string_view what, h
 
 }  // namespace
 
+// Fixed-length, so the text lives in the (checksummed) object header: a variable-length string
+// lives in the global heap, which has no checksum and whose damage crashes HDF5 1.10.
 void write_string_attribute(hid_t object, const std::string& name, std::string_view value) {
-  Handle type = variable_string_type();
+  Handle type(check(H5Tcopy(H5T_C_S1), "H5Tcopy", "string type"), H5Tclose);
+  check(H5Tset_size(type, std::max<std::size_t>(1, value.size())), "H5Tset_size", "string type");
+  check(H5Tset_strpad(type, H5T_STR_NULLPAD), "H5Tset_strpad", "string type");
+  check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset", "string type");
   Handle space = scalar_space();
   std::string copy(value);
-  const char* pointer = copy.c_str();
-  write_attribute(object, name, type, space, &pointer);
+  copy.resize(std::max<std::size_t>(1, value.size()), '\0');
+  write_attribute(object, name, type, space, copy.data());
 }
 
 void write_int_attribute(hid_t object, const std::string& name, std::int64_t value) {
@@ -238,8 +327,8 @@ std::string read_string_attribute(hid_t object, const std::string& name, std::st
     return out;
   }
   std::size_t size = H5Tget_size(file_type);
-  Handle memory_type(check(H5Tcopy(H5T_C_S1), "H5Tcopy", where), H5Tclose);
-  check(H5Tset_size(memory_type, size), "H5Tset_size", where);
+  if (size == 0 || size > (1u << 26)) throw FormatError(where + " has an impossible size");
+  Handle memory_type(check(H5Tcopy(file_type), "H5Tcopy", where), H5Tclose);
   std::string buffer(size, '\0');
   check(H5Aread(attribute, memory_type, buffer.data()), "H5Aread", where);
   buffer.resize(std::strlen(buffer.c_str()));

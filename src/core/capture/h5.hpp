@@ -4,8 +4,10 @@
 
 #include <hdf5.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -28,6 +30,16 @@ class Session {
   std::unique_lock<std::recursive_mutex> lock_;
   std::string previous_file_;
 };
+
+// HDF5 (1.10 at least) trusts the global heap that variable-length strings live in, and that heap
+// carries no checksum: one damaged byte there makes H5Aread/H5Dread copy past their buffers
+// (SIGSEGV) or loop. So a file is first read by `read` in a forked child; only when that child
+// ends by itself (read or threw: the caller's own read then throws the same) does the caller read
+// it in process. A child killed by a signal, past 10 s of CPU time, or still reading after `limit`
+// (a slow file system) is a FormatError naming `file` and `what`. Nothing the child read reaches
+// the caller.
+void rehearse_read(const std::string& file, std::string_view what, const std::function<void()>& read,
+                   std::chrono::seconds limit = std::chrono::seconds(600));
 
 // Turns HDF5's automatic error printing off for the calling thread (thread-safe HDF5 builds keep
 // one setting per thread); r3 reports errors itself. Every Session calls it.
@@ -82,7 +94,8 @@ bool attribute_exists(hid_t object, const std::string& name);
 std::vector<std::string> child_names(hid_t group, std::string_view what);
 std::vector<std::string> attribute_names(hid_t object, std::string_view what);
 
-// Attributes. Strings are variable-length UTF-8 on write; fixed-length ones are read as well.
+// Attributes. Strings are fixed-length UTF-8 on write; variable-length ones (older files) are read
+// as well.
 void write_string_attribute(hid_t object, const std::string& name, std::string_view value);
 void write_int_attribute(hid_t object, const std::string& name, std::int64_t value);
 void write_uint_attribute(hid_t object, const std::string& name, std::uint64_t value);

@@ -508,7 +508,7 @@ CaptureReader& CaptureReader::operator=(CaptureReader&& other) noexcept {
 
 CaptureReader::~CaptureReader() { release(impl_); }
 
-CaptureReader CaptureReader::open(const std::filesystem::path& path) {
+std::unique_ptr<CaptureReader::Impl> CaptureReader::read(const std::filesystem::path& path) {
   h5::Session session(path.string());
   auto impl = std::make_unique<Impl>();
   impl->path = path;
@@ -528,7 +528,12 @@ CaptureReader CaptureReader::open(const std::filesystem::path& path) {
     // E.g. an allocation for a size that damage made absurd.
     throw FormatError(std::string("damaged capture: ") + e.what(), impl->context());
   }
-  return CaptureReader(std::move(impl));
+  return impl;
+}
+
+CaptureReader CaptureReader::open(const std::filesystem::path& path) {
+  h5::rehearse_read(path.string(), "the capture", [&] { read(path); });
+  return CaptureReader(read(path));
 }
 
 const std::filesystem::path& CaptureReader::path() const { return impl_->path; }

@@ -166,16 +166,42 @@ std::span<const std::byte> as_bytes(std::string_view text) {
   return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
 }
 
-std::vector<std::byte> read_all(hid_t parent, const std::string& name, std::string_view what) {
+// Every dataset carries the hash of its bytes (since version 3): the chunks' Fletcher-32 sums
+// cannot see a damaged chunk index that points one column at another column's chunk.
+constexpr const char* kHashAttribute = "xxh3";
+
+void write_hashed(hid_t parent, const std::string& name, std::span<const std::byte> bytes) {
+  h5::write_bytes(parent, name, bytes, kStored);
+  Handle dataset = h5::open_dataset(parent, name, name);
+  h5::write_string_attribute(dataset, kHashAttribute, hash_bytes(bytes.data(), bytes.size()).hex());
+}
+
+std::vector<std::byte> read_all(hid_t parent, const std::string& name, std::string_view what,
+                                std::uint64_t version) {
   Handle dataset = h5::open_dataset(parent, name, what);
   std::uint64_t size = h5::byte_dataset_size(dataset, what, h5::Stored::compressed);
+  // Deflate shrinks at most ~1032:1; a larger extent is damage, not data.
+  Handle file(h5::check(H5Iget_file_id(dataset), "H5Iget_file_id", what), H5Fclose);
+  hsize_t file_bytes = 0;
+  h5::check(H5Fget_filesize(file, &file_bytes), "H5Fget_filesize", what);
+  if (size / 1032 > file_bytes)
+    throw FormatError(std::string(what) + " claims " + std::to_string(size) +
+                      " bytes, more than the file can hold");
   std::vector<std::byte> bytes(size);
   if (size > 0) h5::read_bytes(dataset, 0, bytes, what);
+  if (h5::attribute_exists(dataset, kHashAttribute)) {
+    std::string stored = h5::read_string_attribute(dataset, kHashAttribute, what);
+    if (hash_bytes(bytes.data(), bytes.size()).hex() != stored)
+      throw FormatError(std::string(what) + " does not match its hash (damaged)");
+  } else if (version >= 3) {
+    throw FormatError(std::string(what) + " has no hash attribute '" + kHashAttribute + "'");
+  }
   return bytes;
 }
 
-std::string read_text(hid_t parent, const std::string& name, std::string_view what) {
-  std::vector<std::byte> bytes = read_all(parent, name, what);
+std::string read_text(hid_t parent, const std::string& name, std::string_view what,
+                      std::uint64_t version) {
+  std::vector<std::byte> bytes = read_all(parent, name, what, version);
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
@@ -197,7 +223,7 @@ void write_table(hid_t root, const char* name, const std::vector<Record>& rows,
   for (const Column<Record>& column : columns) {
     ColumnWriter writer;
     for (const Record& row : rows) column.put(row, writer);
-    h5::write_bytes(group, column.name, writer.bytes(), kStored);
+    write_hashed(group, column.name, writer.bytes());
   }
 }
 
@@ -207,7 +233,7 @@ void read_table(hid_t root, const char* name, std::uint64_t version, std::vector
   Handle group = h5::open_group(root, name, name);
   for (const Column<Record>& column : columns) {
     if (column.since > version) continue;
-    ColumnReader reader(read_all(group, column.name, column.name), column.name);
+    ColumnReader reader(read_all(group, column.name, column.name, version), column.name);
     for (Record& row : rows) column.get(row, reader);
     reader.finish();
   }
@@ -232,11 +258,11 @@ void write_file(const std::filesystem::path& path, const RunRecord& record) {
   h5::write_uint_attribute(root, "candidate_count", record.candidates.size());
   h5::write_uint_attribute(root, "source_count", record.sources.size());
   h5::write_uint_attribute(root, "confirmation_count", record.confirmations.size());
-  h5::write_bytes(root, "tune_yaml", as_bytes(record.tune_yaml), kStored);
-  h5::write_bytes(root, "search_state", as_bytes(record.search_state), kStored);
+  write_hashed(root, "tune_yaml", as_bytes(record.tune_yaml));
+  write_hashed(root, "search_state", as_bytes(record.search_state));
   Handle sources = h5::create_group(root, "sources", "sources");
   for (const auto& [hash, text] : record.sources)
-    h5::write_bytes(sources, hash.hex(), as_bytes(text), kStored);
+    write_hashed(sources, hash.hex(), as_bytes(text));
   write_table(root, "candidates", record.candidates, candidate_columns());
   write_table(root, "confirmations", record.confirmations, confirmation_columns());
   h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush", "run database");
@@ -265,7 +291,9 @@ void write_run_database(const std::filesystem::path& file, const RunRecord& reco
   sync_file(file.parent_path().empty() ? "." : file.parent_path(), true);
 }
 
-bool is_run_database(const std::filesystem::path& file) {
+namespace {
+
+bool holds_run_database(const std::filesystem::path& file) {
   h5::Session session(file.string());
   if (h5::is_hdf5_file(file.c_str()) <= 0) return false;
   hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -279,7 +307,16 @@ bool is_run_database(const std::filesystem::path& file) {
   }
 }
 
-RunRecord read_run_database(const std::filesystem::path& file) {
+}  // namespace
+
+bool is_run_database(const std::filesystem::path& file) {
+  h5::rehearse_read(file.string(), "the file", [&] { holds_run_database(file); });
+  return holds_run_database(file);
+}
+
+namespace {
+
+RunRecord read_database(const std::filesystem::path& file) {
   ErrorContext context = in_file(file.string());
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
@@ -314,13 +351,13 @@ RunRecord read_run_database(const std::filesystem::path& file) {
         static_cast<std::uint32_t>(h5::read_uint_attribute(root, "sessions", "run database"));
     std::uint64_t count = h5::read_uint_attribute(root, "candidate_count", "run database");
     std::uint64_t source_count = h5::read_uint_attribute(root, "source_count", "run database");
-    record.tune_yaml = read_text(root, "tune_yaml", "tune.yaml text");
-    record.search_state = read_text(root, "search_state", "search state");
+    record.tune_yaml = read_text(root, "tune_yaml", "tune.yaml text", version);
+    record.search_state = read_text(root, "search_state", "search state", version);
     Handle sources = h5::open_group(root, "sources", "sources");
     for (const std::string& name : h5::child_names(sources, "sources")) {
       auto hash = Hash128::from_hex(name);
       if (!hash) throw FormatError("source '" + name + "' is not named by its hash");
-      std::string text = read_text(sources, name, "source " + name);
+      std::string text = read_text(sources, name, "source " + name, version);
       if (hash_bytes(text.data(), text.size()) != *hash)
         throw FormatError("source " + name + " does not match its hash (damaged)");
       record.sources.emplace(*hash, std::move(text));
@@ -345,6 +382,13 @@ RunRecord read_run_database(const std::filesystem::path& file) {
     if (!e.context().file.empty()) throw;
     throw FormatError(e.message(), context);
   }
+}
+
+}  // namespace
+
+RunRecord read_run_database(const std::filesystem::path& file) {
+  h5::rehearse_read(file.string(), "the run database", [&] { read_database(file); });
+  return read_database(file);
 }
 
 }  // namespace r3::run

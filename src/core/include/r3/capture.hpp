@@ -254,6 +254,9 @@ class CaptureReader {
 
  private:
   struct Impl;
+  // The whole read of open(); open() first rehearses it in a child process (a damaged HDF5
+  // global heap crashes the library), then does it here.
+  static std::unique_ptr<Impl> read(const std::filesystem::path& path);
   explicit CaptureReader(std::unique_ptr<Impl> impl);
   static void release(std::unique_ptr<Impl>& impl) noexcept;
   std::unique_ptr<Impl> impl_;

@@ -17,7 +17,7 @@ namespace r3::run {
 
 inline constexpr const char* kRunFormat = "r3-run";
 inline constexpr std::uint32_t kRunVersion =
-    2;  // 2 added configuration, run_seconds and /confirmations
+    3;  // 2 added configuration, run_seconds and /confirmations; 3 a hash on every dataset
 
 struct CandidateRecord {
   std::uint64_t id = 0;
@@ -82,7 +82,8 @@ void write_run_database(const std::filesystem::path& file, const RunRecord& reco
 // Reads a run database; throws FormatError for a file that is not one, a newer version, or a
 // damaged one, naming the file.
 RunRecord read_run_database(const std::filesystem::path& file);
-// Whether `file` is an HDF5 file whose root says format = "r3-run".
+// Whether `file` is an HDF5 file whose root says format = "r3-run". Throws FormatError when
+// reading its root crashes or loops HDF5 (a damaged file, whatever it holds).
 bool is_run_database(const std::filesystem::path& file);
 
 }  // namespace r3::run
