@@ -36,6 +36,7 @@
 #include "r3/replay/wire.hpp"
 #include "r3/report/analysis.hpp"
 #include "r3/report/results.hpp"
+#include "r3/database_lock.hpp"
 #include "r3/run_database.hpp"
 #include "r3/tune_config.hpp"
 #include "r3/version.hpp"
@@ -252,6 +253,7 @@ class Evaluator {
 
 // Rank 0's state between set-up and the end of the run.
 struct Master {
+  std::unique_ptr<run::DatabaseLock> lock;  // held for the whole job
   config::TuneConfig config;
   config::Backend backend = config::Backend::host;
   std::unique_ptr<capture::CaptureReader> capture;
@@ -428,6 +430,16 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
   if (ec)
     c.fail("output.directory",
            "cannot create " + m->database.parent_path().string() + ": " + ec.message());
+  if (std::filesystem::exists(m->database) && !std::filesystem::is_regular_file(m->database))
+    c.fail("output.run_database", m->database.string() + " is not a regular file" +
+                                      (std::filesystem::is_directory(m->database)
+                                           ? " but a directory: name the file, e.g. " +
+                                                 (m->database / "run.h5").string()
+                                           : std::string()));
+  m->lock = std::make_unique<run::DatabaseLock>(m->database);
+  if (!m->lock->taken_over().empty())
+    log::warning("took over the lock ", m->lock->path().string(), " left by a job that ended without releasing it (",
+                 m->lock->taken_over(), ")");
   m->search = std::make_unique<Search>(c, m->backend, *m->capture, std::move(kernels));
   const bool resume =
       options.resume || (options.resume_if_present && std::filesystem::exists(m->database));

@@ -248,6 +248,9 @@ TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
         << killed_log.str();
   }
 
+  EXPECT_NE(resumed.err.find("took over the lock"), std::string::npos)
+      << "the killed job's lock was not reported:\n" << resumed.err;
+  EXPECT_FALSE(fs::exists(dir_ / "r3-results/run.h5.lock")) << "the lock outlived the job";
   r3::run::RunRecord after = database();
   EXPECT_EQ(after.sessions, 2u);
   ASSERT_GT(after.candidates.size(), before.candidates.size());
@@ -260,6 +263,36 @@ TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
     EXPECT_TRUE(distinct.insert({c.source.hex(), c.plan}).second)
         << "candidate " << c.id << " was evaluated twice";
   }
+}
+
+// A second job on the same run database is refused, naming the first, which loses nothing.
+TEST_F(MpiJob, ASecondJobOnTheSameDatabaseIsRefusedAndTheFirstLosesNothing) {
+  std::string yaml =
+      "capture: demo.h5\n"
+      "kernels:\n  - name: stencil2d\n    source: " +
+      data("job/stencil_order.cpp") + "\nsearch:\n  batch_size: 4\nbudget:\n  evaluations: 24\n";
+  std::string line;
+  for (const auto& a : command(yaml, {})) line += "'" + a + "' ";
+  std::string log = (dir_ / "first.log").string();
+  std::string second;
+  for (const auto& a : command(yaml, {"--resume"})) second += "'" + a + "' ";
+  // The second job starts while the first evaluates its first generation.
+  std::string script = line + " > '" + log + "' 2>&1 & job=$!\n" +
+                       "for i in $(seq 1 1200); do grep -q 'generation 1: evaluating' '" + log +
+                       "' && break; sleep 0.1; done\n" + second +
+                       "; echo \"second exit $?\"\nwait $job; echo \"first exit $?\"\n";
+  ProcessResult both = r3::test::run_process({"bash", "-c", script}, std::chrono::seconds(300), kRoot);
+  ASSERT_FALSE(both.timed_out);
+  std::ifstream in(log);
+  std::stringstream first_log;
+  first_log << in.rdbuf();
+  EXPECT_NE(both.out.find("first exit 0"), std::string::npos) << first_log.str();
+  EXPECT_EQ(both.out.find("second exit 0"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("another job is using the run database"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("(pid "), std::string::npos) << "the holder is not named:\n" << both.err;
+  r3::run::RunRecord record = database();
+  EXPECT_EQ(record.sessions, 1u);
+  EXPECT_GE(record.candidates.size(), 24u) << "the first job's candidates were lost";
 }
 
 TEST_F(MpiJob, SetUpErrorsEndEveryRankWithOneMessage) {

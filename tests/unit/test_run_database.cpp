@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <unistd.h>
+
 #include <fstream>
+#include <iterator>
+#include <memory>
 
 #include "r3/error.hpp"
+#include "r3/database_lock.hpp"
 #include "r3/run_database.hpp"
 #include "support/sample_run.hpp"
 #include "support/temp_dir.hpp"
@@ -69,6 +74,35 @@ TEST(RunDatabase, RefusesForeignNewerAndMissingFiles) {
     EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("run.h5"), std::string::npos) << e.what();
   }
+}
+
+TEST(DatabaseLock, ASecondHolderIsRefusedWithTheFirstNamed) {
+  TempDir dir;
+  auto first = std::make_unique<DatabaseLock>(dir / "run.h5");
+  EXPECT_TRUE(first->taken_over().empty());
+  try {
+    DatabaseLock second(dir / "run.h5");
+    FAIL() << "two locks on one run database";
+  } catch (const r3::UsageError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("another job is using the run database"), std::string::npos) << what;
+    EXPECT_NE(what.find("pid " + std::to_string(getpid())), std::string::npos) << what;
+  }
+  first.reset();
+  EXPECT_FALSE(std::filesystem::exists(lock_path(dir / "run.h5"))) << "released but left behind";
+  DatabaseLock again(dir / "run.h5");  // free once released
+  EXPECT_TRUE(again.taken_over().empty());
+}
+
+TEST(DatabaseLock, TheLockOfADeadJobIsTakenOverAndNamed) {
+  TempDir dir;
+  std::ofstream(lock_path(dir / "run.h5")) << "host elsewhere pid 4194303 since 2026-01-01T00:00:00Z\n";
+  DatabaseLock lock(dir / "run.h5");  // no flock is held on it: its job is gone
+  EXPECT_NE(lock.taken_over().find("pid 4194303 on elsewhere"), std::string::npos)
+      << lock.taken_over();
+  std::ifstream in(lock_path(dir / "run.h5"));
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("pid " + std::to_string(getpid())), std::string::npos) << text;
 }
 
 }  // namespace
