@@ -7,14 +7,13 @@
 
 #include "builtin_prompts.hpp"
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 
 namespace r3::evolve {
 namespace {
 
 std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read the prompt template", in_file(path.string()));
-  return std::string((std::istreambuf_iterator<char>(in)), {});
+  return read_text_file(path, "prompt template", 1 << 20);
 }
 
 std::string milliseconds(double ms) {

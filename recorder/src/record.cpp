@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
 #include "session.hpp"
@@ -181,13 +182,13 @@ class Recorder {
     kernel.params = std::move(params);
     const std::string& path = pending.call.source_path();
     if (!path.empty()) {
-      std::ifstream in(path, std::ios::binary);
-      if (in) {
-        std::string text((std::istreambuf_iterator<char>(in)), {});
+      std::optional<std::string> why = not_a_readable_file(path);
+      if (!why) {
+        std::string text = read_text_file(path, "source");
         kernel.images[std::string(capture::kImageSource)] =
             writer.put_content(std::as_bytes(std::span(text)));
       } else {
-        log::warning("record: kernel '", pending.kernel, "': cannot read its source ", path,
+        log::warning("record: kernel '", pending.kernel, "': its source ", path, " ", *why,
                      "; `r3 replay` will need --source");
       }
     }

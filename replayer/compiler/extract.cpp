@@ -23,6 +23,7 @@
 
 #include "frontend.hpp"
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 
 namespace r3::compiler {
 namespace {
@@ -574,11 +575,7 @@ class ExtractAction : public clang::ASTFrontendAction {
 };
 
 std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError("open", "cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::move(text).str();
+  return read_text_file(path, "source");
 }
 
 // A shell-like split of a compile command (quotes and backslashes as a shell reads them).

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "r3/inspect.hpp"
 #include "r3/replay/backend.hpp"
 
@@ -19,9 +20,7 @@ std::string microseconds(double seconds) {
 }
 
 std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read the variant's source", in_file(path.string()));
-  return std::string((std::istreambuf_iterator<char>(in)), {});
+  return read_text_file(path, "source");
 }
 
 std::size_t select_kernel(const capture::CaptureReader& capture, const std::string& name) {

@@ -28,6 +28,7 @@
 #include "region_names.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "r3/exit_codes.hpp"
 #include "r3/log.hpp"
 #include "r3/secrets.hpp"
@@ -56,11 +57,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 std::string read_file(const std::filesystem::path& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError("open", "cannot read " + std::string(what) + " " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::move(text).str();
+  return read_text_file(path, what);
 }
 
 std::string format_ms(double seconds) {
@@ -269,6 +266,34 @@ struct Master {
 
 
 
+// Pipelines LLVM cannot parse, and kernels' pipelines the search would replace, are errors:
+// neither may be silently dropped.
+void check_pass_pipelines(const config::TuneConfig& c, config::Backend backend) {
+  const auto& compiler = c.search.compiler;
+  // The compiler level takes its -O levels from the baseline (levels.cpp); with the host backend
+  // it builds each candidate's whole pipeline itself.
+  const bool level_on = compiler.enabled && compiler.share > 0;
+  const bool searched = level_on && backend == config::Backend::host;
+  if (std::string why = replay::check_passes(compiler.passes.baseline); !why.empty())
+    c.fail("search.levels.compiler.passes.baseline", "'" + compiler.passes.baseline + "' is not a pass pipeline: " + why);
+  if (level_on && !opt_level_of(compiler.passes.baseline))
+    c.fail("search.levels.compiler.passes.baseline",
+           "'" + compiler.passes.baseline +
+               "': while the compiler level searches, the baseline must be default<O0> to "
+               "default<O3> (the level varies the -O level and appends passes to it)");
+  for (std::size_t i = 0; i < c.kernels.size(); ++i) {
+    const std::string& passes = c.kernels[i].passes;
+    if (passes.empty()) continue;
+    const std::string key = "kernels[" + std::to_string(i) + "].passes";
+    if (std::string why = replay::check_passes(passes); !why.empty())
+      c.fail(key, "'" + passes + "' is not a pass pipeline: " + why);
+    if (searched)
+      c.fail(key, "cannot take effect: the compiler level (search.levels.compiler) chooses every "
+                  "candidate's pipeline; set search.levels.compiler.enabled: false to compile with "
+                  "this one, or start the search from it with search.levels.compiler.passes.baseline");
+  }
+}
+
 // The first line of a compiler's or verifier's message that names an error, else its first line.
 std::string first_diagnostic(const std::string& message) {
   std::istringstream lines(message);
@@ -416,6 +441,7 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
         regions.emplace("arg" + std::to_string(i), it->second);
     }
   }
+  check_pass_pipelines(c, m->backend);
   if (c.llm.enabled()) {
     std::string why = evolve::check_endpoint(c.llm);
     if (!why.empty()) c.fail("llm.endpoint", why);

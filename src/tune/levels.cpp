@@ -9,6 +9,15 @@
 #include "r3/log.hpp"
 
 namespace r3::tune {
+
+std::optional<int> opt_level_of(std::string_view pipeline) {
+  // "default<O3>": 11 characters, the level at [9].
+  if (pipeline.size() == 11 && pipeline.starts_with("default<O") && pipeline.ends_with(">") &&
+      pipeline[9] >= '0' && pipeline[9] <= '3')
+    return pipeline[9] - '0';
+  return std::nullopt;
+}
+
 namespace {
 
 const char* const kOff = "off";
@@ -20,13 +29,6 @@ std::optional<double> as_number(const std::string& text) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
-}
-
-// "default<O3>" -> 3; nullopt for any other pipeline.
-std::optional<int> opt_level_of(const std::string& pipeline) {
-  if (pipeline.size() == 12 && pipeline.starts_with("default<O") && pipeline.ends_with(">"))
-    return pipeline[9] - '0';
-  return std::nullopt;
 }
 
 // How a pool entry is written inside function(...): loop passes in the MemorySSA loop adaptor

@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct Switch {
 
 // Builds the level spaces of a source. Pass pool entries this LLVM cannot run are left out
 // (with a warning, once per process).
+// "default<O3>" -> 3; nullopt for any other pipeline (the compiler level's baseline must be one).
+std::optional<int> opt_level_of(std::string_view pipeline);
+
 class LevelBuilder {
  public:
   LevelBuilder(const config::TuneConfig& config, config::Backend backend);

@@ -1,5 +1,6 @@
 // The command-line tools as a user runs them: exit status, stdout, stderr.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <hdf5.h>
 
 #include <filesystem>
@@ -108,7 +109,7 @@ TEST_F(Cli, InspectRefusesANonHdf5FileAndAMissingOne) {
   EXPECT_TRUE(contains(text.err, "notes.txt: not an HDF5 file")) << text.err;
   ProcessResult missing = r3({"inspect", (dir_ / "absent.h5").string()});
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_TRUE(contains(missing.err, "absent.h5: open: no such file")) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "absent.h5: open: the capture does not exist")) << missing.err;
 }
 
 TEST_F(Cli, VersionHelpAndUsageErrors) {
@@ -248,8 +249,51 @@ TEST_F(Cli, DryRunRefusesAnUnknownKernelAndAMissingCapture) {
   ProcessResult missing = r3_mpi({(dir_ / "tune.yaml").string(), "--dry-run"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_TRUE(contains(missing.err, "tune.yaml:1:10: capture: " + (dir_ / "elsewhere.h5").string() +
-                                        ": open: no such file"))
+                                        ": open: the capture does not exist"))
       << missing.err;
+}
+
+// What is not a regular file is refused at once, saying what it is (a FIFO would block the
+// reader for good, /dev/zero never ends); values that cannot take effect are errors.
+TEST_F(Cli, DryRunRefusesWhatIsNotARegularFileAndValuesThatCannotTakeEffect) {
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  auto dry_run = [&](const std::string& tune) {
+    ProcessResult r = run_process({R3_TEST_R3_MPI, tune, "--dry-run"}, std::chrono::seconds(20));
+    EXPECT_FALSE(r.timed_out) << tune;
+    EXPECT_EQ(r.exit_code, 1) << tune;
+    return r.err;
+  };
+  EXPECT_TRUE(contains(dry_run((dir_ / "fifo").string()), "tune file is a FIFO, not a regular file"));
+  EXPECT_TRUE(contains(dry_run("/dev/zero"), "tune file is a character device, not a regular file"));
+  EXPECT_TRUE(contains(dry_run(dir_.path().string()), "tune file is a directory, not a file"));
+  ProcessResult inspect = run_process({R3_TEST_R3, "inspect", (dir_ / "fifo").string()}, std::chrono::seconds(20));
+  EXPECT_TRUE(contains(inspect.err, "the capture is a FIFO, not a regular file")) << inspect.err;
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"capture: fifo\nkernels: [stencil2d]\n", "capture: " + (dir_ / "fifo").string() + ": open: the capture is a FIFO"},
+      {"capture: demo.h5\nkernels:\n  - name: stencil2d\n    source: /dev/zero\n",
+       "kernels[0].source: source file /dev/zero is a character device, not a regular file"},
+      {"capture: demo.h5\nkernels:\n  - name: stencil2d\n    source: /tmp\n",
+       "kernels[0].source: source file /tmp is a directory, not a file"},
+      {"capture: demo.h5\nkernels: [stencil2d]\n---\nbudget:\n  evaluations: 5\n",
+       "tune.yaml:4: holds 2 YAML documents"},
+      {"capture: demo.h5\nkernels: [stencil2d]\nsearch:\n  levels:\n    compiler:\n      passes:\n"
+       "        baseline: \"default<O9>\"\n",
+       "search.levels.compiler.passes.baseline: 'default<O9>' is not a pass pipeline"},
+      {"capture: demo.h5\nkernels:\n  - name: stencil2d\n    passes: \"default<O1>\"\n",
+       "kernels[0].passes: cannot take effect"},
+  };
+  for (const auto& [yaml, expected] : cases) {
+    std::ofstream(dir_ / "tune.yaml", std::ios::trunc) << yaml;
+    std::string err = dry_run((dir_ / "tune.yaml").string());
+    EXPECT_TRUE(contains(err, expected)) << yaml << "\n" << err;
+  }
+  std::ofstream(dir_ / "tune.yaml", std::ios::trunc)
+      << "capture: demo.h5\nkernels: [stencil2d]\noutput:\n  run_database: " << dir_.path().string() << "\n";
+  ProcessResult run = r3_mpi({(dir_ / "tune.yaml").string()});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(contains(run.err, "output.run_database: " + dir_.path().string() +
+                                    " is not a regular file but a directory")) << run.err;
 }
 
 TEST_F(Cli, OneProcessTunesAloneAndRefusesToOverwriteARun) {

@@ -139,7 +139,7 @@ TEST_F(RecordReplay, ReplayErrorsNameTheProblem) {
       << unknown.err;
   ProcessResult missing_source = r3({"replay", capture.string(), "--source", "/nonexistent.cpp"});
   EXPECT_EQ(missing_source.exit_code, 1);
-  EXPECT_TRUE(contains(missing_source.err, "/nonexistent.cpp: cannot read the variant's source"))
+  EXPECT_TRUE(contains(missing_source.err, "/nonexistent.cpp: open: source does not exist"))
       << missing_source.err;
 }
 

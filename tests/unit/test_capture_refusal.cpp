@@ -86,7 +86,7 @@ std::string first_content_of_size(const fs::path& path, std::uint64_t size) {
 
 TEST(CaptureRefusal, MissingFile) {
   TempDir dir;
-  expect_refused<r3::IoError>(dir / "absent.h5", "no such file");
+  expect_refused<r3::IoError>(dir / "absent.h5", "the capture does not exist");
 }
 
 TEST(CaptureRefusal, Directory) {

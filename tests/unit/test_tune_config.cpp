@@ -173,7 +173,7 @@ TEST(TuneConfig, MissingFileIsAConfigError) {
     load_tune_config("/nonexistent/tune.yaml");
     FAIL();
   } catch (const r3::ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "/nonexistent/tune.yaml: no such file");
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/tune.yaml: open: tune file does not exist");
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "r3/version.hpp"
 #include "schema.hpp"
 
@@ -304,16 +305,8 @@ struct CaptureReader::Impl {
   ErrorContext context() const { return in_file(path.string()); }
 
   void open_file() {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      throw IoError("open", "no such file", context());
-    }
-    if (std::filesystem::is_directory(path, ec)) {
-      throw IoError("open", "is a directory, not a capture file", context());
-    }
-    if (access(path.c_str(), R_OK) != 0) {
-      throw IoError("open", std::strerror(errno), context());
-    }
+    // HDF5 would wait for good on a FIFO and read a device without end.
+    if (auto why = not_a_readable_file(path)) throw IoError("open", "the capture " + *why, context());
     htri_t is_hdf5 = h5::is_hdf5_file(path.c_str());
     if (is_hdf5 < 0) {
       throw FormatError("cannot be read as HDF5 (HDF5: " + h5::error_stack_message() + ")",

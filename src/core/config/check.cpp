@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "r3/tune_config.hpp"
 #include "r3/version.hpp"
 
@@ -47,12 +48,15 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
       }
     }
     std::error_code ec;
-    if (!selection.source.empty() && !fs::is_regular_file(selection.source, ec)) {
-      config.fail(key + ".source", "source file " + selection.source.string() + " does not exist");
+    if (!selection.source.empty()) {
+      if (auto why = not_a_readable_file(selection.source))
+        config.fail(key + ".source", "source file " + selection.source.string() + " " + *why);
     }
     for (const fs::path& dir : selection.include_dirs) {
       if (!fs::is_directory(dir, ec)) {
-        config.fail(key + ".include_dirs", "include directory " + dir.string() + " does not exist");
+        config.fail(key + ".include_dirs", "include directory " + dir.string() +
+                                               (fs::exists(dir, ec) ? " is not a directory"
+                                                                    : " does not exist"));
       }
     }
     if (!selection.block.empty() && recorded == Backend::host) {

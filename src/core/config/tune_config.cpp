@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "yaml_map.hpp"
 
 namespace r3::config {
@@ -521,7 +522,15 @@ TuneConfig parse_tune_config(std::string_view text, const fs::path& file) {
   config.text = std::string(text);
   YAML::Node root;
   try {
-    root = YAML::Load(config.text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(config.text);
+    if (documents.size() > 1) {
+      ErrorContext context = in_file(config.file.string());
+      context.line = documents[1].Mark().is_null() ? 0 : documents[1].Mark().line + 1;
+      throw ConfigError("holds " + std::to_string(documents.size()) +
+                            " YAML documents (separated by '---'); a tune file is one document",
+                        context);
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     ErrorContext context = in_file(config.file.string());
     if (!e.mark.is_null()) {
@@ -534,16 +543,17 @@ TuneConfig parse_tune_config(std::string_view text, const fs::path& file) {
   return config;
 }
 
+// A tune.yaml is a few KiB; a larger file is a mistake (a capture named as the tune file?).
+constexpr std::uint64_t kMaxTuneFileBytes = 1 << 20;
+
 TuneConfig load_tune_config(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    std::string why = fs::exists(file, ec) ? "cannot be read" : "no such file";
-    throw ConfigError(why, in_file(file.string()));
+  std::string text;
+  try {
+    text = read_text_file(file, "tune file", kMaxTuneFileBytes);
+  } catch (const IoError& e) {
+    throw ConfigError(e.message(), in_file(file.string()));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_tune_config(text.str(), file);
+  return parse_tune_config(text, file);
 }
 
 std::optional<double> parse_duration(std::string_view text) {

@@ -13,6 +13,7 @@
 
 #include "../capture/h5.hpp"
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "r3/version.hpp"
 
 namespace r3::run {
@@ -294,6 +295,7 @@ void write_run_database(const std::filesystem::path& file, const RunRecord& reco
 namespace {
 
 bool holds_run_database(const std::filesystem::path& file) {
+  if (not_a_readable_file(file)) return false;
   h5::Session session(file.string());
   if (h5::is_hdf5_file(file.c_str()) <= 0) return false;
   hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -318,9 +320,7 @@ namespace {
 
 RunRecord read_database(const std::filesystem::path& file) {
   ErrorContext context = in_file(file.string());
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec))
-    throw IoError("open", "the run database does not exist", context);
+  if (auto why = not_a_readable_file(file)) throw IoError("open", "the run database " + *why, context);
   h5::Session session(file.string());
   htri_t is_hdf5 = h5::is_hdf5_file(file.c_str());
   if (is_hdf5 <= 0)
