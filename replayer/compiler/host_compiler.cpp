@@ -53,29 +53,44 @@ void initialise_native_target() {
 // Appended to the user's source: an extern "C" function with one fixed signature that calls
 // the kernel with parameters copied from the recorded argument bytes. The parameter types come
 // from the kernel's own declaration, so nothing about its signature needs to be known here.
+// The kernel's source may define any macro (`#define N 512`, `R`, `A`, `I`, `min`): the thunk's
+// own names are reserved ones (__r3_...), which a program may not define, and the keywords it
+// uses are shielded with push_macro/undef/pop_macro (C code does `#define inline`).
 std::string entry_thunk(std::string_view entry) {
+  static const char* const kKeywords[] = {"namespace", "template", "unsigned", "long",
+                                          "struct",    "using",    "class",    "inline",
+                                          "void",      "const",    "char",     "sizeof",
+                                          "typename",  "extern",   "reinterpret_cast"};
   std::string text = "\n#line 1 \"";
   text += kThunkFile;
-  text += R"("
-namespace r3_replay_detail {
-template <unsigned long... I> struct index_list {};
-template <unsigned long N, unsigned long... I>
-struct make_index_list : make_index_list<N - 1, N - 1, I...> {};
-template <unsigned long... I> struct make_index_list<0, I...> { using type = index_list<I...>; };
-template <class R, class... A, unsigned long... I>
-inline void invoke(R (*kernel)(A...), const unsigned char* args, const unsigned long* offsets,
-                   index_list<I...>) {
-  kernel(*reinterpret_cast<const A*>(args + offsets[I])...);
+  text += "\"\n";
+  for (const char* keyword : kKeywords)
+    text += std::string("#pragma push_macro(\"") + keyword + "\")\n#undef " + keyword + "\n";
+  text += R"(namespace __r3_detail {
+template <unsigned long... __r3_i> struct __r3_index_list {};
+template <unsigned long __r3_n, unsigned long... __r3_i>
+struct __r3_make_index_list : __r3_make_index_list<__r3_n - 1, __r3_n - 1, __r3_i...> {};
+template <unsigned long... __r3_i> struct __r3_make_index_list<0, __r3_i...> {
+  using __r3_type = __r3_index_list<__r3_i...>;
+};
+template <class __r3_r, class... __r3_a, unsigned long... __r3_i>
+inline void __r3_invoke(__r3_r (*__r3_kernel)(__r3_a...), const unsigned char* __r3_args,
+                        const unsigned long* __r3_offsets, __r3_index_list<__r3_i...>) {
+  __r3_kernel(*reinterpret_cast<const __r3_a*>(__r3_args + __r3_offsets[__r3_i])...);
 }
-template <class R, class... A>
-inline void invoke(R (*kernel)(A...), const unsigned char* args, const unsigned long* offsets) {
-  invoke(kernel, args, offsets, typename make_index_list<sizeof...(A)>::type{});
+template <class __r3_r, class... __r3_a>
+inline void __r3_invoke(__r3_r (*__r3_kernel)(__r3_a...), const unsigned char* __r3_args,
+                        const unsigned long* __r3_offsets) {
+  __r3_invoke(__r3_kernel, __r3_args, __r3_offsets,
+              typename __r3_make_index_list<sizeof...(__r3_a)>::__r3_type{});
 }
-}  // namespace r3_replay_detail
-extern "C" void __r3_entry(const unsigned char* args, const unsigned long* offsets) {
-  r3_replay_detail::invoke(&)";
+}  // namespace __r3_detail
+extern "C" void __r3_entry(const unsigned char* __r3_args, const unsigned long* __r3_offsets) {
+  __r3_detail::__r3_invoke(&)";
   text += entry;
-  text += ", args, offsets);\n}\n";
+  text += ", __r3_args, __r3_offsets);\n}\n";
+  for (const char* keyword : kKeywords)
+    text += std::string("#pragma pop_macro(\"") + keyword + "\")\n";
   return text;
 }
 

@@ -58,6 +58,34 @@ template <class T> void scale(Span s, T factor) {
   EXPECT_EQ(data, (std::vector<double>{4, 8, 12}));
 }
 
+// The generated entry thunk works whatever macros the kernel's source defines: short names
+// (N, R, A, I: the template parameters such a thunk would use), min/max, even `inline`.
+TEST(HostCompiler, TheEntryThunkWorksWhateverMacrosTheSourceDefines) {
+  const char* text = R"(
+#define N 512
+#define R 3
+#define A a_
+#define I i_
+#define T float
+#define min(a, b) ((a) < (b) ? (a) : (b))
+#define max(a, b) ((a) > (b) ? (a) : (b))
+#define type int
+#define args nothing
+#define offsets nothing
+#define kernel nothing
+#define inline static
+inline T clampf(T v) { return max(0.0f, min(v, 100.0f)); }
+extern "C" void saturate(int n, T* A) {
+  for (int I = 0; I < n && I < N; ++I) A[I] = clampf(A[I] * R);
+}
+)";
+  HostCompileResult compiled = compile_host_kernel(source(text), "saturate", "default<O2>");
+  ASSERT_TRUE(compiled.ok()) << compiled.diagnostics;
+  std::vector<float> data = {-1, 2, 50};
+  Args().add(3).add(data.data()).call(compiled);
+  EXPECT_EQ(data, (std::vector<float>{0, 6, 100}));
+}
+
 TEST(HostCompiler, DiagnosticsNameTheFileAndLine) {
   HostCompileResult compiled = compile_host_kernel(
       source("extern \"C\" void k(float* y) {\n  y[0] = 1.0f;\n  y[1] = undefined_name;\n}\n",
