@@ -2,7 +2,10 @@
 // compile, run, verify and time one candidate per request until the parent hangs up; candidates
 // announced by a precompile message compile ahead on the compile threads meanwhile. A candidate
 // that kills this process is exactly what the sandbox is for.
+#include <signal.h>
+
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -108,6 +111,9 @@ Evaluation evaluate(Backend& backend, CompilePool& pool, const Request& request)
 }  // namespace
 
 int sandbox_child_main(int in_fd, int out_fd) {
+  // Slurm and mpirun signal every process of a job; the evaluator that owns this child decides
+  // when it ends (and a candidate killed by SIGTERM would be misread as one that crashed).
+  for (int stop : {SIGTERM, SIGINT, SIGUSR1}) ::signal(stop, SIG_IGN);
   std::string message;
   try {
     if (!wire::read_message(in_fd, message)) return 0;

@@ -4,6 +4,8 @@
 #include "r3/tune/job.hpp"
 
 #include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +17,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -43,6 +47,7 @@
 #include "r3/version.hpp"
 #include "r3/evolve/response.hpp"
 #include "search.hpp"
+#include "stop_signals.hpp"
 
 extern char** environ;
 
@@ -56,8 +61,9 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string read_file(const std::filesystem::path& path, std::string_view what) {
-  return read_text_file(path, what);
+std::string read_file(const std::filesystem::path& path, std::string_view what,
+                      std::uint64_t max_bytes = kMaxTextFileBytes) {
+  return read_text_file(path, what, max_bytes);
 }
 
 std::string format_ms(double seconds) {
@@ -131,11 +137,16 @@ EvaluatorSetup decode_setup(const std::string& text) {
   return s;
 }
 
-// A private directory for an evaluator's copy of the capture, removed at exit.
+// A private directory for an evaluator's copy of the capture, removed at exit. Its name carries
+// the evaluator's pid, so that the copies of jobs that were killed are removed by the next
+// evaluator that starts on the node (a large capture per evaluator fills node-local /tmp).
 class ScratchDirectory {
  public:
   ScratchDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "r3-evaluator-XXXXXX").string();
+    remove_dead_jobs_copies();
+    std::string pattern = (std::filesystem::temp_directory_path() /
+                           ("r3-evaluator-" + std::to_string(::getpid()) + "-XXXXXX"))
+                              .string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw IoError("mkdtemp", pattern + ": " + std::strerror(errno));
     path_ = pattern;
@@ -147,6 +158,31 @@ class ScratchDirectory {
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  // A zombie (killed, not yet reaped by whoever inherited it) is dead too.
+  static bool process_alive(pid_t pid) {
+    if (::kill(pid, 0) != 0) return errno != ESRCH;  // EPERM: someone else's, alive
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    std::size_t end = text.rfind(')');  // the command name may hold spaces and parentheses
+    return end == std::string::npos || end + 2 >= text.size() || text[end + 2] != 'Z';
+  }
+  static void remove_dead_jobs_copies() {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+      const std::string name = entry.path().filename().string();
+      const std::string prefix = "r3-evaluator-";
+      if (!name.starts_with(prefix)) continue;
+      long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+      struct stat info {};
+      if (pid <= 0 || ::lstat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+          info.st_uid != ::getuid())
+        continue;
+      if (process_alive(static_cast<pid_t>(pid))) continue;
+      std::error_code ignored;
+      std::filesystem::remove_all(entry.path(), ignored);
+      if (!ignored) log::info("removed ", entry.path().string(), ", the scratch copy of a job that died");
+    }
+  }
   std::filesystem::path path_;
 };
 
@@ -225,6 +261,9 @@ class Evaluator {
     for (const Mine& m : mine) {
       replay::Evaluation e;
       try {
+        if (stop_requested() == StopRequest::abandon_generation)
+          throw Error(std::string("abandoned: the evaluator was told to stop (") +
+                      stop_signal_name() + ")");
         if (!m.request) throw FormatError(m.error);
         e = sandbox_->evaluate(*m.request);
       } catch (const std::exception& error) {
@@ -885,7 +924,13 @@ int run_generations(Master& m, const Collectives& world) {
   std::string stop_reason;
   std::vector<double> latencies;
   std::uint32_t generation = m.record.generations;
+  bool stopped = false;  // by a signal: no confirmation, a status of its own
   while (true) {
+    if (stop_requested() != StopRequest::none) {
+      stopped = true;
+      stop_reason = std::string("stopped by ") + stop_signal_name();
+      break;
+    }
     std::size_t evaluated = m.record.candidates.size();
     double elapsed = elapsed_before + seconds_since(session_start);
     // The confirmation at the end must fit too.
@@ -923,6 +968,12 @@ int run_generations(Master& m, const Collectives& world) {
     std::map<std::uint64_t, std::pair<replay::Evaluation, int>> results;
     for (BatchResult& r : run_batch(m, world, local.get(), generation, items, false, busy))
       results[r.id] = {std::move(r.evaluation), r.rank};
+    if (stop_requested() == StopRequest::abandon_generation) {
+      stopped = true;
+      stop_reason = std::string("stopped by ") + stop_signal_name() + "; generation " +
+                    std::to_string(generation) + " was abandoned (a resume evaluates it again)";
+      break;
+    }
     double generation_s = seconds_since(generation_start);
     std::size_t first = m.record.candidates.size();
     for (Planned& p : batch) {
@@ -952,7 +1003,10 @@ int run_generations(Master& m, const Collectives& world) {
     // The originals run first: a set-up in which they fail would spend the budget on nothing.
     if (generation == 1) refuse_broken_originals(m, 0);
   }
-  confirm_winners(m, world, local.get());
+  if (stopped)
+    log::warning(stop_reason, ": committing what was evaluated, without the winner confirmation");
+  else
+    confirm_winners(m, world, local.get());
   m.record.elapsed_seconds = elapsed_before + seconds_since(session_start);
   run::write_run_database(m.database, m.record);
   report::ResultsFiles files = report::write_results(m.record, c.output.directory);
@@ -975,8 +1029,10 @@ int run_generations(Master& m, const Collectives& world) {
   summary << "  run database: " << m.database.string() << "\n";
   summary << "  results: " << files.directory.string() << "\n";
   summary << "  report: " << files.report.string();
+  if (stopped)
+    summary << "\n  to go on: r3-mpi " << m.config.file.string() << " --resume";
   log::info(summary.str());
-  return exit_ok;
+  return stopped ? exit_stopped : exit_ok;
 }
 
 int run_evaluator(const Collectives& world) {
@@ -1045,6 +1101,7 @@ void check_originals(const std::string& tune_file) {
 }
 
 int run_job(const JobOptions& options, const Collectives& world) {
+  catch_stop_signals(/*second_ends_process=*/world.rank() == 0);
   std::unique_ptr<Master> master;
   int status = exit_ok;
   if (world.rank() == 0) {
@@ -1075,7 +1132,8 @@ int run_job(const JobOptions& options, const Collectives& world) {
       setup.has_capture_bytes = true;
       world.broadcast(encode(setup));
       // Read here once, sent to every evaluator: no rank but this one reads the shared file.
-      world.broadcast(read_file(master->config.capture, "the capture"));
+      world.broadcast(read_file(master->config.capture, "capture",
+                                std::numeric_limits<std::uint64_t>::max()));
       std::vector<std::string> errors = world.gather(std::string());
       std::string first;
       for (std::size_t r = 1; r < errors.size(); ++r) {

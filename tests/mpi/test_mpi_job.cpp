@@ -2,6 +2,7 @@
 // a run where a third of the candidates crash, hang or compute wrong results, a run killed with
 // SIGKILL and resumed, and the set-up errors that must end every rank with one message.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,18 @@ std::string data(const std::string& file) { return std::string(R3_TEST_DATA_DIR)
 
 const std::vector<std::string> kRoot = {"OMPI_ALLOW_RUN_AS_ROOT=1",
                                         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+
+// The evaluators' scratch copies in $TMPDIR whose job (the pid in the name) is gone.
+std::string dead_jobs_scratch_copies() {
+  std::string dead;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path())) {
+    std::string name = entry.path().filename().string();
+    if (!name.starts_with("r3-evaluator-")) continue;
+    long pid = std::strtol(name.c_str() + 13, nullptr, 10);
+    if (kill(static_cast<pid_t>(pid), 0) != 0) dead += name + " ";
+  }
+  return dead;
+}
 
 class MpiJob : public ::testing::Test {
  protected:
@@ -251,6 +264,7 @@ TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
   EXPECT_NE(resumed.err.find("took over the lock"), std::string::npos)
       << "the killed job's lock was not reported:\n" << resumed.err;
   EXPECT_FALSE(fs::exists(dir_ / "r3-results/run.h5.lock")) << "the lock outlived the job";
+  EXPECT_EQ(dead_jobs_scratch_copies(), "") << "the killed job's scratch copies were not removed";
   r3::run::RunRecord after = database();
   EXPECT_EQ(after.sessions, 2u);
   ASSERT_GT(after.candidates.size(), before.candidates.size());
@@ -263,6 +277,64 @@ TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
     EXPECT_TRUE(distinct.insert({c.source.hex(), c.plan}).second)
         << "candidate " << c.id << " was evaluated twice";
   }
+}
+
+// SIGUSR1 (Slurm's warning, forwarded by mpirun) finishes the generation in flight; SIGTERM to
+// every rank (Slurm at the time limit) abandons it. Either way run.h5 holds every committed
+// generation, the summary says how to go on, the status is 4, no scratch copy is left, and
+// --resume finishes the run.
+TEST_F(MpiJob, SignalsEndTheJobCleanlyAndResumeGoesOn) {
+  std::string yaml =
+      "capture: demo.h5\n"
+      "kernels:\n  - name: stencil2d\n    source: " +
+      data("job/stencil_order.cpp") + "\nsearch:\n  batch_size: 4\nbudget:\n  evaluations: 40\n";
+  std::string line;
+  for (const auto& a : command(yaml, {})) line += "'" + a + "' ";
+  std::string resume_line;
+  for (const auto& a : command(yaml, {"--resume"})) resume_line += "'" + a + "' ";
+  auto stop = [&](const std::string& run, const std::string& at, const std::string& send,
+                  const std::string& name) {
+    std::string log = (dir_ / (name + ".log")).string();
+    std::string script = run + " > '" + log + "' 2>&1 & job=$!\n" +
+                         "for i in $(seq 1 1200); do grep -q '" + at + "' '" + log +
+                         "' && break; sleep 0.1; done\n" + send + "\nwait $job; echo \"exit $?\"\n";
+    ProcessResult r = r3::test::run_process({"bash", "-c", script}, std::chrono::seconds(300), kRoot);
+    EXPECT_FALSE(r.timed_out);
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    return std::make_pair(r.out, text.str());
+  };
+  // mpirun forwards SIGUSR1 to the ranks.
+  auto [usr1_exit, usr1_log] = stop(line, "generation 1: evaluating", "kill -USR1 $job", "usr1");
+  EXPECT_NE(usr1_exit.find("exit 4"), std::string::npos) << usr1_exit << usr1_log;
+  EXPECT_NE(usr1_log.find("stopped by SIGUSR1"), std::string::npos) << usr1_log;
+  EXPECT_NE(usr1_log.find("--resume"), std::string::npos) << usr1_log;
+  r3::run::RunRecord after_usr1 = database();
+  EXPECT_GE(after_usr1.generations, 2u) << "the generation in flight was not finished";
+  EXPECT_TRUE(after_usr1.confirmations.empty()) << "a stopped job skips the confirmation";
+
+  // SIGTERM to the ranks themselves (not mpirun, which would kill them): the in-flight one goes.
+  const std::string ranks = std::string("^") + R3_TEST_R3_MPI;
+  auto [term_exit, term_log] =
+      stop(resume_line, "generation " + std::to_string(after_usr1.generations + 1) + ": evaluating",
+           "pkill -TERM -f '" + ranks + "'", "term");
+  EXPECT_NE(term_exit.find("exit 4"), std::string::npos) << term_exit << term_log;
+  EXPECT_NE(term_log.find("stopped by SIGTERM"), std::string::npos) << term_log;
+  EXPECT_NE(term_log.find("was abandoned"), std::string::npos) << term_log;
+  r3::run::RunRecord after_term = database();
+  EXPECT_EQ(after_term.sessions, 2u);
+  EXPECT_GE(after_term.candidates.size(), after_usr1.candidates.size());
+  for (const auto& c : after_term.candidates)
+    EXPECT_EQ(c.message.find("abandoned"), std::string::npos) << "an abandoned candidate was committed";
+  EXPECT_FALSE(fs::exists(dir_ / "r3-results/run.h5.lock"));
+  EXPECT_EQ(dead_jobs_scratch_copies(), "") << "scratch copies left by a stopped job";
+
+  ProcessResult resumed = r3::test::run_process(command(yaml, {"--resume"}), std::chrono::seconds(300), kRoot);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  r3::run::RunRecord finished = database();
+  EXPECT_EQ(finished.sessions, 3u);
+  EXPECT_GE(finished.candidates.size(), 40u);
 }
 
 // A second job on the same run database is refused, naming the first, which loses nothing.

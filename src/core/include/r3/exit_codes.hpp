@@ -12,6 +12,7 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_error = 1;          // an r3::Error: bad input, failing I/O, ...
 inline constexpr int exit_usage = 2;          // wrong command line
 inline constexpr int exit_not_available = 3;  // a part this build of r3 does not contain
+inline constexpr int exit_stopped = 4;  // r3-mpi stopped by SIGTERM/SIGINT/SIGUSR1; --resume goes on
 
 // Logs the exception being handled and returns the exit status it stands for. Call it only
 // inside a catch block.
