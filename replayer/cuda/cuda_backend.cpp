@@ -9,6 +9,7 @@
 
 #include "device_memory.hpp"
 #include "driver.hpp"
+#include "owned.hpp"
 #include "gpu_compare.hpp"
 #include "launch_shape.hpp"
 #include "nvrtc_compiler.hpp"
@@ -72,7 +73,8 @@ struct ModuleVariable {
 };
 
 struct Loaded {
-  CUmodule module = nullptr;
+  // Shared: a run holds its module while the cache may let it go; the last owner unloads it.
+  std::shared_ptr<cuda::Module> module;
   CUfunction function = nullptr;
   LaunchLimits limits;  // of this device and this function
   // Every __device__/__constant__ variable of the module: those the capture does not record
@@ -102,6 +104,8 @@ class CudaBackend final : public Backend {
   CudaBackend() : device_(Device::instance()) {}
   ~CudaBackend() override {
     try {
+      // The members (modules, stream, events, buffers) are released after this, in this context.
+      if (!device_.lost()) device_.make_current();
       release_copies();
     } catch (...) {  // never throw from a destructor; the context may be gone
     }
@@ -129,6 +133,12 @@ class CudaBackend final : public Backend {
 
     device_.make_current();
     release_copies();
+    // On the device every region must be mapped (its pristine copy stays on the host when the
+    // device is short); on the host its contents are kept before and after.
+    std::size_t free = 0, total = 0;
+    R3_CU(driver().cuMemGetInfo(&free, &total));
+    check_fits_in_memory(capture, kernel, launches, free, "device memory of " + device_.name(), 1);
+    check_fits_in_memory(capture, kernel, launches, available_host_memory(), "host memory", 2);
     memory_.place(region_spans(kernel, launches, capture::RegionKind::allocation));
     unrecorded_ = unrecorded_spans(kernel, launches, memory_.map());
     prepared_.clear();
@@ -191,8 +201,7 @@ class CudaBackend final : public Backend {
         compiled.diagnostics = image.diagnostics;
         compiled.resources = resources(loaded.function, code->cubin.size());
         compiled.code = code;
-        std::lock_guard lock(loaded_mutex_);
-        loaded_[key] = loaded;
+        remember(key, loaded);
       }
     }
     compiled.seconds = seconds_since(start);
@@ -227,10 +236,9 @@ class CudaBackend final : public Backend {
       ensure_stream();
       Loaded loaded = loaded_for(*code);
       if (!loaded.variables_read) {
-        loaded.variables = module_variables(loaded.module, code->cubin);
+        loaded.variables = module_variables(loaded.module->get(), code->cubin);
         loaded.variables_read = true;
-        std::lock_guard lock(loaded_mutex_);
-        loaded_[code->key] = loaded;
+        remember(code->key, loaded);
       }
       for (const PreparedLaunch& launch : prepared_) {
         current = launch.index;
@@ -246,7 +254,7 @@ class CudaBackend final : public Backend {
         launched_ = true;
         restore(launch, loaded, /*all=*/true);
         launch_kernel(loaded.function, shape, launch);
-        R3_CU(driver().cuStreamSynchronize(stream_));
+        R3_CU(driver().cuStreamSynchronize(stream_.get()));
         if (!verify(launch, loaded, options, launch_result)) {
           result.outcome = Outcome::wrong_result;
           result.message =
@@ -292,7 +300,7 @@ class CudaBackend final : public Backend {
     const cuda::Driver& d = driver();
     // (Not cuCtxSynchronize: through cuGetProcAddress with CUDA 13 it resolves to the _v2 entry
     // point, which takes a context argument, and fails with CONTEXT_IS_DESTROYED.)
-    if (stream_) R3_CU(d.cuStreamSynchronize(stream_));
+    if (stream_) R3_CU(d.cuStreamSynchronize(stream_.get()));
     for (auto& c : copies_) {
       if (c->device) R3_CU(d.cuMemcpyHtoD(c->device, c->host->data(), c->host->size()));
     }
@@ -453,18 +461,20 @@ class CudaBackend final : public Backend {
   // Loads a cubin into the current context; `why` says what failed (a result, not an error).
   Loaded load(const CudaCode& code, std::string& why) const {
     Loaded loaded;
+    CUmodule raw = nullptr;
     char error_log[8192] = {};
     CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* values[] = {error_log, reinterpret_cast<void*>(sizeof error_log)};
     const cuda::Driver& d = driver();
-    CUresult status = d.cuModuleLoadDataEx(&loaded.module, code.cubin.data(), 2, keys, values);
+    CUresult status = d.cuModuleLoadDataEx(&raw, code.cubin.data(), 2, keys, values);
     if (status != CUDA_SUCCESS) {
       why = "cuModuleLoadDataEx: " + cuda::describe(status) + (*error_log ? "\n" : "") + error_log;
       return loaded;
     }
-    status = d.cuModuleGetFunction(&loaded.function, loaded.module, code.function.c_str());
+    loaded.module = std::make_shared<cuda::Module>(raw);
+    status = d.cuModuleGetFunction(&loaded.function, raw, code.function.c_str());
     if (status != CUDA_SUCCESS) {
-      d.cuModuleUnload(loaded.module);
+      loaded.module.reset();
       why = "the compiled code has no kernel '" + code.function + "' (" + cuda::describe(status) +
             "); name it with the variant's entry";
       return loaded;
@@ -502,14 +512,29 @@ class CudaBackend final : public Backend {
   Loaded loaded_for(const CudaCode& code) {
     {
       std::lock_guard lock(loaded_mutex_);
-      if (auto it = loaded_.find(code.key); it != loaded_.end()) return it->second;
+      if (auto it = loaded_.find(code.key); it != loaded_.end()) {
+        it->second.last_use = ++uses_;
+        return it->second.loaded;
+      }
     }
     std::string why;
     Loaded loaded = load(code, why);
     if (!why.empty()) throw Error(why);
-    std::lock_guard lock(loaded_mutex_);
-    loaded_[code.key] = loaded;
+    remember(code.key, loaded);
     return loaded;
+  }
+
+  // Keeps a loaded module for the runs to come, at most kLoadedModules of them: the least
+  // recently used one goes (unloaded once no run holds it), and is loaded again if asked for.
+  void remember(const Hash128& key, const Loaded& loaded) {
+    std::lock_guard lock(loaded_mutex_);
+    loaded_[key] = {loaded, ++uses_};
+    while (loaded_.size() > kLoadedModules) {
+      auto oldest = loaded_.begin();
+      for (auto it = loaded_.begin(); it != loaded_.end(); ++it)
+        if (it->second.last_use < oldest->second.last_use) oldest = it;
+      loaded_.erase(oldest);
+    }
   }
 
   Resources resources(CUfunction function, std::size_t code_bytes) const {
@@ -564,7 +589,7 @@ class CudaBackend final : public Backend {
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
                      CU_LAUNCH_PARAM_END};
     R3_CU(driver().cuLaunchKernel(function, shape.grid.x, shape.grid.y, shape.grid.z, shape.block.x,
-                                  shape.block.y, shape.block.z, shape.dynamic_shared_bytes, stream_,
+                                  shape.block.y, shape.block.z, shape.dynamic_shared_bytes, stream_.get(),
                                   nullptr, size > 0 ? extra : nullptr));
   }
 
@@ -579,7 +604,7 @@ class CudaBackend final : public Backend {
     CUdeviceptr address = 0;
     std::size_t size = 0;
     CUresult status =
-        driver().cuModuleGetGlobal(&address, &size, loaded.module, region.name.c_str());
+        driver().cuModuleGetGlobal(&address, &size, loaded.module->get(), region.name.c_str());
     if (status == CUDA_SUCCESS && size >= region.size) return address;
     if (!prepared.after) return 0;
     throw Error("the compiled code has no global '" + region.name + "' of " +
@@ -590,7 +615,7 @@ class CudaBackend final : public Backend {
     const cuda::Driver& d = driver();
     for (const ModuleVariable& variable : loaded.variables)
       R3_CU(d.cuMemcpyHtoDAsync(variable.address, variable.initial->data(),
-                                variable.initial->size(), stream_));
+                                variable.initial->size(), stream_.get()));
     for (const PreparedRegion& region : launch.regions) {
       if (!region.before || (!all && !region.after)) continue;
       CUdeviceptr target = live(region, loaded);
@@ -598,9 +623,9 @@ class CudaBackend final : public Backend {
       const Copy& before = *region.before;
       // From pageable host memory the copy is staged, so it is ordered on the stream too.
       if (before.device)
-        R3_CU(d.cuMemcpyDtoDAsync(target, before.device, before.host->size(), stream_));
+        R3_CU(d.cuMemcpyDtoDAsync(target, before.device, before.host->size(), stream_.get()));
       else
-        R3_CU(d.cuMemcpyHtoDAsync(target, before.host->data(), before.host->size(), stream_));
+        R3_CU(d.cuMemcpyHtoDAsync(target, before.host->data(), before.host->size(), stream_.get()));
     }
   }
 
@@ -632,17 +657,17 @@ class CudaBackend final : public Backend {
       RegionCheck check;
       if (zeros_) {
         compare_.compare(live, zeros_, 0, span.size, capture::ElementType::unknown,
-                         config::Tolerance::exact(), stream_, check);
+                         config::Tolerance::exact(), stream_.get(), check);
       } else {  // device memory was short: on the host
         std::vector<std::byte> bytes(span.size);
-        R3_CU(d.cuStreamSynchronize(stream_));
+        R3_CU(d.cuStreamSynchronize(stream_.get()));
         R3_CU(d.cuMemcpyDtoH(bytes.data(), live, bytes.size()));
         check = compare_region(bytes, std::vector<std::byte>(span.size),
                                capture::ElementType::unknown, config::Tolerance::exact());
       }
       if (check.mismatches == 0) continue;
       out.regions.push_back(out_of_bounds_check(span, check.mismatches, check.first_bad_index));
-      R3_CU(d.cuMemsetD8Async(live, 0, span.size, stream_));
+      R3_CU(d.cuMemsetD8Async(live, 0, span.size, stream_.get()));
       clean = false;
     }
     if (!clean) out.verified = false;
@@ -660,7 +685,7 @@ class CudaBackend final : public Backend {
                                   before->host->size() == reference.size();
     if (!expected.device || actual % element != 0 || (before && !before_on_device)) {
       std::vector<std::byte> copy(reference.size());
-      R3_CU(driver().cuStreamSynchronize(stream_));
+      R3_CU(driver().cuStreamSynchronize(stream_.get()));
       R3_CU(driver().cuMemcpyDtoH(copy.data(), actual, copy.size()));
       std::span<const std::byte> prior;
       if (before && before->host->size() == reference.size()) prior = *before->host;
@@ -673,7 +698,7 @@ class CudaBackend final : public Backend {
     const std::uint64_t whole = reference.size() / element;
     check.elements = whole + (reference.size() % element != 0 ? 1 : 0);
     compare_.compare(actual, expected.device, before_on_device ? before->device : 0, whole, type,
-                     tolerance, stream_, check);
+                     tolerance, stream_.get(), check);
     if (whole * element < reference.size()) {  // a trailing partial element, on the host
       std::vector<std::byte> tail(reference.size() - whole * element);
       R3_CU(driver().cuMemcpyDtoH(tail.data(), actual + whole * element, tail.size()));
@@ -698,17 +723,17 @@ class CudaBackend final : public Backend {
     std::vector<double> samples;
     double restore_total = 0;
     for (std::uint32_t i = 0; i < options.repeats; ++i) {
-      R3_CU(d.cuEventRecord(events_[0], stream_));
+      R3_CU(d.cuEventRecord(events_[0].get(), stream_.get()));
       restore(launch, loaded, /*all=*/false);
-      R3_CU(d.cuEventRecord(events_[1], stream_));
+      R3_CU(d.cuEventRecord(events_[1].get(), stream_.get()));
       if (options.flush_l2) flush_l2(i);
-      R3_CU(d.cuEventRecord(events_[2], stream_));
+      R3_CU(d.cuEventRecord(events_[2].get(), stream_.get()));
       launch_kernel(loaded.function, shape, launch);
-      R3_CU(d.cuEventRecord(events_[3], stream_));
-      R3_CU(d.cuEventSynchronize(events_[3]));
+      R3_CU(d.cuEventRecord(events_[3].get(), stream_.get()));
+      R3_CU(d.cuEventSynchronize(events_[3].get()));
       float restore_ms = 0, run_ms = 0;
-      R3_CU(d.cuEventElapsedTime(&restore_ms, events_[0], events_[1]));
-      R3_CU(d.cuEventElapsedTime(&run_ms, events_[2], events_[3]));
+      R3_CU(d.cuEventElapsedTime(&restore_ms, events_[0].get(), events_[1].get()));
+      R3_CU(d.cuEventElapsedTime(&run_ms, events_[2].get(), events_[3].get()));
       restore_total += restore_ms * 1e-3;
       samples.push_back(run_ms * 1e-3);
     }
@@ -721,16 +746,16 @@ class CudaBackend final : public Backend {
     const cuda::Driver& d = driver();
     if (!flush_buffer_) {
       flush_bytes_ = std::max<std::uint64_t>(2 * device_.l2_bytes(), 1 << 20);
-      R3_CU(d.cuMemAlloc(&flush_buffer_, flush_bytes_));
+      R3_CU(d.cuMemAlloc(flush_buffer_.replace(), flush_bytes_));
     }
-    R3_CU(d.cuMemsetD32Async(flush_buffer_, round, flush_bytes_ / 4, stream_));
+    R3_CU(d.cuMemsetD32Async(flush_buffer_.get(), round, flush_bytes_ / 4, stream_.get()));
   }
 
   void ensure_stream() {
-    if (stream_) return;
+    if (stream_.get()) return;
     const cuda::Driver& d = driver();
-    R3_CU(d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
-    for (CUevent& event : events_) R3_CU(d.cuEventCreate(&event, CU_EVENT_DEFAULT));
+    R3_CU(d.cuStreamCreate(stream_.replace(), CU_STREAM_NON_BLOCKING));
+    for (cuda::Event& event : events_) R3_CU(d.cuEventCreate(event.replace(), CU_EVENT_DEFAULT));
   }
 
   // Device copies of every content, as far as device memory goes; the rest stays on the host.
@@ -786,9 +811,9 @@ class CudaBackend final : public Backend {
   std::string instance_name_;  // "MatrixMulCUDA<32>" for a template instance, else ""
   std::string demangled_name_;
   std::string recorded_source_, recorded_ptx_, recorded_cubin_, recorded_architecture_;
-  CUstream stream_ = nullptr;
-  CUevent events_[4] = {};
-  CUdeviceptr flush_buffer_ = 0;
+  cuda::Stream stream_;
+  cuda::Event events_[4];
+  cuda::DeviceBuffer flush_buffer_;
   CUdeviceptr zeros_ = 0;  // as large as the largest unrecorded span
   std::uint64_t zeros_bytes_ = 0;
   bool launched_ = false;  // the candidate being run reached the GPU
@@ -797,8 +822,14 @@ class CudaBackend final : public Backend {
   cuda::GpuCompare compare_;
   CompiledCache cache_;
   std::set<std::string> recorded_variables_;  // module variables the capture holds as regions
-  std::mutex loaded_mutex_;
-  std::map<Hash128, Loaded> loaded_;
+  struct Kept {
+    Loaded loaded;
+    std::uint64_t last_use = 0;
+  };
+  static constexpr std::size_t kLoadedModules = 32;
+  std::mutex loaded_mutex_;  // guards loaded_ and uses_; taken alone, never with another lock
+  std::map<Hash128, Kept> loaded_;
+  std::uint64_t uses_ = 0;
 };
 
 }  // namespace

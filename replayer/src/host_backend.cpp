@@ -46,6 +46,8 @@ class HostBackend final : public Backend {
     const capture::Kernel& kernel = capture.kernels().at(kernel_index);
     launches = resolve_launches(kernel, std::move(launches));
     process_.reset();
+    // Each region is mapped once and kept as its prologue and epilogue contents.
+    check_fits_in_memory(capture, kernel, launches, available_host_memory(), "host memory", 3);
     memory_.place(region_spans(kernel, launches));
     unrecorded_ = unrecorded_spans(kernel, launches, memory_.map());
     prepared_.clear();

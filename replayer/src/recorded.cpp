@@ -1,6 +1,12 @@
 #include "recorded.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <set>
 
 #include "r3/error.hpp"
 #include "verify.hpp"
@@ -41,6 +47,56 @@ std::vector<Span> region_spans(const capture::Kernel& kernel,
     }
   }
   return spans;
+}
+
+std::uint64_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0, available = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:" || key == "SwapFree:") available += kib * 1024;
+    meminfo.ignore(64, '\n');
+  }
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    available = std::min<std::uint64_t>(available, limit.rlim_cur);
+  return available == 0 ? std::numeric_limits<std::uint64_t>::max() : available;
+}
+
+void check_fits_in_memory(const capture::CaptureReader& capture, const capture::Kernel& kernel,
+                          const std::vector<std::size_t>& launches, std::uint64_t available,
+                          std::string_view memory, std::uint64_t copies_per_region) {
+  auto gib = [](std::uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", double(bytes) / (1ull << 30));
+    return std::string(text);
+  };
+  ErrorContext context = in_file(capture.path().string());
+  context.kernel = kernel.name;
+  std::uint64_t total = 0;
+  std::set<std::pair<capture::RegionKind, std::uint64_t>> counted;
+  for (std::size_t index : launches) {
+    const capture::Launch& launch = kernel.launches.at(index);
+    for (const auto* table : {&launch.prologue, &launch.globals, &launch.epilogue}) {
+      for (const capture::Region& region : *table) {
+        const std::uint64_t need =
+            region.size > available / copies_per_region ? available + 1 : region.size * copies_per_region;
+        if (need > available)
+          throw Error("launch " + std::to_string(index) + ", region '" + region.name + "' holds " +
+                          std::to_string(region.size) + " bytes (" + gib(region.size) +
+                          "), more than the " + gib(available) + " of " + std::string(memory) +
+                          " this process can use",
+                      context);
+        if (counted.insert({region.kind, region.address}).second) total += need;
+      }
+    }
+  }
+  if (total > available)
+    throw Error("the replayed launches need " + gib(total) + " of " + std::string(memory) +
+                    " (their regions and the copies kept to restore and check them), more than "
+                    "the " + gib(available) + " this process can use; replay fewer launches "
+                    "(tune.yaml kernels[].launches, r3 replay --launch)",
+                context);
 }
 
 std::vector<RegionStates> region_states(const capture::Launch& launch) {
@@ -94,7 +150,8 @@ std::optional<Compiled> CompiledCache::find(const Hash128& key) const {
   std::lock_guard lock(mutex_);
   auto it = compiled_.find(key);
   if (it == compiled_.end()) return std::nullopt;
-  Compiled cached = it->second;
+  it->second.last_use = ++uses_;
+  Compiled cached = it->second.compiled;
   cached.from_cache = true;
   cached.seconds = 0;
   return cached;
@@ -102,12 +159,23 @@ std::optional<Compiled> CompiledCache::find(const Hash128& key) const {
 
 void CompiledCache::put(const Hash128& key, const Compiled& compiled) {
   std::lock_guard lock(mutex_);
-  compiled_.emplace(key, compiled);
+  compiled_.insert_or_assign(key, Entry{compiled, ++uses_});
+  while (compiled_.size() > capacity_) {
+    auto oldest = compiled_.begin();
+    for (auto it = compiled_.begin(); it != compiled_.end(); ++it)
+      if (it->second.last_use < oldest->second.last_use) oldest = it;
+    compiled_.erase(oldest);
+  }
 }
 
 void CompiledCache::clear() {
   std::lock_guard lock(mutex_);
   compiled_.clear();
+}
+
+std::size_t CompiledCache::size() const {
+  std::lock_guard lock(mutex_);
+  return compiled_.size();
 }
 
 std::optional<RunResult> not_compiled(const Compiled& compiled) {

@@ -37,6 +37,17 @@ std::vector<Span> region_spans(const capture::Kernel& kernel,
                                const std::vector<std::size_t>& launches,
                                std::optional<capture::RegionKind> kind = std::nullopt);
 
+// Bytes this process can still use: MemAvailable + SwapFree, and no more than RLIMIT_AS leaves.
+std::uint64_t available_host_memory();
+
+// Throws Error (naming the capture, kernel, launch and region) when a region of the launches is
+// larger than `available` bytes of `memory` ("host memory", "device memory of H100"), or when
+// all they need there (`needed` of each region: what one region costs, e.g. its span plus its
+// copies) is: before anything is allocated, instead of a bad_alloc that names nothing.
+void check_fits_in_memory(const capture::CaptureReader& capture, const capture::Kernel& kernel,
+                          const std::vector<std::size_t>& launches, std::uint64_t available,
+                          std::string_view memory, std::uint64_t copies_per_region);
+
 // Region contents as a replay needs them: read once per (content, address), with the pointers
 // into moved mappings rewritten.
 class RelocatedContents {
@@ -108,16 +119,26 @@ RegionCheck out_of_bounds_check(const UnrecordedSpan& span, std::uint64_t writte
                                 std::int64_t first);
 
 // Compiled variants by the backend's cache key, shared by compile() calls on several threads.
+// At most `capacity` of them: the least recently used goes first (compiled again if asked for),
+// so that thousands of candidates do not pile up their code in memory.
 class CompiledCache {
  public:
+  explicit CompiledCache(std::size_t capacity = 256) : capacity_(capacity) {}
   // The cached result, marked as coming from the cache (no compile time).
   std::optional<Compiled> find(const Hash128& key) const;
   void put(const Hash128& key, const Compiled& compiled);
   void clear();
+  std::size_t size() const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<Hash128, Compiled> compiled_;
+  struct Entry {
+    Compiled compiled;
+    mutable std::uint64_t last_use = 0;
+  };
+  std::size_t capacity_;
+  mutable std::mutex mutex_;  // guards compiled_ and uses_
+  std::map<Hash128, Entry> compiled_;
+  mutable std::uint64_t uses_ = 0;
 };
 
 // The result of running a variant that did not compile: its diagnostics as a compile error.

@@ -315,7 +315,8 @@ TEST_F(MpiJob, SignalsEndTheJobCleanlyAndResumeGoesOn) {
   EXPECT_TRUE(after_usr1.confirmations.empty()) << "a stopped job skips the confirmation";
 
   // SIGTERM to the ranks themselves (not mpirun, which would kill them): the in-flight one goes.
-  const std::string ranks = std::string("^") + R3_TEST_R3_MPI;
+  // Only this test's ranks: other tests may run r3-mpi at the same time.
+  const std::string ranks = std::string("^") + R3_TEST_R3_MPI + " " + (dir_ / "tune.yaml").string();
   auto [term_exit, term_log] =
       stop(resume_line, "generation " + std::to_string(after_usr1.generations + 1) + ": evaluating",
            "pkill -TERM -f '" + ranks + "'", "term");

@@ -12,6 +12,7 @@
 #include "r3/error.hpp"
 #include "r3/replay/backend.hpp"
 #include "r3/replay/compile_pool.hpp"
+#include "recorded.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -155,6 +156,35 @@ TEST(HostBackend, ReplaysTheRecordedSourceAtTheRecordedAddresses) {
   }
   EXPECT_GT(result.seconds, 0.0);
   EXPECT_TRUE(replay.backend->compile(Variant{}).from_cache);
+}
+
+// A capture whose regions do not fit is refused before anything is allocated, naming the file,
+// the kernel, the launch and the region (not a bad_alloc that names nothing).
+TEST(HostBackend, RegionsThatDoNotFitInMemoryAreRefusedByName) {
+  TempDir dir;
+  const std::uint64_t base = free_range(1 << 17);
+  const fs::path path = stencil_capture(dir, base, base + (1 << 16), 32, 2);
+  CaptureReader capture = CaptureReader::open(path);
+  const Kernel& kernel = capture.kernels().at(0);
+  const std::uint64_t region = 32 * 32 * sizeof(float);
+  try {
+    r3::replay::check_fits_in_memory(capture, kernel, {0, 1}, region - 1, "host memory", 1);
+    FAIL() << "a region larger than the memory was accepted";
+  } catch (const r3::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("stencil2d"), std::string::npos) << what;
+    EXPECT_NE(what.find("launch 0, region 'in' holds 4096 bytes"), std::string::npos) << what;
+  }
+  // Each region fits alone, not all of them with their copies.
+  try {
+    r3::replay::check_fits_in_memory(capture, kernel, {0, 1}, 3 * region, "host memory", 2);
+    FAIL() << "regions larger than the memory together were accepted";
+  } catch (const r3::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the replayed launches need"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(r3::replay::check_fits_in_memory(capture, kernel, {0, 1}, 4 * region, "host memory", 2));
+  EXPECT_GT(r3::replay::available_host_memory(), 0u);
 }
 
 TEST(HostBackend, AnOffByOneVariantIsCaught) {

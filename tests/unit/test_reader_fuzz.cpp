@@ -2,7 +2,8 @@
 // zeroed, deleted or copied from elsewhere in the file (HDF5 addresses and signatures where they
 // do not belong). Every input is either refused with an r3::Error or read exactly as written
 // (the damage hit unused bytes); none crashes, hangs, throws anything else or is read wrong.
-// R3_FUZZ_INPUTS sets the number of inputs per reader (default 5000: 10^4 in all in CI).
+// R3_FUZZ_INPUTS sets the number of inputs per reader (default 5000: 10^4 in all in CI),
+// R3_FUZZ_SEED the seed added to each reader's own (runs in parallel by hand take one each).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -99,7 +100,8 @@ struct Tally {
 // returns whether what it read equals what was written.
 Tally fuzz(const std::vector<char>& original, const fs::path& path, std::uint64_t seed,
            const std::function<bool(const fs::path&)>& read) {
-  std::mt19937_64 rng(seed);
+  const char* extra = std::getenv("R3_FUZZ_SEED");
+  std::mt19937_64 rng(seed + (extra != nullptr ? std::strtoull(extra, nullptr, 10) : 0));
   Tally tally;
   const int inputs = fuzz_inputs();
   for (int input = 0; input < inputs; ++input) {

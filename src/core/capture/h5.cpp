@@ -414,7 +414,19 @@ std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what, Stored sto
   if (H5Tget_class(type) != H5T_INTEGER || H5Tget_size(type) != 1) {
     throw FormatError(std::string(what) + " is not a byte array");
   }
-  return stored == Stored::uncompressed ? dataset_rows(dataset, what) : extent(dataset, what);
+  if (stored == Stored::uncompressed) return dataset_rows(dataset, what);
+  std::uint64_t size = extent(dataset, what);
+  // Deflate shrinks at most ~1032:1: a larger extent is damage (a 1 TiB region in a small
+  // file), refused before anyone allocates or reads it.
+  Handle file(check(H5Iget_file_id(dataset), "H5Iget_file_id", what), H5Fclose);
+  hsize_t file_bytes = 0;
+  check(H5Fget_filesize(file, &file_bytes), "H5Fget_filesize", what);
+  if (size / 1032 > file_bytes) {
+    throw FormatError(std::string(what) + " claims " + std::to_string(size) +
+                      " bytes, more than a file of " + std::to_string(file_bytes) +
+                      " bytes can hold even compressed");
+  }
+  return size;
 }
 
 void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,

@@ -118,7 +118,8 @@ struct ByteDatasetOptions {
 void write_bytes(hid_t parent, const std::string& name, std::span<const std::byte> bytes,
                  const ByteDatasetOptions& options);
 // Number of elements of a 1-D dataset of 1-byte integers; throws FormatError for anything else.
-// Uncompressed datasets cannot hold more bytes than the file (a larger extent means damage).
+// Uncompressed datasets cannot hold more bytes than the file, compressed ones no more than 1032
+// times it (deflate's limit): a larger extent means damage.
 enum class Stored { compressed, uncompressed };
 std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what, Stored stored);
 // Reads out.size() bytes starting at element `offset`.
