@@ -907,6 +907,20 @@ int run_master(Master& m, const Collectives& world) {
   return status;
 }
 
+// Writes run.h5; a failing write (a full disk, a vanished directory) leaves the last commit as it
+// was, and says so: nothing committed is lost, and --resume redoes only what this write held.
+void commit(Master& m, const std::string& what, std::uint32_t committed_before) {
+  try {
+    run::write_run_database(m.database, m.record);
+  } catch (const Error& e) {
+    throw Error("cannot commit " + what + ": " + e.message() + "; " + m.database.string() +
+                    " still holds the " + std::to_string(committed_before) +
+                    " generation(s) committed before: make room, then 'r3-mpi " +
+                    m.config.file.string() + " --resume' goes on from there",
+                e.context());
+  }
+}
+
 int run_generations(Master& m, const Collectives& world) {
   const config::TuneConfig& c = m.config;
   const int evaluators = world.size() > 1 ? world.size() - 1 : 1;
@@ -995,7 +1009,7 @@ int run_generations(Master& m, const Collectives& world) {
     m.record.elapsed_seconds = elapsed_before + seconds_since(session_start);
     for (std::size_t i = first; i < m.record.candidates.size(); ++i)
       m.record.candidates[i].run_seconds = m.record.elapsed_seconds;
-    run::write_run_database(m.database, m.record);
+    commit(m, "generation " + std::to_string(generation - 1), generation - 1);
     last_generation_s = seconds_since(generation_start);
     budget.add_generation(last_generation_s);
     double busy_fraction = generation_s > 0 ? busy / (evaluators * generation_s) : 0;
@@ -1008,8 +1022,16 @@ int run_generations(Master& m, const Collectives& world) {
   else
     confirm_winners(m, world, local.get());
   m.record.elapsed_seconds = elapsed_before + seconds_since(session_start);
-  run::write_run_database(m.database, m.record);
-  report::ResultsFiles files = report::write_results(m.record, c.output.directory);
+  commit(m, stopped ? "the stop" : "the winner confirmation", m.record.generations);
+  report::ResultsFiles files;
+  try {
+    files = report::write_results(m.record, c.output.directory);
+  } catch (const Error& e) {
+    throw Error(e.message() + "; run.h5 is complete: once the directory can be written, 'r3 report " +
+                    m.database.string() + " -o " + c.output.directory.string() +
+                    "' writes the results",
+                e.context());
+  }
   // The summary.
   std::ostringstream summary;
   summary << "finished after " << m.record.generations << " generation(s): " << stop_reason << "\n";

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace r3::h5 {
@@ -76,6 +77,8 @@ class Handle {
   operator hid_t() const { return id_; }
   bool valid() const { return id_ >= 0; }
   void reset();
+  // Gives the id up without closing it (for a close whose status matters).
+  hid_t release() { return std::exchange(id_, -1); }
 
  private:
   hid_t id_ = -1;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <span>
@@ -233,14 +234,62 @@ void read_table(hid_t root, const char* name, std::uint64_t version, std::vector
   }
 }
 
-void write_file(const std::filesystem::path& path, const RunRecord& record) {
+// The database as the bytes of an HDF5 file, made in memory (HDF5's core driver, no backing
+// store): HDF5 never writes to disk itself, so a full or vanished disk is an error of our own
+// write below, not a failed H5Fclose that leaves the file half-open and crashes HDF5 at exit.
+// The image is taken when the core driver frees it at close, once the superblock is final.
+struct ClosedImage {
+  void* buffer = nullptr;
+  std::size_t size = 0;
+  std::vector<std::byte> bytes;
+};
+
+extern "C" {
+static void* image_malloc(std::size_t size, H5FD_file_image_op_t, void* data) {
+  auto* image = static_cast<ClosedImage*>(data);
+  image->buffer = std::malloc(size);
+  image->size = size;
+  return image->buffer;
+}
+static void* image_memcpy(void* to, const void* from, std::size_t size, H5FD_file_image_op_t, void*) {
+  return std::memcpy(to, from, size);
+}
+static void* image_realloc(void* buffer, std::size_t size, H5FD_file_image_op_t, void* data) {
+  auto* image = static_cast<ClosedImage*>(data);
+  image->buffer = std::realloc(buffer, size);
+  image->size = size;
+  return image->buffer;
+}
+static herr_t image_free(void* buffer, H5FD_file_image_op_t op, void* data) {
+  auto* image = static_cast<ClosedImage*>(data);
+  if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && buffer != nullptr && buffer == image->buffer) {
+    const auto* bytes = static_cast<const std::byte*>(buffer);
+    image->bytes.assign(bytes, bytes + image->size);
+  }
+  std::free(buffer);
+  return 0;
+}
+static void* image_udata_copy(void* data) { return data; }
+static herr_t image_udata_free(void*) { return 0; }
+}
+
+std::vector<std::byte> file_image(const std::filesystem::path& path, const RunRecord& record) {
   h5::Session session(path.string());
+  ClosedImage image;
   Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
   h5::check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds",
+            "run database");
+  h5::check(H5Pset_fapl_core(access, 1 << 16, /*backing_store=*/0), "H5Pset_fapl_core",
+            "run database");
+  H5FD_file_image_callbacks_t callbacks = {image_malloc,     image_memcpy,     image_realloc,
+                                           image_free,       image_udata_copy, image_udata_free,
+                                           &image};
+  h5::check(H5Pset_file_image_callbacks(access, &callbacks), "H5Pset_file_image_callbacks",
             "run database");
   Handle file(h5::check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access), "H5Fcreate",
                         "cannot create the run database"),
               H5Fclose);
+  {  // every object closed before the file is
   Handle root = h5::open_group(file, "/", "run database");
   h5::write_string_attribute(root, "format", kRunFormat);
   h5::write_uint_attribute(root, "version", kRunVersion);
@@ -259,7 +308,32 @@ void write_file(const std::filesystem::path& path, const RunRecord& record) {
     write_hashed(sources, hash.hex(), as_bytes(text));
   write_table(root, "candidates", record.candidates, candidate_columns());
   write_table(root, "confirmations", record.confirmations, confirmation_columns());
-  h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush", "run database");
+  }
+  h5::check(H5Fclose(file.release()), "H5Fclose", "run database");
+  if (image.bytes.empty()) throw IoError("H5Fclose", "the run database's image was not handed over");
+  return std::move(image.bytes);
+}
+
+// Writes `bytes` to a new file at `path` and flushes it to disk; errors name the file and say
+// why ("No space left on device").
+void write_synced(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError("open", path.string() + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      ::close(fd);
+      throw IoError("write", path.string() + ": " + std::strerror(error));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  int rc = ::fsync(fd);
+  int error = errno;
+  if (::close(fd) != 0 && rc == 0) rc = -1, error = errno;
+  if (rc != 0) throw IoError("fsync", path.string() + ": " + std::strerror(error));
 }
 
 }  // namespace
@@ -268,8 +342,7 @@ void write_run_database(const std::filesystem::path& file, const RunRecord& reco
   std::filesystem::path temporary = file;
   temporary += ".tmp-" + std::to_string(::getpid());
   try {
-    write_file(temporary, record);
-    sync_file(temporary, false);
+    write_synced(temporary, file_image(temporary, record));
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
