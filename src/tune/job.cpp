@@ -486,6 +486,20 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     if (!why.empty()) c.fail("llm.endpoint", why);
   }
   m->database = c.output.run_database;
+  // Where the results go must be writable (its nearest existing folder, when it is still to be
+  // made): found now, not after the budget was spent.
+  for (const auto& [key, path] : {std::pair{"output.directory", c.output.directory},
+                                  std::pair{"output.run_database", m->database.parent_path()}}) {
+    std::filesystem::path existing = path;
+    std::error_code ec;
+    while (!existing.empty() && !std::filesystem::exists(existing, ec)) existing = existing.parent_path();
+    if (!existing.empty() && (!std::filesystem::is_directory(existing, ec) ||
+                              ::access(existing.c_str(), W_OK | X_OK) != 0))
+      c.fail(key, path.string() + " cannot be written (" + existing.string() +
+                      (std::filesystem::is_directory(existing, ec) ? " is not writable"
+                                                                   : " is not a directory") +
+                      ")");
+  }
   if (dry_run) {
     m->search = std::make_unique<Search>(c, m->backend, *m->capture, std::move(kernels));
     return m;
