@@ -212,6 +212,13 @@ def kill_resume_class(r3, r3_mpi, demo, work, rng, kills):
             time.sleep(rng.uniform(0.0, 4.0))
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+            # Every rank, wherever mpirun put it, is gone before the resume starts (a rank still
+            # committing would be refused by the lock, as it should be, and count as a failure).
+            subprocess.run(["pkill", "-9", "-f", tune])
+            for _ in range(600):
+                if subprocess.run(["pgrep", "-f", tune], capture_output=True).returncode != 0:
+                    break
+                time.sleep(0.05)
         database = os.path.join(d, "r3-results", "run.h5")
         before = read_candidates(r3, database) if os.path.exists(database) else []
         rc, _, err, to = run(mpirun(r3_mpi, tune, ["--resume"] if os.path.exists(database) else []),

@@ -371,7 +371,18 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
     if (made >= count) break;
     auto space = source->spaces.find(level);
     if (space == source->spaces.end()) continue;
-    for (const bo::Configuration& c : optimizer(*source, level).propose(count - made)) {
+    std::vector<bo::Configuration> proposed;
+    if (replaying_) {
+      auto& queue = replayed_[{kernel.index, source->hash, level}];
+      while (!queue.empty() && proposed.size() < count - made) {
+        proposed.push_back(std::move(queue.front()));
+        queue.pop_front();
+        optimizer(*source, level).add_pending(proposed.back());
+      }
+    } else {
+      proposed = optimizer(*source, level).propose(count - made);
+    }
+    for (const bo::Configuration& c : proposed) {
       out.push_back(plan(kernel, *source, level, &c, std::string(to_string(level)), generation));
       ++made;
     }
@@ -633,7 +644,25 @@ void Search::restore(const run::RunRecord& record) {
         kernel.llm_sources.emplace_back(record.sources.at(c.source), parent);
       }
     }
-    std::vector<Planned> again = propose(g, g < requested.size() ? requested[g] : at - first);
+    replayed_.clear();
+    for (std::size_t i = first; i < at; ++i) {
+      const run::CandidateRecord& c = record.candidates[i];
+      json plan = json::parse(c.plan, nullptr, false);
+      if (plan.is_discarded() || !plan.contains("searched")) continue;
+      std::optional<Level> level = parse_level(plan.at("searched").get<std::string>());
+      if (!level) continue;
+      replayed_[{c.kernel, c.source, *level}].push_back(bo::Configuration{
+          plan.at("levels").at(std::string(to_string(*level))).get<std::vector<std::vector<int>>>()});
+    }
+    replaying_ = true;
+    std::vector<Planned> again;
+    try {
+      again = propose(g, g < requested.size() ? requested[g] : at - first);
+    } catch (...) {
+      replaying_ = false;
+      throw;
+    }
+    replaying_ = false;
     if (again.size() != at - first)
       throw FormatError("generation " + std::to_string(g) + " had " + std::to_string(at - first) +
                         " candidates, the search proposes " + std::to_string(again.size()) +

@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "levels.hpp"
@@ -140,6 +141,12 @@ class Search {
   std::map<Hash128, std::string> sources_;
   std::mt19937_64 rng_;
   std::uint64_t next_id_ = 0;
+  // While restore() replays a generation: the configurations each optimizer proposed in it, by
+  // (kernel, source, level), in order. An optimizer's proposals depend only on its seed and its
+  // observations (r3/bo/optimizer.hpp), so they are taken from the database instead of being
+  // computed again (a GP fit per generation made resuming a long run take minutes).
+  std::map<std::tuple<std::size_t, Hash128, Level>, std::deque<bo::Configuration>> replayed_;
+  bool replaying_ = false;
   std::map<std::uint64_t, Planned> outstanding_;  // proposed, not yet observed
   std::unique_ptr<evolve::PromptBuilder> prompts_;
   capture::DeviceInfo device_;
