@@ -2,7 +2,8 @@
 // that differs), run, verified and timed as an evaluator does. Device memory in use (cuMemGetInfo)
 // and host RSS are printed after 100, 1000 and the last candidate: both must stay flat, since the
 // backend keeps only its most recently used modules and compiled variants and owns every CUDA
-// handle (modules, stream, events, buffers) with RAII.
+// handle (modules, stream, events, buffers) with RAII. The kernel is the benchmarks' stencil
+// (bench/support).
 //
 // Usage: cuda_soak [CANDIDATES]   (default 5000)
 #include <unistd.h>
@@ -25,19 +26,8 @@ namespace {
 using namespace r3;
 using Clock = std::chrono::steady_clock;
 
-const char* kStencil = R"(
-#ifndef SCALE
-#define SCALE 1.0f
-#endif
-__device__ float r3_soak_scratch[64];  // a module variable: each module has its own
-__global__ void stencil2d(const float* in, float* out, int n, float alpha) {
-  int x = blockIdx.x * blockDim.x + threadIdx.x;
-  int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;
-  int i = y * n + x;
-  out[i] = SCALE * (in[i] + alpha * (in[i - n] + in[i + n] + in[i - 1] + in[i + 1] - 4.0f * in[i]));
-}
-)";
+// Each candidate's module has a variable of its own, which the backend resets before every run.
+const std::string kStencil = std::string(test::kBenchStencil) + "__device__ float r3_soak_scratch[64];\n";
 
 double device_used_mib() {
   std::size_t free = 0, total = 0;
@@ -62,17 +52,8 @@ double host_rss_mib() {
 
 int main(int argc, char** argv) {
   const int candidates = argc > 1 ? std::atoi(argv[1]) : 5000;
-  const int n = 512;
-  test::CudaLaunchSpec spec;
-  spec.source = kStencil;
-  spec.entry = "stencil2d";
-  spec.grid = {n / 16, n / 16, 1};
-  spec.block = {16, 16, 1};
-  std::vector<float> in(std::size_t(n) * n), out(std::size_t(n) * n, 0.0f);
-  for (std::size_t i = 0; i < in.size(); ++i) in[i] = std::sin(0.001f * float(i % 100000));
-  spec.buffers.push_back({"in", test::bytes_of(in), capture::ElementType::f32, {}});
-  spec.buffers.push_back({"out", test::bytes_of(out), capture::ElementType::f32, {}});
-  spec.args = {test::pointer_arg(0), test::pointer_arg(1), test::value_arg(n), test::value_arg(0.1f)};
+  const int n = 512;  // 1 MiB per buffer
+  test::CudaLaunchSpec spec = test::stencil_launch(n);
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("r3-cuda-soak-" + std::to_string(getpid()) + ".h5");
   test::record_cuda_launch(path, spec);

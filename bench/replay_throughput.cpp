@@ -34,18 +34,7 @@ namespace {
 using namespace r3;
 using Clock = std::chrono::steady_clock;
 
-const char* kStencil = R"(
-#ifndef SCALE
-#define SCALE 1.0f
-#endif
-__global__ void stencil2d(const float* in, float* out, int n, float alpha) {
-  int x = blockIdx.x * blockDim.x + threadIdx.x;
-  int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;
-  int i = y * n + x;
-  out[i] = SCALE * (in[i] + alpha * (in[i - n] + in[i + n] + in[i - 1] + in[i + 1] - 4.0f * in[i]));
-}
-)";
+const char* const kStencil = test::kBenchStencil;
 
 struct Split {
   int evaluations = 0, ok = 0;
@@ -139,17 +128,7 @@ double kernel_median(replay::Backend& backend, const replay::Compiled& compiled,
 int measure(int mib) {
   // n x n floats of mib MiB, n a multiple of 16.
   const int n = static_cast<int>(std::sqrt(double(mib) * (1 << 20) / 4)) / 16 * 16;
-  test::CudaLaunchSpec spec;
-  spec.source = kStencil;
-  spec.entry = "stencil2d";
-  spec.grid = {static_cast<std::uint32_t>(n / 16), static_cast<std::uint32_t>(n / 16), 1};
-  spec.block = {16, 16, 1};
-  std::vector<float> in(std::size_t(n) * n), out(std::size_t(n) * n, 0.0f);
-  for (std::size_t i = 0; i < in.size(); ++i) in[i] = std::sin(0.001f * float(i % 100000));
-  spec.buffers.push_back({"in", test::bytes_of(in), capture::ElementType::f32, {}});
-  spec.buffers.push_back({"out", test::bytes_of(out), capture::ElementType::f32, {}});
-  spec.args = {test::pointer_arg(0), test::pointer_arg(1), test::value_arg(n),
-               test::value_arg(0.1f)};
+  test::CudaLaunchSpec spec = test::stencil_launch(n);
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
                                      ("r3-replay-throughput-" + std::to_string(getpid()) + ".h5");
   test::record_cuda_launch(path, spec);
@@ -228,7 +207,7 @@ int measure(int mib) {
     replay::RunResult timed = backend->run(backend->compile(recorded_variant()), {});
     const double restore = timed.launches.at(0).restore_seconds;
     const auto& d = replay::cuda::driver();
-    const std::size_t bytes = out.size() * sizeof(float);
+    const std::size_t bytes = std::size_t(n) * n * sizeof(float);  // `out`
     CUdeviceptr a = 0, b = 0;
     R3_CU(d.cuMemAlloc(&a, bytes));
     R3_CU(d.cuMemAlloc(&b, bytes));

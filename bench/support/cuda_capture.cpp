@@ -1,5 +1,7 @@
 #include "cuda_capture.hpp"
 
+#include <cmath>
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -149,6 +151,33 @@ std::string record_cuda_launch(const std::filesystem::path& path, const CudaLaun
   }
   writer.close();
   return kernel.name;
+}
+
+const char* const kBenchStencil = R"(
+#ifndef SCALE
+#define SCALE 1.0f
+#endif
+__global__ void stencil2d(const float* in, float* out, int n, float alpha) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;
+  int i = y * n + x;
+  out[i] = SCALE * (in[i] + alpha * (in[i - n] + in[i + n] + in[i - 1] + in[i + 1] - 4.0f * in[i]));
+}
+)";
+
+CudaLaunchSpec stencil_launch(int n) {
+  CudaLaunchSpec spec;
+  spec.source = kBenchStencil;
+  spec.entry = "stencil2d";
+  spec.grid = {static_cast<std::uint32_t>(n / 16), static_cast<std::uint32_t>(n / 16), 1};
+  spec.block = {16, 16, 1};
+  std::vector<float> in(std::size_t(n) * n), out(std::size_t(n) * n, 0.0f);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = std::sin(0.001f * float(i % 100000));
+  spec.buffers.push_back({"in", bytes_of(in), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"out", bytes_of(out), capture::ElementType::f32, {}});
+  spec.args = {pointer_arg(0), pointer_arg(1), value_arg(n), value_arg(0.1f)};
+  return spec;
 }
 
 }  // namespace r3::test

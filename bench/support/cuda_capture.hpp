@@ -64,4 +64,10 @@ struct CudaLaunchSpec {
 // Runs the launch and writes the capture; returns the recorded (lowered) kernel name.
 std::string record_cuda_launch(const std::filesystem::path& path, const CudaLaunchSpec& spec);
 
+// The benchmarks' 2D stencil (`stencil2d(in, out, n, alpha)`, out = SCALE * (in + alpha * the
+// Laplacian), SCALE a define that is 1 unless set), and one launch of it over an n x n grid of
+// floats (n a multiple of 16) in 16 x 16 blocks, `in` a smooth field.
+extern const char* const kBenchStencil;
+CudaLaunchSpec stencil_launch(int n);
+
 }  // namespace r3::test
