@@ -8,8 +8,15 @@
 // every chat request after --llm-delay seconds (a real HTTP server speaking the OpenAI protocol,
 // whose answers are the kernel's source with a new #define, so every answer is a new candidate).
 //
+// With --simulate the job runs the simulate backend (docs/tune-yaml.md, simulate): candidates
+// that take --compile-time and --run-time (+-30%) without running anything, so that 16 to 256
+// evaluators fit on one small machine (oversubscribed, mostly sleeping) and what limits rank 0
+// and the flow of work shows. Besides the whole run it prints the busy fraction while the search
+// was still proposing ("steady": before the last candidates drain and evaluators run out of work).
+//
 // Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
+//                     [--simulate [--compile-time 1] [--run-time 2]] [--no-llm | --llm-only]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +46,9 @@ struct Options {
   int per_evaluator = 48;
   double llm_delay = 5;
   std::string mpirun = "mpirun";
+  bool simulate = false;
+  double compile_time = 1, run_time = 2;
+  std::vector<bool> llm = {false, true};
 };
 
 struct Measured {
@@ -48,10 +58,19 @@ struct Measured {
   double generation_seconds = 0;  // sum of the generations' wall times
   double busy_weighted = 0;       // sum of busy fraction x generation time
   double wall = 0;                // the whole mpirun, start-up included
+  // Generations committed while the search still proposed (before the drain at the end).
+  double steady_seconds = 0, steady_busy_weighted = 0;
+  int steady_candidates = 0;
   std::string last_llm;           // the last progress line's LLM part
   int exit_code = 0;
   double throughput() const { return generation_seconds > 0 ? candidates / generation_seconds : 0; }
   double busy() const { return generation_seconds > 0 ? busy_weighted / generation_seconds : 0; }
+  double steady_busy() const {
+    return steady_seconds > 0 ? steady_busy_weighted / steady_seconds : 0;
+  }
+  double steady_throughput() const {
+    return steady_seconds > 0 ? steady_candidates / steady_seconds : 0;
+  }
 };
 
 std::string read_file(const fs::path& path) {
@@ -73,10 +92,12 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
     out << "capture: " << fs::absolute(o.capture).string() << "\n"
         << "kernels:\n  - name: " << o.kernel << "\n    source: " << fs::absolute(o.source).string()
         << "\n"
-        << "search:\n  batch_size: " << 4 * k << "\n"
-        << "budget:\n  evaluations: " << o.per_evaluator * k << "\n  wall_time: 8m\n"
+        << "budget:\n  evaluations: " << o.per_evaluator * k << "\n  wall_time: 30m\n"
         << "timing:\n  confirm_top: 0\n"
         << "output:\n  directory: " << (dir / yaml.stem()).string() << "\n";
+    if (o.simulate)
+      out << "backend: simulate\nsimulate:\n  compile: " << o.compile_time << "s\n  run: "
+          << o.run_time << "s\n";
     if (!endpoint.empty())
       out << "llm:\n  endpoint: " << endpoint << "\n  model: bench\n  timeout: 60s\n";
   }
@@ -92,8 +113,10 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
       R"(generation \d+: (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
   const std::regex llm(R"(; (LLM: [^;]*);)");
   std::ifstream in(log);
+  bool proposing = true;
   for (std::string line; std::getline(in, line);) {
     std::smatch match;
+    if (line.find("the search stopped proposing") != std::string::npos) proposing = false;
     if (!std::regex_search(line, match, progress)) continue;
     const double seconds = std::stod(match[4]);
     ++m.generations;
@@ -101,6 +124,12 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
     m.ok += std::stoi(match[2]);
     m.generation_seconds += seconds;
     m.busy_weighted += seconds * std::stoi(match[3]) / 100.0;
+    // The first generation's time includes the evaluators' start.
+    if (proposing && m.generations > 1) {
+      m.steady_seconds += seconds;
+      m.steady_candidates += std::stoi(match[1]);
+      m.steady_busy_weighted += seconds * std::stoi(match[3]) / 100.0;
+    }
     if (std::regex_search(line, match, llm)) m.last_llm = match[1];
   }
   if (m.exit_code != 0)
@@ -143,13 +172,26 @@ int main(int argc, char** argv) {
       o.llm_delay = std::stod(value());
     } else if (arg == "--mpirun") {
       o.mpirun = value();
+    } else if (arg == "--simulate") {
+      o.simulate = true;
+    } else if (arg == "--compile-time") {
+      o.compile_time = std::stod(value());
+    } else if (arg == "--run-time") {
+      o.run_time = std::stod(value());
+    } else if (arg == "--no-llm") {
+      o.llm = {false};
+    } else if (arg == "--llm-only") {
+      o.llm = {true};
     } else {
       std::printf(
           "usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]\n"
           "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
+          "                    [--simulate [--compile-time 1] [--run-time 2]] [--no-llm | --llm-only]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
-          "  fraction and the scaling efficiency\n");
+          "  fraction and the scaling efficiency (over the whole search, and while it still\n"
+          "  proposed: 'steady'). --simulate: the simulate backend, candidates of --compile-time\n"
+          "  and --run-time seconds (+-30%) that run nothing, for 16-256 evaluators on one machine\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -173,18 +215,28 @@ int main(int argc, char** argv) {
     return reply;
   });
 
-  std::printf("%-10s %-14s %6s %6s %10s %12s %8s %10s %8s  %s\n", "evaluators", "LLM", "gens",
-              "cands", "gen time", "cands/s", "busy", "efficiency", "wall", "LLM answers");
-  for (bool with_llm : {false, true}) {
-    double single = 0;
+  std::printf("%s\n", o.simulate ? ("simulate backend: compile " + std::to_string(o.compile_time) +
+                                        " s, run " + std::to_string(o.run_time) + " s (+-30%)")
+                                           .c_str()
+                                     : "real backend of the capture");
+  std::printf("%-10s %-14s %6s %6s %10s %9s %6s %6s | %9s %6s %6s | %8s  %s\n", "evaluators",
+              "LLM", "gens", "cands", "gen time", "cands/s", "busy", "eff", "steady/s", "busy",
+              "eff", "wall", "LLM answers");
+  for (bool with_llm : o.llm) {
+    double single = 0, single_steady = 0;
     for (int k : o.evaluators) {
       Measured m = run(o, k, with_llm ? server.endpoint() : std::string(), dir);
-      if (k == o.evaluators.front()) single = m.throughput() / k;
+      if (k == o.evaluators.front()) {
+        single = m.throughput() / k;
+        single_steady = m.steady_throughput() / k;
+      }
       std::printf(
-          "%-10d %-14s %6d %6d %9.1fs %12.2f %7.0f%% %10.2f %7.1fs  %s\n", k,
+          "%-10d %-14s %6d %6d %9.1fs %9.2f %5.0f%% %6.2f | %9.2f %5.0f%% %6.2f | %7.1fs  %s\n", k,
           with_llm ? ("answers " + std::to_string(o.llm_delay).substr(0, 4) + "s").c_str() : "none",
           m.generations, m.candidates, m.generation_seconds, m.throughput(), 100 * m.busy(),
-          single > 0 ? m.throughput() / (k * single) : 0, m.wall, m.last_llm.c_str());
+          single > 0 ? m.throughput() / (k * single) : 0, m.steady_throughput(),
+          100 * m.steady_busy(), single_steady > 0 ? m.steady_throughput() / (k * single_steady) : 0,
+          m.wall, m.last_llm.c_str());
       std::fflush(stdout);
       if (m.exit_code != 0) return 1;
     }

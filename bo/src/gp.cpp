@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 
@@ -94,20 +95,43 @@ Hyperparameters Hyperparameters::from_log(const std::vector<double>& values,
   return h;
 }
 
+namespace {
+// How many items `a` and `b` have in common, as multisets. Pass sequences are short: a bit mask
+// of `a`'s items already matched does it without allocating (the GP evaluates this for every
+// pair of points, millions of times per proposal at hundreds of observations).
+std::size_t shared_items(const std::vector<int>& a, const std::vector<int>& b) {
+  std::size_t shared = 0;
+  if (a.size() <= 64) {
+    std::uint64_t used = 0;
+    for (int item : b) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i] == item && !(used >> i & 1u)) {
+          used |= std::uint64_t{1} << i;
+          ++shared;
+          break;
+        }
+      }
+    }
+    return shared;
+  }
+  std::vector<int> x = a, y = b;
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  for (std::size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    if (x[i] == y[j]) ++shared, ++i, ++j;
+    else if (x[i] < y[j]) ++i;
+    else ++j;
+  }
+  return shared;
+}
+}  // namespace
+
 double sequence_distance(const std::vector<int>& a, const std::vector<int>& b) {
   const std::size_t longer = std::max(a.size(), b.size());
   if (longer == 0) return 0;
   std::size_t same_position = 0;
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) same_position += a[i] == b[i];
-  std::map<int, int> counts;
-  for (int item : a) ++counts[item];
-  std::size_t shared = 0;
-  for (int item : b) {
-    if (auto it = counts.find(item); it != counts.end() && it->second > 0) {
-      --it->second;
-      ++shared;
-    }
-  }
+  const std::size_t shared = shared_items(a, b);
   return 1.0 - static_cast<double>(same_position + shared) / (2.0 * static_cast<double>(longer));
 }
 

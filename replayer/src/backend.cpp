@@ -2,6 +2,7 @@
 
 #include "r3/config.hpp"
 #include "r3/error.hpp"
+#include "simulated_backend.hpp"
 
 #if R3_HAVE_CUDA
 #include "cuda_backend.hpp"
@@ -61,7 +62,8 @@ std::string check_passes(std::string_view passes) {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view backend) {
+std::unique_ptr<Backend> make_backend(std::string_view backend, std::string_view options) {
+  if (backend == "simulate") return make_simulated_backend(options);
   if (backend == "host") {
 #if R3_HAVE_LLVM
     return make_host_backend();

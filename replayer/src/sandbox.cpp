@@ -167,6 +167,7 @@ void Sandbox::start() {
       setup_.log_level.empty() ? std::string(log::to_string(log::level())) : setup_.log_level;
   nlohmann::json prepare{{"capture", setup_.capture.string()},
                          {"backend", setup_.backend},
+                         {"backend_options", setup_.backend_options},
                          {"kernels", kernels},
                          {"confine", setup_.confine},
                          {"readable", readable},

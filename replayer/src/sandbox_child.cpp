@@ -34,8 +34,9 @@ Prepared prepare(const json& request) {
   prepared.capture = std::make_unique<capture::CaptureReader>(
       capture::CaptureReader::open(request.at("capture").get<std::string>()));
   std::string backend = request.at("backend").get<std::string>();
+  std::string options = request.value("backend_options", std::string());
   for (const json& k : request.at("kernels")) {
-    auto b = make_backend(backend);
+    auto b = make_backend(backend, options);
     b->prepare(*prepared.capture, k.at("kernel").get<std::size_t>(),
                k.at("launches").get<std::vector<std::size_t>>());
     prepared.placement += (prepared.placement.empty() ? "" : "; ") + b->placement();

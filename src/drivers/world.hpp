@@ -2,6 +2,11 @@
 // CMake compiles world_mpi.cpp or world_serial.cpp, so no code here tests R3_HAVE_MPI.
 #pragma once
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "r3/tune/collectives.hpp"
 
 namespace r3 {
@@ -21,8 +26,16 @@ class World final : public tune::Collectives {
   int broadcast(int value) const;
   std::string broadcast(std::string bytes) const override;
   std::vector<std::string> gather(const std::string& bytes) const override;
+  void send(int to, std::string bytes) const override;
+  std::optional<Message> receive(double timeout_s) const override;
 
  private:
+  // Sends under way (MPI_Isend), with the bytes they send; completed ones are dropped as
+  // receive() and send() go by, and ~World waits for the rest. Mutable: sending is not a change
+  // of the world as the job sees it.
+  struct Sending;
+  mutable std::vector<std::unique_ptr<Sending>> sending_;
+  void complete_sends(bool wait) const;
   int rank_ = 0;
   int size_ = 1;
   int node_rank_ = 0;

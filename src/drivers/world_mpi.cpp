@@ -1,6 +1,9 @@
 #include <mpi.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <climits>
 
 #include "r3/error.hpp"
@@ -21,7 +24,15 @@ void check(int status, const char* api) {
   throw IoError(api, std::string(text, static_cast<std::size_t>(length)));
 }
 
+// Point-to-point messages after set-up all carry this tag.
+constexpr int kMessageTag = 7;
+
 }  // namespace
+
+struct World::Sending {
+  std::string bytes;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
 
 World::World(int& argc, char**& argv) {
   MPI_Init(&argc, &argv);
@@ -35,7 +46,10 @@ World::World(int& argc, char**& argv) {
   log::set_rank(size_ > 1 ? rank_ : -1);
 }
 
-World::~World() { MPI_Finalize(); }
+World::~World() {
+  complete_sends(/*wait=*/true);
+  MPI_Finalize();
+}
 
 int World::broadcast(int value) const {
   MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -72,6 +86,58 @@ std::vector<std::string> World::gather(const std::string& bytes) const {
   std::vector<std::string> out;
   for (std::size_t r = 0; r < sizes.size(); ++r) out.push_back(all.substr(offsets[r], sizes[r]));
   return out;
+}
+
+void World::send(int to, std::string bytes) const {
+  if (bytes.size() > INT_MAX) throw IoError("MPI_Isend", "a message of more than 2 GiB");
+  auto sending = std::make_unique<Sending>();
+  sending->bytes = std::move(bytes);
+  check(MPI_Isend(sending->bytes.data(), static_cast<int>(sending->bytes.size()), MPI_BYTE, to,
+                  kMessageTag, MPI_COMM_WORLD, &sending->request),
+        "MPI_Isend");
+  sending_.push_back(std::move(sending));
+  complete_sends(/*wait=*/false);
+}
+
+void World::complete_sends(bool wait) const {
+  for (auto it = sending_.begin(); it != sending_.end();) {
+    int done = 0;
+    if (wait)
+      MPI_Wait(&(*it)->request, MPI_STATUS_IGNORE), done = 1;
+    else
+      MPI_Test(&(*it)->request, &done, MPI_STATUS_IGNORE);
+    it = done ? sending_.erase(it) : it + 1;
+  }
+}
+
+std::optional<tune::Collectives::Message> World::receive(double timeout_s) const {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
+  // Polled with sleeps that grow from 50 us to 2 ms: a blocking MPI_Recv spins (Open MPI yields
+  // at best), and oversubscribed ranks that spin take the cores their neighbours need.
+  long pause_ns = 50'000;
+  while (true) {
+    int arrived = 0;
+    MPI_Status status;
+    check(MPI_Iprobe(MPI_ANY_SOURCE, kMessageTag, MPI_COMM_WORLD, &arrived, &status), "MPI_Iprobe");
+    if (arrived) {
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      Message message;
+      message.from = status.MPI_SOURCE;
+      message.bytes.resize(static_cast<std::size_t>(count));
+      check(MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, kMessageTag,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+            "MPI_Recv");
+      complete_sends(/*wait=*/false);
+      return message;
+    }
+    complete_sends(/*wait=*/false);
+    if (Clock::now() >= deadline) return std::nullopt;
+    timespec pause{0, pause_ns};
+    ::nanosleep(&pause, nullptr);
+    pause_ns = std::min(pause_ns * 2, 2'000'000L);
+  }
 }
 
 }  // namespace r3

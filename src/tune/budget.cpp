@@ -13,8 +13,8 @@ double Budget::typical_generation() const {
 }
 
 std::string Budget::stop_reason(std::size_t evaluated, std::uint32_t generation, double elapsed,
-                                double reserve, double now) const {
-  const double next = typical_generation();
+                                double reserve, double now, std::size_t ahead) const {
+  const double next = typical_generation() * static_cast<double>(std::max<std::size_t>(1, ahead));
   if (evaluated >= limits_.evaluations)
     return "budget.evaluations (" + std::to_string(limits_.evaluations) + ") reached";
   if (generation >= limits_.generations)

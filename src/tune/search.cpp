@@ -135,6 +135,7 @@ Search::Search(const config::TuneConfig& config, config::Backend backend,
       levels_(config, backend),
       kernels_(std::move(kernels)),
       rng_(config.search.seed),
+      prompt_rng_(config.search.seed ^ 0x9e3779b97f4a7c15ULL),
       device_(capture.info().device) {
   for (std::size_t k = 0; k < kernels_.size(); ++k) {
     auto state = std::make_unique<KernelState>(config_);
@@ -452,6 +453,8 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
 std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count) {
   if (requested_.size() <= generation) requested_.resize(generation + 1, 0);
   requested_[generation] = count;
+  if (observed_before_.size() <= generation) observed_before_.resize(generation + 1, 0);
+  observed_before_[generation] = generations_observed_;
   std::vector<Planned> out;
   if (next_id_ == 0) {
     for (auto& state : states_) propose_originals(*state, generation, out);
@@ -555,6 +558,7 @@ void Search::observe(const run::CandidateRecord& done) {
 
 void Search::end_generation() {
   for (auto& state : states_) state->archive.end_generation();
+  ++generations_observed_;
 }
 
 std::vector<evolve::ChatRequest> Search::llm_requests(std::size_t count) {
@@ -569,7 +573,7 @@ std::vector<evolve::ChatRequest> Search::llm_requests(std::size_t count) {
     std::size_t island = i % std::max<std::size_t>(1, kernel.archive.islands());
     if (kernel.archive.size(island) > 0) {
       parent = kernel.by_hash.at(
-          kernel.archive.select_parent(island, config_.search.archive.exploration, rng_).source);
+          kernel.archive.select_parent(island, config_.search.archive.exploration, prompt_rng_).source);
     }
     const std::string entry = entry_in_source(target);
     evolve::PromptContext context;
@@ -619,21 +623,53 @@ void Search::take_llm_answer(const evolve::ChatResult& answer) {
 std::string Search::state() const {
   std::ostringstream rng;
   rng << rng_;
-  return json{{"rng", rng.str()}, {"requested", requested_}, {"next_id", next_id_}}.dump();
+  return json{{"rng", rng.str()},
+              {"requested", requested_},
+              {"observed_before", observed_before_},
+              {"next_id", next_id_}}
+      .dump();
 }
 
-void Search::restore(const run::RunRecord& record) {
+std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) {
   json state = json::parse(record.search_state, nullptr, false);
   if (state.is_discarded() || !state.contains("requested"))
     throw FormatError("the run database holds no search state to resume from");
-  auto requested = state.at("requested").get<std::vector<std::size_t>>();
-  std::size_t at = 0;
-  for (std::uint32_t g = 0; g < record.generations; ++g) {
-    std::size_t first = at;
-    while (at < record.candidates.size() && record.candidates[at].generation == g) ++at;
-    // Sources the LLM gave come back from the database, in the order they were used.
+  const auto requested = state.at("requested").get<std::vector<std::size_t>>();
+  // Databases written before the job proposed ahead: each generation after the one before it.
+  std::vector<std::uint32_t> observed_before;
+  if (state.contains("observed_before"))
+    observed_before = state.at("observed_before").get<std::vector<std::uint32_t>>();
+  // Where each committed generation's candidates lie in the record.
+  std::vector<std::pair<std::size_t, std::size_t>> rows;
+  for (std::size_t at = 0; rows.size() < record.generations;) {
+    const std::size_t first = at;
+    while (at < record.candidates.size() &&
+           record.candidates[at].generation == static_cast<std::uint32_t>(rows.size()))
+      ++at;
+    rows.emplace_back(first, at);
+  }
+  std::uint32_t observed = 0;
+  auto observe_next = [&] {
+    for (std::size_t i = rows[observed].first; i < rows[observed].second; ++i)
+      observe(record.candidates[i]);
+    end_generation();
+    ++observed;
+  };
+  std::vector<std::vector<Planned>> in_flight;
+  const std::size_t proposed = std::max<std::size_t>(requested.size(), record.generations);
+  for (std::uint32_t g = 0; g < proposed; ++g) {
+    const std::uint32_t before = g < observed_before.size() ? observed_before[g] : g;
+    if (before > g || before > record.generations)
+      throw FormatError("the run database's search state says generation " + std::to_string(g) +
+                        " was proposed after " + std::to_string(before) +
+                        " generation(s) were observed, which cannot be");
+    while (observed < before) observe_next();
+    const bool committed = g < record.generations;
+    const std::size_t first = committed ? rows[g].first : 0, at = committed ? rows[g].second : 0;
+    replayed_.clear();
     for (std::size_t i = first; i < at; ++i) {
       const run::CandidateRecord& c = record.candidates[i];
+      // Sources the LLM gave come back from the database, in the order they were used.
       if (c.level == "source" && c.description.starts_with("LLM rewrite") &&
           c.kernel < states_.size()) {
         KernelState& kernel = *states_[c.kernel];
@@ -643,10 +679,6 @@ void Search::restore(const run::RunRecord& record) {
         }
         kernel.llm_sources.emplace_back(record.sources.at(c.source), parent);
       }
-    }
-    replayed_.clear();
-    for (std::size_t i = first; i < at; ++i) {
-      const run::CandidateRecord& c = record.candidates[i];
       json plan = json::parse(c.plan, nullptr, false);
       if (plan.is_discarded() || !plan.contains("searched")) continue;
       std::optional<Level> level = parse_level(plan.at("searched").get<std::string>());
@@ -654,7 +686,9 @@ void Search::restore(const run::RunRecord& record) {
       replayed_[{c.kernel, c.source, *level}].push_back(bo::Configuration{
           plan.at("levels").at(std::string(to_string(*level))).get<std::vector<std::vector<int>>>()});
     }
-    replaying_ = true;
+    // Committed generations take the optimizers' proposals from the database; those proposed
+    // but not committed before the stop are proposed again as the uninterrupted run did.
+    replaying_ = committed;
     std::vector<Planned> again;
     try {
       again = propose(g, g < requested.size() ? requested[g] : at - first);
@@ -663,6 +697,11 @@ void Search::restore(const run::RunRecord& record) {
       throw;
     }
     replaying_ = false;
+    if (!committed) {
+      if (again.empty()) break;
+      in_flight.push_back(std::move(again));
+      continue;
+    }
     if (again.size() != at - first)
       throw FormatError("generation " + std::to_string(g) + " had " + std::to_string(at - first) +
                         " candidates, the search proposes " + std::to_string(again.size()) +
@@ -676,13 +715,13 @@ void Search::restore(const run::RunRecord& record) {
                           " instead of " + c.description +
                           "): the database belongs to another configuration or r3 version");
     }
-    for (std::size_t i = first; i < at; ++i) observe(record.candidates[i]);
-    end_generation();
   }
+  while (observed < record.generations) observe_next();
   std::ostringstream rng;
   rng << rng_;
   if (rng.str() != state.at("rng").get<std::string>())
     log::warning("the resumed search's random state differs from the one recorded");
+  return in_flight;
 }
 
 }  // namespace r3::tune

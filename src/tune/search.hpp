@@ -101,8 +101,11 @@ class Search {
 
   std::string state() const;  // for the run database
   // Replays a run database: proposes each recorded generation again and observes its recorded
-  // outcomes. Throws FormatError when the database does not belong to this configuration.
-  void restore(const run::RunRecord& record);
+  // outcomes, in the order the run did (a generation may have been proposed before the ones
+  // ahead of it were observed: the state records after how many). Returns the generations the
+  // run had proposed but not committed, proposed again as they were then. Throws FormatError
+  // when the database does not belong to this configuration.
+  std::vector<std::vector<Planned>> restore(const run::RunRecord& record);
 
   const std::map<Hash128, std::string>& sources() const { return sources_; }
   std::uint64_t next_id() const { return next_id_; }
@@ -140,6 +143,9 @@ class Search {
   std::vector<std::unique_ptr<KernelState>> states_;
   std::map<Hash128, std::string> sources_;
   std::mt19937_64 rng_;
+  // The prompts' parents: drawn apart from rng_, since a resume does not ask for the prompts
+  // again and the proposals must not depend on them.
+  std::mt19937_64 prompt_rng_;
   std::uint64_t next_id_ = 0;
   // While restore() replays a generation: the configurations each optimizer proposed in it, by
   // (kernel, source, level), in order. An optimizer's proposals depend only on its seed and its
@@ -154,6 +160,9 @@ class Search {
   std::map<std::uint64_t, std::pair<std::size_t, Hash128>> llm_parents_;  // tag -> kernel, parent
   std::uint64_t next_tag_ = 1;
   std::vector<std::size_t> requested_;  // candidates asked for, per generation (for resume)
+  // Per generation, how many generations had been observed when it was proposed (for resume).
+  std::vector<std::uint32_t> observed_before_;
+  std::uint32_t generations_observed_ = 0;
   std::vector<double> kernel_received_;  // candidates each kernel got so far
 };
 

@@ -222,10 +222,11 @@ TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
   std::vector<std::string> argv = command(yaml, {});
   std::string line;
   for (const auto& a : argv) line += "'" + a + "' ";
-  // Start the job, wait until generation 3 is being evaluated, then kill every rank at once.
+  // Start the job, wait until generation 2 is committed (later ones are in flight: the job
+  // proposes ahead), then kill every rank at once.
   std::string log = (dir_ / "killed.log").string();
   std::string script = line + " > '" + log + "' 2>&1 & job=$!\n" +
-                       "for i in $(seq 1 1200); do grep -q 'generation 3: evaluating' '" + log +
+                       "for i in $(seq 1 1200); do grep -q 'generation 2: 4 candidates' '" + log +
                        "' && break; sleep 0.1; done\n"
                        "pkill -9 -f -- '" +
                        (dir_ / "tune.yaml").string() +
@@ -237,7 +238,7 @@ TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
   std::ifstream in(log);
   std::stringstream killed_log;
   killed_log << in.rdbuf();
-  ASSERT_NE(killed_log.str().find("generation 3: evaluating"), std::string::npos)
+  ASSERT_NE(killed_log.str().find("generation 2: 4 candidates"), std::string::npos)
       << killed_log.str();
   r3::run::RunRecord before = database();
   ASSERT_GE(before.generations, 3u) << killed_log.str();

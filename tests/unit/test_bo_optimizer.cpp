@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "gp.hpp"
@@ -73,6 +74,19 @@ TEST(BoGaussianProcess, KernelPiecesBehave) {
   EXPECT_DOUBLE_EQ(sequence_distance({1, 2}, {3, 4}), 1.0);
   EXPECT_LT(sequence_distance({1, 2, 3}, {3, 2, 1}), sequence_distance({1, 2, 3}, {4, 5, 6}));
   EXPECT_GT(sequence_distance({1, 2, 3}, {3, 2, 1}), 0.0);  // order matters
+  // Repeated items count as often as both have them: {1,1,2} and {1,2,2} share 1 and 2.
+  EXPECT_DOUBLE_EQ(sequence_distance({1, 1, 2}, {1, 2, 2}), 1.0 - (2.0 + 2.0) / 6.0);
+  // Long sequences (past the bit mask) give what short ones give.
+  std::vector<int> long_a, long_b;
+  for (int i = 0; i < 100; ++i) long_a.push_back(i % 7), long_b.push_back((i * 3) % 5);
+  std::size_t same = 0;
+  for (int i = 0; i < 100; ++i) same += long_a[i] == long_b[i];
+  std::map<int, int> count_a, count_b;
+  for (int v : long_a) ++count_a[v];
+  for (int v : long_b) ++count_b[v];
+  std::size_t shared = 0;
+  for (const auto& [v, n] : count_a) shared += std::min(n, count_b[v]);
+  EXPECT_DOUBLE_EQ(sequence_distance(long_a, long_b), 1.0 - (same + shared) / 200.0);
   Space space({Parameter::ordinal("x", {1, 2, 4, 8}), Parameter::categorical("c", {"a", "b"}),
                Parameter::sequence("s", {"p", "q"}, 2, true)});
   Encoder encoder(space);

@@ -271,6 +271,12 @@ TEST(TuneConfigDocs, ReferenceListsExactlyTheAcceptedKeys) {
   TuneConfig config = load_tune_config(kData / "tune" / "good" / "full.yaml");
   std::set<std::string> accepted;
   collect_keys(YAML::Load(to_yaml(config)), "", accepted);
+  // The simulate backend's section is written only with that backend.
+  TuneConfig simulated = load_tune_config(kData / "tune" / "good" / "simulate.yaml");
+  EXPECT_EQ(simulated.backend, Backend::simulate);
+  EXPECT_DOUBLE_EQ(simulated.simulate.run_s, 3.0);
+  EXPECT_DOUBLE_EQ(simulated.simulate.kernel_s, 2e-3);
+  collect_keys(YAML::Load(to_yaml(simulated)), "", accepted);
 
   std::set<std::string> documented;
   std::ifstream doc(fs::path(R3_TEST_SOURCE_DIR) / "docs" / "tune-yaml.md");

@@ -174,6 +174,74 @@ void run_generations(Search& search, std::uint32_t generations, std::size_t batc
   }
 }
 
+// The job proposes ahead: a generation may be proposed before the ones before it are observed
+// (here: 0, 1, observe 0, 2, observe 1, commit, 3 ...). A resume from what was committed
+// replays that order: it gives back the generation proposed but not committed exactly as the
+// uninterrupted run proposed it, and then proposes what the uninterrupted run did next.
+TEST(TuneSearch, AResumeReplaysTheOrderInWhichGenerationsWereProposedAndObserved) {
+  test::TempDir dir;
+  write_cuda_capture(dir / "c.h5", 1);
+  const std::string yaml =
+      "capture: c.h5\nbackend: cuda\nkernels: [kernel0]\nsearch:\n  levels:\n    source:\n"
+      "      mutators: []\n";
+  config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
+  auto capture = capture::CaptureReader::open(dir / "c.h5");
+  KernelTarget t;
+  t.capture_index = 0;
+  t.name = "kernel0";
+  t.original_block = capture::Dim3{128, 1, 1};
+  t.has_recorded_cubin = t.has_recorded_ptx = true;
+  t.base.compiler = config::Compiler::nvrtc;
+  t.source = "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n"
+             "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
+  t.source_name = "k.cu";
+
+  Search live(config, config::Backend::cuda, capture, {t});
+  run::RunRecord record;
+  std::map<std::uint32_t, std::vector<Planned>> proposed;
+  auto propose = [&](Search& s, std::uint32_t g) {
+    std::vector<Planned> batch = s.propose(g, 5);
+    for (const Planned& p : batch) record.sources.emplace(p.record.source, s.sources().at(p.record.source));
+    return batch;
+  };
+  auto observe = [&](std::uint32_t g) {
+    for (const Planned& p : proposed.at(g)) {
+      run::CandidateRecord done = p.record;
+      done.outcome = p.record.id % 7 == 3 ? "compile_error" : "ok";
+      done.seconds = done.outcome == "ok" ? 1e-3 * (1 + 0.1 * static_cast<double>(p.record.id % 5)) : 0;
+      live.observe(done);
+      record.candidates.push_back(done);
+    }
+    live.end_generation();
+    record.generations = g + 1;
+  };
+  proposed[0] = propose(live, 0);
+  proposed[1] = propose(live, 1);
+  observe(0);
+  proposed[2] = propose(live, 2);
+  proposed[3] = propose(live, 3);
+  observe(1);
+  record.search_state = live.state();  // committed: generations 0 and 1; 2 and 3 in flight
+  proposed[4] = propose(live, 4);
+
+  Search resumed(config, config::Backend::cuda, capture, {t});
+  std::vector<std::vector<Planned>> in_flight = resumed.restore(record);
+  ASSERT_EQ(in_flight.size(), 2u);
+  for (std::uint32_t g : {2u, 3u}) {
+    const std::vector<Planned>& again = in_flight[g - 2];
+    ASSERT_EQ(again.size(), proposed.at(g).size()) << "generation " << g;
+    for (std::size_t i = 0; i < again.size(); ++i) {
+      EXPECT_EQ(again[i].record.id, proposed.at(g)[i].record.id);
+      EXPECT_EQ(again[i].record.plan, proposed.at(g)[i].record.plan) << "generation " << g;
+    }
+  }
+  std::vector<Planned> next = resumed.propose(4, 5);
+  ASSERT_EQ(next.size(), proposed.at(4).size());
+  for (std::size_t i = 0; i < next.size(); ++i)
+    EXPECT_EQ(next[i].record.plan, proposed.at(4)[i].record.plan);
+
+}
+
 // A CUDA kernel is recorded under its mangled name; its source names it plainly. The mutators
 // look for the name the source has (they once looked for "_Z7kernel0Pf" and found nothing).
 TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {

@@ -23,7 +23,8 @@ Backend backend_of_capture(const TuneConfig& config, const capture::CaptureReade
 
 Backend check_against_capture(const TuneConfig& config, const capture::CaptureReader& capture) {
   Backend recorded = backend_of_capture(config, capture);
-  if (config.backend != Backend::automatic && config.backend != recorded) {
+  if (config.backend != Backend::automatic && config.backend != Backend::simulate &&
+      config.backend != recorded) {
     config.fail("backend", "backend '" + std::string(to_string(config.backend)) +
                                "' cannot replay this capture, which was recorded with '" +
                                std::string(to_string(recorded)) + "'");
@@ -65,7 +66,7 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
     }
   }
   // Last, so that mistakes in the file are reported whatever this build contains.
-  if (recorded == Backend::cuda && !build_has_cuda()) {
+  if (recorded == Backend::cuda && !build_has_cuda() && config.backend != Backend::simulate) {
     config.fail("backend",
                 "the capture needs the CUDA backend, but this build of r3 has none "
                 "(configured without CUDA: R3_ENABLE_CUDA=OFF or no CUDA Toolkit found)");

@@ -47,7 +47,10 @@ struct Names {
 };
 
 const Names<Backend> kBackends{
-    {{"auto", Backend::automatic}, {"host", Backend::host}, {"cuda", Backend::cuda}}};
+    {{"auto", Backend::automatic},
+     {"host", Backend::host},
+     {"cuda", Backend::cuda},
+     {"simulate", Backend::simulate}}};
 const Names<Compiler> kCompilers{
     {{"nvrtc", Compiler::nvrtc}, {"clang", Compiler::clang}, {"recorded", Compiler::recorded}}};
 const Names<Acquisition> kAcquisitions{
@@ -305,6 +308,19 @@ void parse_budget(Map& map, BudgetConfig& budget) {
   map.finish();
 }
 
+void parse_simulation(Map& map, SimulationConfig& simulation) {
+  map.read_duration("compile", simulation.compile_s);
+  map.read_duration("run", simulation.run_s);
+  map.read("spread", simulation.spread);
+  if (simulation.spread < 0 || simulation.spread > 1) map.fail("spread", "must lie in [0, 1]");
+  map.read("failure_rate", simulation.failure_rate);
+  if (simulation.failure_rate < 0 || simulation.failure_rate > 1)
+    map.fail("failure_rate", "must lie in [0, 1]");
+  map.read_duration("kernel_time", simulation.kernel_s);
+  if (simulation.kernel_s <= 0) map.fail("kernel_time", "must be positive");
+  map.finish();
+}
+
 bool looks_like_url(std::string_view text) {
   return text.rfind("http://", 0) == 0 || text.rfind("https://", 0) == 0;
 }
@@ -452,6 +468,10 @@ void parse_document(const YAML::Node& root, TuneConfig& config) {
   parse_section(map, "llm", config.llm, [&](Map& m, LlmConfig& llm) { parse_llm(m, llm, base); });
   parse_section(map, "verify", config.verify, parse_verify);
   parse_section(map, "timing", config.timing, parse_timing);
+  parse_section(map, "simulate", config.simulate, parse_simulation);
+  if (map.has("simulate") && config.backend != Backend::simulate)
+    map.fail("simulate", "cannot take effect: it sets the simulate backend's costs, and backend is '" +
+                             std::string(kBackends.name(config.backend)) + "'");
   // Parsed even when absent: the output paths' defaults depend on where tune.yaml is.
   YAML::Node output = map.get("output");
   Map output_map(doc, output.IsDefined() ? output : YAML::Node(YAML::NodeType::Map), "output");

@@ -153,6 +153,17 @@ std::string to_yaml(const TuneConfig& config) {
   duration(out, "job_end_margin", budget.job_end_margin_s);
   out << YAML::EndMap;
 
+  const SimulationConfig& simulate = config.simulate;
+  if (config.backend == Backend::simulate) {
+    out << YAML::Key << "simulate" << YAML::Value << YAML::BeginMap;
+    duration(out, "compile", simulate.compile_s);
+    duration(out, "run", simulate.run_s);
+    pair(out, "spread", simulate.spread);
+    pair(out, "failure_rate", simulate.failure_rate);
+    duration(out, "kernel_time", simulate.kernel_s);
+    out << YAML::EndMap;
+  }
+
   const LlmConfig& llm = config.llm;
   out << YAML::Key << "llm" << YAML::Value << YAML::BeginMap;
   pair(out, "endpoint", llm.endpoint);

@@ -163,8 +163,9 @@ class Backend {
 // without LLVM accept every pipeline: they have no backend that would run one).
 std::string check_passes(std::string_view passes);
 
-// The backend that replays captures recorded with `backend` ("host", "cuda"). Throws
-// NotAvailableError when this build of r3 lacks it.
-std::unique_ptr<Backend> make_backend(std::string_view backend);
+// The backend that replays captures recorded with `backend` ("host", "cuda"), or "simulate"
+// (r3/replay/simulation.hpp), with its own settings in `options` (JSON; empty: its defaults).
+// Throws NotAvailableError when this build of r3 lacks it.
+std::unique_ptr<Backend> make_backend(std::string_view backend, std::string_view options = "");
 
 }  // namespace r3::replay

@@ -34,6 +34,7 @@ struct SandboxSetup {
   std::filesystem::path helper;   // the r3-sandbox program; empty: find_sandbox_helper()
   std::filesystem::path capture;  // read by the child, again after every restart
   std::string backend = "host";
+  std::string backend_options;  // the backend's own settings (make_backend), JSON
   std::vector<KernelToPrepare> kernels;
   bool confine = true;    // the child's confinement layers (host backend only; docs/security.md)
   // What the child may still read once confined (Landlock), besides the system's directories:

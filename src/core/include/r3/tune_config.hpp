@@ -15,7 +15,9 @@
 
 namespace r3::config {
 
-enum class Backend { automatic, host, cuda };
+// `simulate`: candidates cost what a cost model says (SimulationConfig) instead of running; the
+// search is the one the capture's own backend would get.
+enum class Backend { automatic, host, cuda, simulate };
 enum class Compiler { nvrtc, clang, recorded };
 enum class Acquisition { log_ei, ucb };
 enum class BatchStrategy { kriging_believer, local_penalization };
@@ -196,6 +198,15 @@ struct OutputConfig {
   std::filesystem::path run_database;  // absolute; default <directory>/run.h5
 };
 
+// backend: simulate — what a candidate costs (replay::SimulationOptions says how it is used).
+struct SimulationConfig {
+  double compile_s = 0.5;  // mean compile time
+  double run_s = 1.0;      // mean time of a candidate's runs
+  double spread = 0.3;     // each time is its mean x (1 +- spread)
+  double failure_rate = 0.05;
+  double kernel_s = 1e-3;  // the recorded kernel's time
+};
+
 struct Location {
   int line = 0;    // 1-based
   int column = 0;  // 1-based
@@ -213,6 +224,7 @@ struct TuneConfig {
   VerifyConfig verify;
   TimingConfig timing;
   OutputConfig output;
+  SimulationConfig simulate;
 
   // Where each key was written ("kernels[0].name" -> line, column), for later errors.
   std::map<std::string, Location> locations;
@@ -226,7 +238,9 @@ TuneConfig parse_tune_config(std::string_view text, const std::filesystem::path&
 
 // Checks a parsed tune.yaml against its capture and this build: every kernel is in the capture,
 // launch indices exist, source files and include directories exist, the backend can replay the
-// capture. Returns the backend to use (never `automatic`). Errors point at the tune.yaml key.
+// capture. Returns the backend whose search the job runs: the capture's (never `automatic` or
+// `simulate`; with `simulate` candidates are then only simulated). Errors point at the tune.yaml
+// key.
 Backend check_against_capture(const TuneConfig& config, const capture::CaptureReader& capture);
 
 // The resolved configuration as YAML: every key with its value, defaults included, absolute paths.

@@ -2,6 +2,7 @@
 // implements it over MPI_COMM_WORLD (or as one process in builds without MPI).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,18 @@ class Collectives {
   virtual std::string broadcast(std::string bytes) const = 0;
   // Rank 0 returns every rank's `bytes`, in rank order; the others an empty list (collective).
   virtual std::vector<std::string> gather(const std::string& bytes) const = 0;
+
+  // Point to point, after set-up. send() does not wait for the receiver (the bytes are kept
+  // until delivered), so two ranks sending to each other never deadlock.
+  virtual void send(int to, std::string bytes) const = 0;
+  struct Message {
+    int from = 0;
+    std::string bytes;
+  };
+  // The next message from any rank, waiting at most `timeout_s` (0: only what has arrived)
+  // without spinning: an idle rank leaves its core to the others (a node's evaluators, the
+  // sandboxes, rank 0's search). nullopt when none came.
+  virtual std::optional<Message> receive(double timeout_s) const = 0;
 };
 
 }  // namespace r3::tune

@@ -1,0 +1,100 @@
+#include "summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "clock.hpp"
+#include "r3/hash.hpp"
+#include "r3/report/analysis.hpp"
+
+namespace r3::tune {
+
+std::string batch_digest(const std::vector<Planned>& batch) {
+  Hasher hasher;
+  for (const Planned& p : batch) {
+    hasher.update_field(std::to_string(p.record.id)).update_field(p.record.source.hex());
+    hasher.update_field(p.record.plan);
+  }
+  return hasher.digest().hex().substr(0, 12);
+}
+
+std::string progress_line(const Master& m, const GenerationFigures& f,
+                          const std::vector<double>& latencies) {
+  const std::uint32_t generation = f.generation;
+  const std::size_t first = f.first;
+  std::map<std::string, int> failed;
+  int ok = 0;
+  for (std::size_t i = first; i < m.record.candidates.size(); ++i) {
+    const auto& c = m.record.candidates[i];
+    if (c.outcome == "ok")
+      ++ok;
+    else
+      ++failed[c.outcome];
+  }
+  std::ostringstream line;
+  line << "generation " << generation << ": " << (m.record.candidates.size() - first)
+       << " candidates, " << ok << " ok";
+  if (!failed.empty()) {
+    int n = 0;
+    std::string classes;
+    for (const auto& [why, count] : failed) {
+      n += count;
+      classes += (classes.empty() ? "" : ", ") + std::to_string(count) + " " + why;
+    }
+    line << ", " << n << " failed (" << classes << ")";
+  }
+  for (const report::KernelResult& k : report::analyse(m.record, report::kernel_names(m.config))) {
+    if (!k.best_sample) continue;
+    line << "; best " << format_ms(k.best_sample->seconds);
+    if (k.original) {
+      line.precision(3);
+      line << " (" << k.original->seconds / k.best_sample->seconds << "x over "
+           << format_ms(k.original->seconds) << ")";
+    }
+  }
+  if (m.llm) {
+    if (latencies.empty()) {
+      line << "; LLM: no answers yet";
+    } else {
+      std::vector<double> sorted = latencies;
+      std::sort(sorted.begin(), sorted.end());
+      line.precision(3);
+      line << "; LLM: " << sorted.size() << " answers, median latency " << sorted[sorted.size() / 2]
+           << " s";
+    }
+  }
+  line << "; evaluators busy " << static_cast<int>(std::lround(100 * f.busy_fraction)) << "%; ";
+  line.precision(3);
+  line << f.seconds << " s; search " << format_ms(f.search_seconds) << ", " << f.in_flight
+       << " generation(s) in flight";
+  return line.str();
+}
+
+
+std::string final_summary(const Master& m, const std::string& stop_reason,
+                          const report::ResultsFiles& files, bool stopped) {
+  std::ostringstream summary;
+  summary << "finished after " << m.record.generations << " generation(s): " << stop_reason << "\n";
+  std::map<std::string, int> outcomes;
+  for (const auto& cand : m.record.candidates) ++outcomes[cand.outcome];
+  summary << "  " << m.record.candidates.size() << " candidates:";
+  for (const auto& [why, n] : outcomes) summary << " " << n << " " << why << ";";
+  summary << "\n";
+  for (const std::string& line : report::summary_lines(files.results))
+    summary << "  kernel " << line << "\n";
+  if (m.llm) {
+    evolve::Usage u = m.llm->usage();
+    summary << "  LLM: " << u.prompt_tokens << " prompt + " << u.completion_tokens
+            << " completion tokens, cost " << u.cost << ", " << m.search->llm_answers_rejected()
+            << " answer(s) rejected\n";
+  }
+  summary << "  run database: " << m.database.string() << "\n";
+  summary << "  results: " << files.directory.string() << "\n";
+  summary << "  report: " << files.report.string();
+  if (stopped) summary << "\n  to go on: r3-mpi " << m.config.file.string() << " --resume";
+  return summary.str();
+}
+
+}  // namespace r3::tune

@@ -1,0 +1,36 @@
+// What the job prints: a line per committed generation, and the summary at the end.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "master.hpp"
+#include "r3/report/results.hpp"
+
+namespace r3::tune {
+
+// A short digest of a generation's candidates (ids, sources, plans): the same digest after a
+// resume means the same proposals.
+std::string batch_digest(const std::vector<Planned>& batch);
+
+struct GenerationFigures {
+  std::uint32_t generation = 0;
+  std::size_t first = 0;        // its first candidate in the record
+  double seconds = 0;           // since the previous generation was committed
+  double busy_fraction = 0;     // of the evaluators, over those seconds
+  double search_seconds = 0;    // rank 0's own time (proposals, observations, commit) over them
+  std::size_t in_flight = 0;    // generations proposed and not yet committed, after this one
+};
+
+// "generation 12: 8 candidates, 7 ok, 1 failed (1 timeout); best ...; evaluators busy 97%;
+// 1.2 s; search 4.1 ms, 2 generation(s) in flight".
+std::string progress_line(const Master& m, const GenerationFigures& figures,
+                          const std::vector<double>& latencies);
+
+// The summary at the end of the job.
+std::string final_summary(const Master& m, const std::string& stop_reason,
+                          const report::ResultsFiles& files, bool stopped);
+
+}  // namespace r3::tune
