@@ -9,9 +9,12 @@
 namespace r3::tune {
 
 Dispatcher::Dispatcher(const Collectives& world, Evaluator* local,
-                       const std::map<Hash128, std::string>& sources, std::size_t depth)
-    : world_(world), local_(local), sources_(sources), depth_(std::max<std::size_t>(1, depth)) {
+                       const std::map<Hash128, std::string>& sources,
+                       std::vector<std::size_t> depths)
+    : world_(world), local_(local), sources_(sources), depths_(std::move(depths)) {
   const std::size_t evaluators = local ? 1 : static_cast<std::size_t>(world.size() - 1);
+  depths_.resize(evaluators, 2);
+  for (std::size_t& d : depths_) d = std::max<std::size_t>(1, d);
   own_.resize(evaluators);
   outstanding_.assign(evaluators, 0);
   sent_sources_.resize(evaluators);
@@ -41,7 +44,7 @@ void Dispatcher::hand_out() {
   if (local_) return;  // the local evaluator takes its work in next()
   for (std::size_t e = 0; e < own_.size(); ++e) {
     protocol::Work work;
-    while (outstanding_[e] < depth_ && (!own_[e].empty() || !shared_.empty())) {
+    while (outstanding_[e] < depths_[e] && (!own_[e].empty() || !shared_.empty())) {
       auto& from = own_[e].empty() ? shared_ : own_[e];
       protocol::WorkItem item = std::move(from.front());
       from.pop_front();
@@ -73,7 +76,7 @@ std::optional<Dispatcher::Finished> Dispatcher::next(double timeout_s) {
     local_->hold({{item.source, sources_.at(item.source)}});
     // The next few compile while this one runs.
     std::vector<protocol::WorkItem> ahead;
-    for (std::size_t i = 0; i < from.size() && i < depth_; ++i) {
+    for (std::size_t i = 0; i + 1 < depths_[0] && i < from.size(); ++i) {
       local_->hold({{from[i].source, sources_.at(from[i].source)}});
       ahead.push_back(from[i]);
     }

@@ -29,9 +29,10 @@ class Dispatcher {
   };
 
   // `local`: the evaluator of a job of one process (rank 0 runs every candidate itself).
-  // `sources`: the texts work items name by hash (sent to each evaluator once).
+  // `sources`: the texts work items name by hash (sent to each evaluator once). `depths`: how
+  // many candidates each evaluator holds at once (protocol::Ready); with `local`, one entry.
   Dispatcher(const Collectives& world, Evaluator* local,
-             const std::map<Hash128, std::string>& sources, std::size_t depth);
+             const std::map<Hash128, std::string>& sources, std::vector<std::size_t> depths);
 
   int evaluators() const { return static_cast<int>(outstanding_.size()); }
   // Adds candidates to the shared queue, behind those already there.
@@ -57,7 +58,7 @@ class Dispatcher {
   const Collectives& world_;
   Evaluator* local_;
   const std::map<Hash128, std::string>& sources_;
-  std::size_t depth_;
+  std::vector<std::size_t> depths_;
   std::deque<protocol::WorkItem> shared_;
   // Per evaluator (index 0 is rank 1, or the local evaluator): its own queue, what it holds.
   std::vector<std::deque<protocol::WorkItem>> own_;

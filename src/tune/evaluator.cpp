@@ -96,6 +96,7 @@ Evaluator::Evaluator(const protocol::EvaluatorSetup& setup, const std::filesyste
   replay::SandboxSetup s;
   s.device = gpu;
   s.compile_threads = compile_threads(setup, node_size);
+  compile_threads_ = s.compile_threads;
   s.capture = capture;
   s.backend = setup.backend;
   s.backend_options = setup.simulation;
@@ -156,6 +157,8 @@ replay::Evaluation Evaluator::evaluate(const protocol::WorkItem& item) {
 
 std::size_t Evaluator::restarts() const { return sandbox_->restarts(); }
 
+std::size_t Evaluator::depth() const { return 2 + compile_threads_; }
+
 int run_evaluator(const Collectives& world) {
   protocol::EvaluatorSetup setup = protocol::decode_setup(world.broadcast(std::string()));
   std::string capture_bytes = world.broadcast(std::string());
@@ -176,7 +179,7 @@ int run_evaluator(const Collectives& world) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  world.gather(error);
+  world.gather(protocol::encode(protocol::Ready{error, evaluator ? evaluator->depth() : 2}));
   if (world.broadcast(std::string()) != "go") return exit_error;
 
   // Work rank 0 sent, in order; the ones handed to the compile threads already.

@@ -31,12 +31,15 @@ class Evaluator {
   // restarted, or an item naming a source it was not sent, makes it a crash).
   replay::Evaluation evaluate(const protocol::WorkItem& item);
   std::size_t restarts() const;
+  // Candidates worth holding at once: one running, one per compile thread, one on its way.
+  std::size_t depth() const;
 
  private:
   replay::Request request_of(const protocol::WorkItem& item) const;
 
   std::unique_ptr<replay::Sandbox> sandbox_;
   std::map<Hash128, std::string> sources_;
+  std::size_t compile_threads_ = 0;
 };
 
 // An evaluator rank's whole life after the job's set-up was broadcast: its scratch copy of the

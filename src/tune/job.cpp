@@ -42,8 +42,6 @@ namespace {
 // the optimizers guess at (kriging believer), and a slow candidate should not let the search
 // run far ahead of what it knows.
 constexpr std::size_t kMostGenerationsInFlight = 8;
-// Candidates an evaluator holds at once: one running, one compiling ahead.
-constexpr std::size_t kEvaluatorDepth = 2;
 
 // The batch job's end (seconds since the epoch) when the scheduler says: Slurm's
 // SLURM_JOB_END_TIME, or R3_JOB_END_TIME for other schedulers.
@@ -151,9 +149,19 @@ class SearchLoop {
   // Proposes generations while fewer candidates wait than there are evaluators, so that none
   // waits for the search.
   void propose_while_the_queue_is_low() {
-    // Nothing is proposed ahead of the first generation, which runs the originals: a set-up in
-    // which they fail stops the job before anything else is evaluated.
-    auto originals_pending = [&] { return m_.record.generations == 0 && !in_flight_.empty(); };
+    // Nothing is proposed before the originals (in the first generation) have run: a set-up in
+    // which they fail stops the job, at the first generation's commit, before more is evaluated.
+    auto originals_pending = [&] {
+      if (m_.record.generations > 0 || in_flight_.empty()) return false;
+      const Generation& first = in_flight_.front();
+      for (const Planned& p : first.batch) {
+        if (p.record.level != "original" && p.record.level != "rebuilt") continue;
+        auto done = first.results.find(p.record.id);
+        if (done == first.results.end() || done->second.evaluation.outcome != replay::Outcome::ok)
+          return true;
+      }
+      return false;
+    };
     while (proposing_ && !originals_pending() && in_flight_.size() < kMostGenerationsInFlight &&
            dispatcher_.queued() < evaluators_) {
       const auto start = Clock::now();
@@ -309,14 +317,15 @@ int run_generations(Master& m, Dispatcher& dispatcher) {
 }
 
 // Runs the generations; every evaluator learns how the job ended, whatever happens on rank 0.
-int run_master(Master& m, const Collectives& world) {
+int run_master(Master& m, const Collectives& world, const std::vector<std::size_t>& depths) {
   std::unique_ptr<Evaluator> local;
   int status = exit_ok;
   try {
     if (world.size() == 1)
       local = std::make_unique<Evaluator>(evaluator_setup(m), m.config.capture, 0,
                                           world.node_rank(), world.node_size());
-    Dispatcher dispatcher(world, local.get(), m.record.sources, kEvaluatorDepth);
+    Dispatcher dispatcher(world, local.get(), m.record.sources,
+                          local ? std::vector<std::size_t>{local->depth()} : depths);
     try {
       status = run_generations(m, dispatcher);
     } catch (...) {
@@ -383,21 +392,24 @@ int run_job(const JobOptions& options, const Collectives& world) {
     }
   }
   try {
+    std::vector<std::size_t> depths;
     if (world.size() > 1) {
       world.broadcast(protocol::encode(evaluator_setup(*master)));
       // Read here once, sent to every evaluator: no rank but this one reads the shared file.
       world.broadcast(read_text_file(master->config.capture, "capture",
                                      std::numeric_limits<std::uint64_t>::max()));
-      std::vector<std::string> errors = world.gather(std::string());
+      std::vector<std::string> answers = world.gather(std::string());
       std::string first;
-      for (std::size_t r = 1; r < errors.size(); ++r) {
-        if (!errors[r].empty() && first.empty())
-          first = "evaluator " + std::to_string(r) + ": " + errors[r];
+      for (std::size_t r = 1; r < answers.size(); ++r) {
+        const protocol::Ready ready = protocol::decode_ready(answers[r]);
+        depths.push_back(ready.depth);
+        if (!ready.error.empty() && first.empty())
+          first = "evaluator " + std::to_string(r) + ": " + ready.error;
       }
       world.broadcast(first.empty() ? "go" : "stop");
       if (!first.empty()) throw Error(first);
     }
-    return run_master(*master, world);
+    return run_master(*master, world, depths);
   } catch (...) {
     return exit_status_of_current_exception();
   }

@@ -76,6 +76,19 @@ EvaluatorSetup decode_setup(std::string_view text) {
   }
 }
 
+std::string encode(const Ready& ready) {
+  return json{{"error", ready.error}, {"depth", ready.depth}}.dump();
+}
+
+Ready decode_ready(std::string_view text) {
+  try {
+    json j = json::parse(text);
+    return Ready{j.at("error").get<std::string>(), j.at("depth").get<std::size_t>()};
+  } catch (const json::exception& e) {
+    throw FormatError(std::string("a malformed answer to the set-up: ") + e.what());
+  }
+}
+
 std::string encode(const Message& message) {
   json j;
   if (const auto* work = std::get_if<Work>(&message)) {

@@ -40,6 +40,13 @@ struct EvaluatorSetup {
   std::string simulation;  // the simulate backend's cost model (tune.yaml's simulate:), as JSON
 };
 
+// An evaluator's answer to the set-up (gathered): why it cannot evaluate, or how many candidates
+// it can hold at once (one running, one per compile thread compiling ahead, one more arriving).
+struct Ready {
+  std::string error;  // empty: ready
+  std::size_t depth = 2;
+};
+
 // One candidate: its request without the source text, which goes by hash.
 struct WorkItem {
   std::uint64_t id = 0;
@@ -70,6 +77,9 @@ using Message = std::variant<Work, Done, Stop, Stopped>;
 
 std::string encode(const EvaluatorSetup& setup);
 EvaluatorSetup decode_setup(std::string_view text);
+
+std::string encode(const Ready& ready);
+Ready decode_ready(std::string_view text);
 
 std::string encode(const Message& message);
 // Throws FormatError naming what is malformed.

@@ -60,6 +60,10 @@ TEST(TuneProtocol, EveryMessageReadsBackAsWritten) {
   ASSERT_TRUE(s.compile_threads.has_value());
   EXPECT_EQ(*s.compile_threads, 0u);
   EXPECT_EQ(s.simulation, setup.simulation);
+
+  const Ready ready = decode_ready(encode(Ready{"no GPU", 10}));
+  EXPECT_EQ(ready.error, "no GPU");
+  EXPECT_EQ(ready.depth, 10u);
 }
 
 TEST(TuneProtocol, MalformedMessagesAreFormatErrors) {
@@ -70,6 +74,7 @@ TEST(TuneProtocol, MalformedMessagesAreFormatErrors) {
     EXPECT_THROW(decode(text), FormatError);
   }
   EXPECT_THROW(decode_setup("{}"), FormatError);
+  EXPECT_THROW(decode_ready(R"({"error":""})"), FormatError);
 }
 
 }  // namespace
