@@ -5,7 +5,9 @@
 //   - recompiled variants, by NVRTC and by Clang/NVPTX, each with a different define so that
 //     none comes from the cache: compiled on the evaluating thread, and compiled ahead by a
 //     CompilePool of 1 and of 8 threads while the evaluating thread runs the earlier ones (as an
-//     evaluator does with its share of a generation),
+//     evaluator does with the candidates it holds), the threads compiling in this process and
+//     then in compile worker processes (r3-sandbox --compile-worker, as evaluators do for NVRTC;
+//     Clang compiles in the threads either way), and the compiles alone (no runs) likewise,
 // each with 2 warm-up and 10 timed runs. It prints evaluations per second for each kind with the
 // split of their time (compile+load or the wait for it, restore, run, verify), the restore
 // bandwidth as a fraction of a plain device-to-device copy of the same bytes, and the kernel time
@@ -28,6 +30,7 @@
 #include "r3/config.hpp"
 #include "r3/replay/backend.hpp"
 #include "r3/replay/compile_pool.hpp"
+#include "r3/replay/sandbox.hpp"
 
 namespace {
 
@@ -97,11 +100,12 @@ std::vector<replay::Variant> fresh_variants(config::Compiler compiler, const std
   return variants;
 }
 
-// Evaluates the variants one after the other while a pool of `threads` compiles them ahead.
+// Evaluates the variants one after the other while a pool of `threads` compiles them ahead (in
+// worker processes when `workers` names the program).
 Split pooled(replay::Backend& backend, const std::vector<replay::Variant>& variants,
-             unsigned threads) {
+             unsigned threads, const std::filesystem::path& workers = {}) {
   Split split;
-  replay::CompilePool pool(backend, threads);
+  replay::CompilePool pool(backend, threads, workers);
   const auto start = Clock::now();
   for (const replay::Variant& variant : variants) pool.submit(variant);
   for (const replay::Variant& variant : variants)
@@ -171,21 +175,41 @@ int measure(int mib) {
     std::vector<std::pair<config::Compiler, const char*>> compilers = {
         {config::Compiler::nvrtc, "NVRTC"}};
     if (R3_HAVE_LLVM) compilers.push_back({config::Compiler::clang, "Clang"});
-    double per_thread[2][2] = {};  // [compiler][1 thread, 8 threads] evaluations/s
+    const std::filesystem::path worker_program = replay::find_sandbox_helper();
+    int salt = 2;
     for (std::size_t c = 0; c < compilers.size(); ++c) {
-      int column = 0;
-      for (unsigned threads : {1u, 8u}) {
-        const int count = compilers[c].first == config::Compiler::clang ? 24 : 48;
-        Split split =
-            pooled(*backend, fresh_variants(compilers[c].first, std::to_string(2 + threads), count),
-                   threads);
-        split.print(std::string("recompiled (") + compilers[c].second + "), " +
-                        std::to_string(threads) + " compile thread" + (threads > 1 ? "s" : ""),
-                    "wait for compile");
-        per_thread[c][column++] = split.evaluations / split.wall;
+      for (const bool processes : {false, true}) {
+        double per_pool[2] = {};  // evaluations/s with 1 and 8
+        int column = 0;
+        const std::string unit = processes ? "compile worker" : "compile thread";
+        for (unsigned threads : {1u, 8u}) {
+          const int count = compilers[c].first == config::Compiler::clang ? 24 : 48;
+          Split split = pooled(*backend,
+                               fresh_variants(compilers[c].first, std::to_string(salt++), count),
+                               threads, processes ? worker_program : std::filesystem::path());
+          split.print(std::string("recompiled (") + compilers[c].second + "), " +
+                          std::to_string(threads) + " " + unit + (threads > 1 ? "s" : ""),
+                      "wait for compile");
+          per_pool[column++] = split.evaluations / split.wall;
+        }
+        std::printf("  %s: 8 %ss over 1: %.2f evaluations/s ratio\n", compilers[c].second,
+                    unit.c_str(), per_pool[1] / per_pool[0]);
+        // The compiles alone, without the runs that bound the evaluations above.
+        double rate[2] = {};
+        for (int k = 0; k < 2; ++k) {
+          const unsigned threads = k == 0 ? 1 : 8;
+          const auto variants =
+              fresh_variants(compilers[c].first, std::to_string(salt++), threads == 1 ? 16 : 64);
+          replay::CompilePool pool(*backend, threads,
+                                   processes ? worker_program : std::filesystem::path());
+          const auto start = Clock::now();
+          for (const replay::Variant& v : variants) pool.submit(v);
+          for (const replay::Variant& v : variants) pool.get(v);
+          rate[k] = variants.size() / std::chrono::duration<double>(Clock::now() - start).count();
+        }
+        std::printf("  %s compiles alone: %.1f/s with 1 %s, %.1f/s with 8: %.2f ratio\n",
+                    compilers[c].second, rate[0], unit.c_str(), rate[1], rate[1] / rate[0]);
       }
-      std::printf("  %s: 8 compile threads over 1: %.2f evaluations/s ratio\n", compilers[c].second,
-                  per_thread[c][1] / per_thread[c][0]);
     }
 
     // Does compiling on 8 threads disturb the kernel's timing?

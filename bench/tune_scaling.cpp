@@ -12,7 +12,8 @@
 // that take --compile-time and --run-time (+-30%) without running anything, so that 16 to 256
 // evaluators fit on one small machine (oversubscribed, mostly sleeping) and what limits rank 0
 // and the flow of work shows. Besides the whole run it prints the busy fraction while the search
-// was still proposing ("steady": before the last candidates drain and evaluators run out of work).
+// was still proposing ("steady": after the first commit, which includes the start, and before the
+// last candidates drain and evaluators run out of work), and how many LLM answers were evaluated.
 //
 // Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
@@ -60,7 +61,7 @@ struct Measured {
   double wall = 0;                // the whole mpirun, start-up included
   // Generations committed while the search still proposed (before the drain at the end).
   double steady_seconds = 0, steady_busy_weighted = 0;
-  int steady_candidates = 0;
+  int llm_candidates = 0;  // LLM answers evaluated (the run's candidates.csv)
   std::string last_llm;           // the last progress line's LLM part
   int exit_code = 0;
   double throughput() const { return generation_seconds > 0 ? candidates / generation_seconds : 0; }
@@ -68,9 +69,7 @@ struct Measured {
   double steady_busy() const {
     return steady_seconds > 0 ? steady_busy_weighted / steady_seconds : 0;
   }
-  double steady_throughput() const {
-    return steady_seconds > 0 ? steady_candidates / steady_seconds : 0;
-  }
+
 };
 
 std::string read_file(const fs::path& path) {
@@ -127,11 +126,14 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
     // The first generation's time includes the evaluators' start.
     if (proposing && m.generations > 1) {
       m.steady_seconds += seconds;
-      m.steady_candidates += std::stoi(match[1]);
       m.steady_busy_weighted += seconds * std::stoi(match[3]) / 100.0;
     }
     if (std::regex_search(line, match, llm)) m.last_llm = match[1];
   }
+  std::ifstream candidates(dir / yaml.stem() / "candidates.csv");
+  for (std::string line; std::getline(candidates, line);)
+    m.llm_candidates += line.find(",LLM rewrite") != std::string::npos ||
+                        line.find(",\"LLM rewrite") != std::string::npos;
   if (m.exit_code != 0)
     std::fprintf(stderr, "tune_scaling: %s exited with %d; its output is in %s\n", command.c_str(),
                  m.exit_code, log.c_str());
@@ -189,9 +191,9 @@ int main(int argc, char** argv) {
           "                    [--simulate [--compile-time 1] [--run-time 2]] [--no-llm | --llm-only]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
-          "  fraction and the scaling efficiency (over the whole search, and while it still\n"
-          "  proposed: 'steady'). --simulate: the simulate backend, candidates of --compile-time\n"
-          "  and --run-time seconds (+-30%) that run nothing, for 16-256 evaluators on one machine\n");
+          "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
+          "  efficiency and the LLM answers evaluated. --simulate: the simulate backend, candidates of --compile-time\n"
+          "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -219,24 +221,20 @@ int main(int argc, char** argv) {
                                         " s, run " + std::to_string(o.run_time) + " s (+-30%)")
                                            .c_str()
                                      : "real backend of the capture");
-  std::printf("%-10s %-14s %6s %6s %10s %9s %6s %6s | %9s %6s %6s | %8s  %s\n", "evaluators",
-              "LLM", "gens", "cands", "gen time", "cands/s", "busy", "eff", "steady/s", "busy",
-              "eff", "wall", "LLM answers");
+  std::printf("%-10s %-14s %6s %6s %10s %9s %6s %6s %8s %8s %8s  %s\n", "evaluators", "LLM",
+              "gens", "cands", "gen time", "cands/s", "busy", "eff", "steady", "wall",
+              "LLM eval", "LLM answers");
   for (bool with_llm : o.llm) {
-    double single = 0, single_steady = 0;
+    double single = 0;
     for (int k : o.evaluators) {
       Measured m = run(o, k, with_llm ? server.endpoint() : std::string(), dir);
-      if (k == o.evaluators.front()) {
-        single = m.throughput() / k;
-        single_steady = m.steady_throughput() / k;
-      }
+      if (k == o.evaluators.front()) single = m.throughput() / k;
       std::printf(
-          "%-10d %-14s %6d %6d %9.1fs %9.2f %5.0f%% %6.2f | %9.2f %5.0f%% %6.2f | %7.1fs  %s\n", k,
+          "%-10d %-14s %6d %6d %9.1fs %9.2f %5.0f%% %6.2f %7.0f%% %7.1fs %8d  %s\n", k,
           with_llm ? ("answers " + std::to_string(o.llm_delay).substr(0, 4) + "s").c_str() : "none",
           m.generations, m.candidates, m.generation_seconds, m.throughput(), 100 * m.busy(),
-          single > 0 ? m.throughput() / (k * single) : 0, m.steady_throughput(),
-          100 * m.steady_busy(), single_steady > 0 ? m.steady_throughput() / (k * single_steady) : 0,
-          m.wall, m.last_llm.c_str());
+          single > 0 ? m.throughput() / (k * single) : 0, 100 * m.steady_busy(), m.wall,
+          m.llm_candidates, m.last_llm.c_str());
       std::fflush(stdout);
       if (m.exit_code != 0) return 1;
     }

@@ -11,6 +11,12 @@
 #include "r3/error.hpp"
 
 namespace r3::bo {
+
+struct Optimizer::Fits {
+  std::size_t gp_at = 0, classifier_at = 0;  // the fit points of the cached hyperparameters
+  std::optional<Hyperparameters> gp, classifier;
+};
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -91,10 +97,24 @@ struct Pool {
   std::size_t size() const { return configurations.size(); }
 };
 
+// Hyperparameters are fitted again only when the data has grown by a sixteenth since the last
+// fit (at every size up to 64), on the data as it was at that size: they are a function of the
+// history alone, so a resumed run fits at the same points, to the same data, as the
+// uninterrupted one. Between fits the models condition on every observation with the last
+// fitted hyperparameters. This keeps a proposal's cost from growing with the history.
+std::size_t fit_point(std::size_t size) {
+  std::size_t point = std::min<std::size_t>(size, 64);
+  while (true) {
+    const std::size_t next = point + std::max<std::size_t>(1, point / 16);
+    if (next > size) return point;
+    point = next;
+  }
+}
+
 class Model {
  public:
   Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
-        Optimizer::Timing& timing)
+        Optimizer::Timing& timing, Optimizer::Fits& fits)
       : encoder_(space), options_(options) {
     const auto start = Clock::now();
     Data data;
@@ -114,11 +134,25 @@ class Model {
         y(static_cast<Eigen::Index>(k)) = data.target[rows[k]];
       }
     };
-    std::vector<Encoded> fit_x;
-    Eigen::VectorXd fit_y;
-    build(subset(data, options.max_fit_points), fit_x, fit_y);
-    Hyperparameters h = GaussianProcess::fit(fit_x, fit_y, encoder_, options.fit_evaluations);
-    timing.fit = seconds_since(start);
+    const std::size_t gp_at = fit_point(data.successes.size());
+    if (!fits.gp || fits.gp_at != gp_at) {
+      // The data as it was when there were `gp_at` successes: those, their times warped alone.
+      Data then;
+      then.successes.assign(data.successes.begin(), data.successes.begin() + static_cast<long>(gp_at));
+      std::vector<double> then_times(times.begin(), times.begin() + static_cast<long>(gp_at));
+      then.target = warp_times(then_times).values;
+      std::vector<Encoded> fit_x;
+      Eigen::VectorXd fit_y;
+      const std::vector<std::size_t> rows = subset(then, options.max_fit_points);
+      fit_y.resize(static_cast<Eigen::Index>(rows.size()));
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        fit_x.push_back(encoder_.encode(observations[then.successes[rows[k]]].configuration));
+        fit_y(static_cast<Eigen::Index>(k)) = then.target[rows[k]];
+      }
+      fits.gp = GaussianProcess::fit(fit_x, fit_y, encoder_, options.fit_evaluations);
+      fits.gp_at = gp_at;
+    }
+    const Hyperparameters& h = *fits.gp;    timing.fit = seconds_since(start);
     std::vector<Encoded> gp_x;
     Eigen::VectorXd gp_y;
     build(subset(data, options.max_gp_points), gp_x, gp_y);
@@ -140,19 +174,33 @@ class Model {
         labels(static_cast<Eigen::Index>(k)) =
             (observations[rows[k]].outcome.ok ? 1.0 : -1.0) - prior_label_;
       }
-      std::vector<std::size_t> fit_rows;
-      for (std::size_t k = 0; k < rows.size();
-           k += std::max<std::size_t>(1, rows.size() / options.max_fit_points)) {
-        fit_rows.push_back(k);
+      const std::size_t classifier_at = fit_point(observations.size());
+      if (!fits.classifier || fits.classifier_at != classifier_at) {
+        // As for the GP: fitted to the observations as they were at the fit point.
+        const std::vector<Observation> then(observations.begin(),
+                                            observations.begin() + static_cast<long>(classifier_at));
+        std::size_t then_successes = 0;
+        for (const Observation& o : then) then_successes += o.outcome.ok ? 1 : 0;
+        const double then_rate = (static_cast<double>(then_successes) + 1) /
+                                 (static_cast<double>(then.size()) + 2);
+        std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
+        std::vector<std::size_t> fit_rows;
+        for (std::size_t k = 0; k < then_rows.size();
+             k += std::max<std::size_t>(1, then_rows.size() / options.max_fit_points)) {
+          fit_rows.push_back(then_rows[k]);
+        }
+        std::vector<Encoded> fit_labels_x;
+        Eigen::VectorXd fit_labels(static_cast<Eigen::Index>(fit_rows.size()));
+        for (std::size_t k = 0; k < fit_rows.size(); ++k) {
+          fit_labels_x.push_back(encoder_.encode(then[fit_rows[k]].configuration));
+          fit_labels(static_cast<Eigen::Index>(k)) =
+              (then[fit_rows[k]].outcome.ok ? 1.0 : -1.0) - (2 * then_rate - 1);
+        }
+        fits.classifier =
+            GaussianProcess::fit(fit_labels_x, fit_labels, encoder_, options.fit_evaluations);
+        fits.classifier_at = classifier_at;
       }
-      std::vector<Encoded> fit_labels_x;
-      Eigen::VectorXd fit_labels(static_cast<Eigen::Index>(fit_rows.size()));
-      for (std::size_t k = 0; k < fit_rows.size(); ++k) {
-        fit_labels_x.push_back(x[fit_rows[k]]);
-        fit_labels(static_cast<Eigen::Index>(k)) = labels(static_cast<Eigen::Index>(fit_rows[k]));
-      }
-      Hyperparameters hc =
-          GaussianProcess::fit(fit_labels_x, fit_labels, encoder_, options.fit_evaluations);
+      const Hyperparameters& hc = *fits.classifier;
       classifier_ = std::make_unique<GaussianProcess>(std::move(x), std::move(labels), hc);
     }
   }
@@ -224,7 +272,11 @@ class Model {
 }  // namespace
 
 Optimizer::Optimizer(Space space, Options options)
-    : space_(std::move(space)), options_(std::move(options)) {}
+    : space_(std::move(space)), options_(std::move(options)), fits_(std::make_unique<Fits>()) {}
+
+Optimizer::~Optimizer() = default;
+Optimizer::Optimizer(Optimizer&&) noexcept = default;
+Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
 void Optimizer::observe(const Configuration& configuration, const Outcome& outcome) {
   if (!space_.valid(configuration)) {
@@ -305,7 +357,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   // Fewer than two successes give no model to fit: sample (a small space may run out here).
   if (chosen.size() < count && successes < 2) fill_randomly();
   if (chosen.size() < count && successes >= 2) {
-    Model model(space_, observations_, options_, timing_);
+    Model model(space_, observations_, options_, timing_, *fits_);
     auto start = Clock::now();
     Pool pool;
     auto fresh = [&](const Configuration& c) {

@@ -17,6 +17,7 @@
 #include "r3/elf.hpp"
 #include "r3/log.hpp"
 #include "recorded.hpp"
+#include "translate.hpp"
 #include "verify.hpp"
 
 #if R3_HAVE_LLVM
@@ -176,37 +177,17 @@ class CudaBackend final : public Backend {
     loaded_.clear();
   }
 
-  Compiled compile(const Variant& variant) override {
-    device_.make_current();
-    const Hash128 key = cache_key(variant);
-    if (auto cached = cache_.find(key)) return *cached;
-    const auto start = Clock::now();
-    Compiled compiled;
-    compiled.key = key;
-    cuda::CudaFlags flags = cuda::split_flags(variant.flags);
-    Image image = build(variant, flags);
-    if (image.ok && image.ptx) image = link_ptx(std::move(image), flags.jit);
-    if (!image.ok) {
-      compiled.diagnostics = image.diagnostics;
-    } else {
-      auto code =
-          std::make_shared<CudaCode>(
-              CudaCode{key, image.bytes, image.function, variant.block, variant.keep_grid});
-      std::string why;
-      Loaded loaded = load(*code, why);
-      if (!why.empty()) {
-        compiled.diagnostics = why;
-      } else {
-        compiled.ok = true;
-        compiled.diagnostics = image.diagnostics;
-        compiled.resources = resources(loaded.function, code->cubin.size());
-        compiled.code = code;
-        remember(key, loaded);
-      }
-    }
-    compiled.seconds = seconds_since(start);
-    cache_.put(key, compiled);
-    return compiled;
+  Compiled compile(const Variant& variant) override { return compile_from(variant, nullptr); }
+
+  std::string translation_context() const override { return cuda::encode(facts()); }
+  // NVRTC only: it holds one lock for all the compiles of a process, so it scales in worker
+  // processes alone; Clang/NVPTX scales on the pool's threads (7x with 8 on an H100 node), where
+  // a worker process would pay LLVM's start-up again.
+  bool translates(const Variant& variant) const override {
+    return variant.compiler == config::Compiler::nvrtc && cuda::from_source(facts(), variant);
+  }
+  Compiled compile_translated(const Variant& variant, Translation translation) override {
+    return compile_from(variant, &translation);
   }
 
   RunResult run(const Compiled& compiled, const RunOptions& options) override {
@@ -227,6 +208,42 @@ class CudaBackend final : public Backend {
   bool lost() const override { return device_.lost(); }
 
  private:
+  // Compiles a variant, or takes it from the cache; `translated`: its code made elsewhere (a
+  // compile worker), which is only loaded here.
+  Compiled compile_from(const Variant& variant, Translation* translated) {
+    device_.make_current();
+    const Hash128 key = cache_key(variant);
+    if (auto cached = cache_.find(key)) return *cached;
+    const auto start = Clock::now();
+    const double translation_seconds = translated ? translated->seconds : 0;
+    Compiled compiled;
+    compiled.key = key;
+    cuda::CudaFlags flags = cuda::split_flags(variant.flags);
+    Image image = translated ? image_of(std::move(*translated)) : build(variant, flags);
+    if (image.ok && image.ptx) image = link_ptx(std::move(image), flags.jit);
+    if (!image.ok) {
+      compiled.diagnostics = image.diagnostics;
+    } else {
+      auto code =
+          std::make_shared<CudaCode>(
+              CudaCode{key, image.bytes, image.function, variant.block, variant.keep_grid});
+      std::string why;
+      Loaded loaded = load(*code, why);
+      if (!why.empty()) {
+        compiled.diagnostics = why;
+      } else {
+        compiled.ok = true;
+        compiled.diagnostics = image.diagnostics;
+        compiled.resources = resources(loaded.function, code->cubin.size());
+        compiled.code = code;
+        remember(key, loaded);
+      }
+    }
+    compiled.seconds = seconds_since(start) + translation_seconds;
+    cache_.put(key, compiled);
+    return compiled;
+  }
+
   RunResult run_once(const Compiled& compiled, const RunOptions& options) {
     RunResult result;
     auto code = std::static_pointer_cast<const CudaCode>(compiled.code);
@@ -351,68 +368,16 @@ class CudaBackend final : public Backend {
       image.ok = true;
       return image;
     }
-    const std::string name =
-        variant.source_name.empty() ? kernel_name_ + ".cu" : variant.source_name;
-    if (variant.compiler == config::Compiler::nvrtc) {
-      // A template kernel exists in the source's code only once instantiated: NVRTC does that
-      // for the recorded instance named as an expression ("MatrixMulCUDA<32>"), also when the
-      // entry names the template alone.
-      const std::string nvrtc_entry = names_recorded_instance(variant) ? instance_name_ : entry;
-      cuda::NvrtcOutput out =
-          cuda::compile_nvrtc(name, text, nvrtc_entry, variant.defines, variant.include_dirs,
-                              flags, device_.compute_capability());
-      image.ok = out.ok;
-      image.diagnostics = out.log;
-      image.bytes = std::move(out.image);
-      image.function = out.function_name;
-      return image;
-    }
-#if R3_HAVE_LLVM
-    if (!flags.error.empty()) {
-      image.diagnostics = flags.error;
-      return image;
-    }
-    compiler::Source source;
-    source.name = name;
-    source.text = text;
-    source.defines = variant.defines;
-    source.include_dirs = variant.include_dirs;
-    source.flags = flags.nvrtc;
-    // A template kernel exists in Clang's code only once instantiated: the recorded instance is
-    // instantiated explicitly, by its recorded signature, and looked up by its recorded name
-    // (again without that line, should the source instantiate it explicitly itself).
-    std::string clang_entry = entry;
-    const bool instantiate = names_recorded_instance(variant);
-    if (instantiate) {
-      source.text += "\ntemplate __global__ " + demangled_name_ + ";\n";
-      clang_entry = kernel_name_;
-    }
-    compiler::CudaCompileResult out =
-        compiler::compile_cuda_kernel(source, clang_entry, variant.passes, device_.architecture());
-    if (instantiate && !out.ok() && out.diagnostics.find("explicit instantiation") != std::string::npos) {
-      source.text = text;
-      out = compiler::compile_cuda_kernel(source, clang_entry, variant.passes, device_.architecture());
-    }
-    image.ok = out.ok();
-    image.diagnostics = out.diagnostics;
-    image.bytes = std::move(out.ptx);
-    image.function = out.function_name;
-    image.ptx = true;
-#else
-    image.diagnostics =
-        "the Clang/NVPTX compile path needs Clang/LLVM 19, which this build of r3 was "
-        "configured without; use the nvrtc compiler";
-#endif
-    return image;
+    return image_of(cuda::translate_source(facts(), variant, flags));
   }
 
-  // Whether the variant's entry stands for the recorded template instance: left out, the
-  // instance itself ("saxpy_t<2>"), or the template's name ("saxpy_t", "ns::saxpy_t").
-  bool names_recorded_instance(const Variant& variant) const {
-    if (instance_name_.find('<') == std::string::npos) return false;
-    const std::string& e = variant.entry;
-    return e.empty() || e == instance_name_ || instance_name_.starts_with(e + "<") ||
-           instance_name_.find("::" + e + "<") != std::string::npos;
+  static Image image_of(Translation t) {
+    return Image{t.ok, std::move(t.diagnostics), std::move(t.bytes), t.ptx, std::move(t.function)};
+  }
+
+  cuda::KernelFacts facts() const {
+    return cuda::KernelFacts{kernel_name_, instance_name_, demangled_name_, recorded_source_,
+                             device_.compute_capability(), device_.architecture()};
   }
 
   // PTX through the driver's JIT (with the variant's ptxas settings) into a cubin for this GPU.

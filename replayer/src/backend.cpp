@@ -6,6 +6,7 @@
 
 #if R3_HAVE_CUDA
 #include "cuda_backend.hpp"
+#include "translate.hpp"
 #endif
 #if R3_HAVE_LLVM
 #include "host_backend.hpp"
@@ -82,6 +83,19 @@ std::unique_ptr<Backend> make_backend(std::string_view backend, std::string_view
 #endif
   }
   throw Error("no replay backend for captures recorded with '" + std::string(backend) + "'");
+}
+
+Translation translate(std::string_view backend, std::string_view context, const Variant& variant) {
+#if R3_HAVE_CUDA
+  if (backend == "cuda")
+    return cuda::translate_source(cuda::decode_facts(context), variant,
+                                  cuda::split_flags(variant.flags));
+#else
+  (void)context;
+  (void)variant;
+#endif
+  throw Error("no compile worker translates variants of the '" + std::string(backend) +
+              "' backend in this build");
 }
 
 }  // namespace r3::replay

@@ -1,8 +1,13 @@
 #include "r3/replay/compile_pool.hpp"
 
+#include "compile_worker.hpp"
+
 namespace r3::replay {
 
-CompilePool::CompilePool(Backend& backend, unsigned threads) : backend_(backend) {
+CompilePool::CompilePool(Backend& backend, unsigned threads, std::filesystem::path worker_program)
+    : backend_(backend) {
+  if (!worker_program.empty()) context_ = backend.translation_context();
+  if (!context_.empty()) worker_program_ = std::move(worker_program);
   for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 
@@ -54,6 +59,8 @@ std::size_t CompilePool::compiled_ahead() const {
 }
 
 void CompilePool::work() {
+  std::unique_ptr<CompileWorker> worker;
+  if (!worker_program_.empty()) worker = std::make_unique<CompileWorker>(worker_program_);
   while (true) {
     std::unique_lock lock(mutex_);
     queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -68,7 +75,11 @@ void CompilePool::work() {
     Compiled result;
     std::exception_ptr error;
     try {
-      result = backend_.compile(variant);
+      if (worker && backend_.translates(variant))
+        result = backend_.compile_translated(
+            variant, worker->translate(std::string(backend_.name()), context_, variant));
+      else
+        result = backend_.compile(variant);
     } catch (...) {
       error = std::current_exception();
     }

@@ -47,9 +47,14 @@ Prepared prepare(const json& request) {
 
 // The compile threads start after confinement: namespaces and Landlock hold only the thread that
 // asks for them and what it starts afterwards.
+// Backends that can translate elsewhere (CUDA: NVRTC) compile in worker processes, this program
+// run again as `--compile-worker`.
 void start_compile_pools(Prepared& prepared, unsigned threads) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   for (auto& backend : prepared.backends)
-    prepared.pools.push_back(std::make_unique<CompilePool>(*backend, threads));
+    prepared.pools.push_back(
+        std::make_unique<CompilePool>(*backend, threads, ec ? std::filesystem::path() : self));
 }
 
 // The system's directories a compiler reads (headers, its own resource directory) and what the

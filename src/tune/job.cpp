@@ -162,7 +162,8 @@ class SearchLoop {
       }
       return false;
     };
-    while (proposing_ && !originals_pending() && in_flight_.size() < kMostGenerationsInFlight &&
+    while (proposing_ && !waiting_for_commit_ && !originals_pending() &&
+           in_flight_.size() < kMostGenerationsInFlight &&
            dispatcher_.queued() < evaluators_) {
       const auto start = Clock::now();
       const std::size_t evaluated = m_.record.candidates.size() + pending();
@@ -185,6 +186,13 @@ class SearchLoop {
           std::min<std::size_t>(batch_size_, m_.config.budget.evaluations - evaluated);
       std::vector<Planned> batch = m_.search->propose(next_generation_, count);
       if (batch.empty()) {
+        // What is in flight may open more (a new source's levels): ask again after the next
+        // commit. With nothing in flight, the search is done.
+        search_seconds_ += seconds_since(start);
+        if (!in_flight_.empty()) {
+          waiting_for_commit_ = true;
+          break;
+        }
         proposing_ = false;
         stop_reason_ = "the search has nothing left to propose";
         break;
@@ -247,6 +255,7 @@ class SearchLoop {
       m_.record.candidates.push_back(std::move(r));
     }
     m_.search->end_generation();
+    waiting_for_commit_ = false;
     m_.record.generations = g.number + 1;
     m_.record.search_state = m_.search->state();
     m_.record.elapsed_seconds = elapsed();
@@ -286,6 +295,7 @@ class SearchLoop {
   std::map<std::uint64_t, std::uint32_t> generation_of_;  // candidate in flight -> generation
   std::uint32_t next_generation_ = 0;
   bool proposing_ = true;
+  bool waiting_for_commit_ = false;  // the last proposal found nothing until more is observed
   bool stopped_ = false;  // by a signal: no confirmation, a status of its own
   std::string stop_reason_;
   std::vector<double> latencies_;

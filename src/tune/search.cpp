@@ -451,10 +451,12 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
 }
 
 std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count) {
-  if (requested_.size() <= generation) requested_.resize(generation + 1, 0);
-  requested_[generation] = count;
-  if (observed_before_.size() <= generation) observed_before_.resize(generation + 1, 0);
-  observed_before_[generation] = generations_observed_;
+  std::vector<Planned> out = propose_now(generation, count);
+  proposals_.push_back({generation, count, generations_observed_, out.size()});
+  return out;
+}
+
+std::vector<Planned> Search::propose_now(std::uint32_t generation, std::size_t count) {
   std::vector<Planned> out;
   if (next_id_ == 0) {
     for (auto& state : states_) propose_originals(*state, generation, out);
@@ -623,22 +625,16 @@ void Search::take_llm_answer(const evolve::ChatResult& answer) {
 std::string Search::state() const {
   std::ostringstream rng;
   rng << rng_;
-  return json{{"rng", rng.str()},
-              {"requested", requested_},
-              {"observed_before", observed_before_},
-              {"next_id", next_id_}}
-      .dump();
+  json proposals = json::array();
+  for (const Proposal& p : proposals_)
+    proposals.push_back({p.generation, p.count, p.observed_before, p.made});
+  return json{{"rng", rng.str()}, {"proposals", proposals}, {"next_id", next_id_}}.dump();
 }
 
 std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) {
   json state = json::parse(record.search_state, nullptr, false);
-  if (state.is_discarded() || !state.contains("requested"))
+  if (state.is_discarded() || !(state.contains("proposals") || state.contains("requested")))
     throw FormatError("the run database holds no search state to resume from");
-  const auto requested = state.at("requested").get<std::vector<std::size_t>>();
-  // Databases written before the job proposed ahead: each generation after the one before it.
-  std::vector<std::uint32_t> observed_before;
-  if (state.contains("observed_before"))
-    observed_before = state.at("observed_before").get<std::vector<std::uint32_t>>();
   // Where each committed generation's candidates lie in the record.
   std::vector<std::pair<std::size_t, std::size_t>> rows;
   for (std::size_t at = 0; rows.size() < record.generations;) {
@@ -648,6 +644,17 @@ std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) 
       ++at;
     rows.emplace_back(first, at);
   }
+  std::vector<Proposal> events;
+  if (state.contains("proposals")) {
+    for (const json& p : state.at("proposals"))
+      events.push_back({p.at(0).get<std::uint32_t>(), p.at(1).get<std::size_t>(),
+                        p.at(2).get<std::uint32_t>(), p.at(3).get<std::size_t>()});
+  } else {
+    // Written before the job proposed ahead: each generation after the one before it.
+    const auto requested = state.at("requested").get<std::vector<std::size_t>>();
+    for (std::uint32_t g = 0; g < requested.size() && g < record.generations; ++g)
+      events.push_back({g, requested[g], g, rows[g].second - rows[g].first});
+  }
   std::uint32_t observed = 0;
   auto observe_next = [&] {
     for (std::size_t i = rows[observed].first; i < rows[observed].second; ++i)
@@ -656,15 +663,14 @@ std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) 
     ++observed;
   };
   std::vector<std::vector<Planned>> in_flight;
-  const std::size_t proposed = std::max<std::size_t>(requested.size(), record.generations);
-  for (std::uint32_t g = 0; g < proposed; ++g) {
-    const std::uint32_t before = g < observed_before.size() ? observed_before[g] : g;
-    if (before > g || before > record.generations)
+  for (const Proposal& event : events) {
+    const std::uint32_t g = event.generation;
+    if (event.observed_before > record.generations || event.observed_before > g)
       throw FormatError("the run database's search state says generation " + std::to_string(g) +
-                        " was proposed after " + std::to_string(before) +
+                        " was proposed after " + std::to_string(event.observed_before) +
                         " generation(s) were observed, which cannot be");
-    while (observed < before) observe_next();
-    const bool committed = g < record.generations;
+    while (observed < event.observed_before) observe_next();
+    const bool committed = g < record.generations && event.made > 0;
     const std::size_t first = committed ? rows[g].first : 0, at = committed ? rows[g].second : 0;
     replayed_.clear();
     for (std::size_t i = first; i < at; ++i) {
@@ -686,26 +692,29 @@ std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) 
       replayed_[{c.kernel, c.source, *level}].push_back(bo::Configuration{
           plan.at("levels").at(std::string(to_string(*level))).get<std::vector<std::vector<int>>>()});
     }
-    // Committed generations take the optimizers' proposals from the database; those proposed
-    // but not committed before the stop are proposed again as the uninterrupted run did.
+    // Committed generations take the optimizers' proposals from the database; the others
+    // (proposed but not committed before the stop, or proposals that found nothing then) are
+    // proposed again from the same state, so they come out as they did.
     replaying_ = committed;
     std::vector<Planned> again;
     try {
-      again = propose(g, g < requested.size() ? requested[g] : at - first);
+      again = propose(g, event.count);
     } catch (...) {
       replaying_ = false;
       throw;
     }
     replaying_ = false;
+    if (again.size() != event.made ||
+        (committed && again.size() != at - first))
+      throw FormatError("generation " + std::to_string(g) + " had " +
+                        std::to_string(committed ? at - first : event.made) +
+                        " candidates, the search proposes " + std::to_string(again.size()) +
+                        " again: the database belongs to another configuration or r3 version");
+    if (again.empty()) continue;
     if (!committed) {
-      if (again.empty()) break;
       in_flight.push_back(std::move(again));
       continue;
     }
-    if (again.size() != at - first)
-      throw FormatError("generation " + std::to_string(g) + " had " + std::to_string(at - first) +
-                        " candidates, the search proposes " + std::to_string(again.size()) +
-                        " again: the database belongs to another configuration or r3 version");
     for (std::size_t i = first; i < at; ++i) {
       const run::CandidateRecord& c = record.candidates[i];
       const Planned& p = again[i - first];

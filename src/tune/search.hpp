@@ -87,7 +87,8 @@ class Search {
   // element types its source gives the regions.
   replay::RunOptions run_options(std::size_t kernel) const;
 
-  // Up to `count` candidates for generation `generation` (fewer when the space is spent).
+  // Up to `count` candidates for generation `generation` (fewer when the space is spent; none
+  // may mean none until the candidates in flight are observed).
   std::vector<Planned> propose(std::uint32_t generation, std::size_t count);
   // The outcome of a proposed candidate (in proposal order within a generation).
   void observe(const run::CandidateRecord& done);
@@ -117,6 +118,7 @@ class Search {
   struct KernelState;
   SourceEntry& add_source(KernelState& kernel, std::string text, std::int64_t parent,
                           std::size_t island);
+  std::vector<Planned> propose_now(std::uint32_t generation, std::size_t count);
   Planned plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
                const bo::Configuration* searched_configuration, std::string level_name,
                std::uint32_t generation);
@@ -159,9 +161,16 @@ class Search {
   std::size_t rejected_answers_ = 0;
   std::map<std::uint64_t, std::pair<std::size_t, Hash128>> llm_parents_;  // tag -> kernel, parent
   std::uint64_t next_tag_ = 1;
-  std::vector<std::size_t> requested_;  // candidates asked for, per generation (for resume)
-  // Per generation, how many generations had been observed when it was proposed (for resume).
-  std::vector<std::uint32_t> observed_before_;
+  // Every propose() call, in order, for resume: its generation and count, how many generations
+  // had been observed then, and how many candidates it made (0: nothing then; the job asks
+  // again after the next observation).
+  struct Proposal {
+    std::uint32_t generation = 0;
+    std::size_t count = 0;
+    std::uint32_t observed_before = 0;
+    std::size_t made = 0;
+  };
+  std::vector<Proposal> proposals_;
   std::uint32_t generations_observed_ = 0;
   std::vector<double> kernel_received_;  // candidates each kernel got so far
 };

@@ -253,27 +253,31 @@ TEST(BoOptimizer, FindsTheOptimumDespiteFailures) {
   }
 }
 
+// Also past 32 observations, where the hyperparameters are refitted only at fit points (every
+// eighth more data): a resumed optimizer, which has fitted nothing yet, fits to the data as it
+// was at the last fit point and so proposes the same.
 TEST(BoOptimizer, AResumedRunProposesWhatTheUninterruptedRunWould) {
-  for (std::size_t batch : {1u, 4u}) {
+  for (std::size_t batch : {1u, 4u, 7u}) {
     SCOPED_TRACE("batch " + std::to_string(batch));
+    const int generations = batch == 7 ? 12 : 8, killed_after = batch == 7 ? 8 : 5;
     Problem problem;
     Options options;
     options.seed = 11;
     Optimizer original(problem.space, options);
     std::vector<std::vector<Configuration>> proposals;
-    for (int generation = 0; generation < 8; ++generation) {
+    for (int generation = 0; generation < generations; ++generation) {
       std::vector<Configuration> generation_batch = original.propose(batch);
       proposals.push_back(generation_batch);
       for (const Configuration& c : generation_batch) original.observe(c, problem.evaluate(c));
     }
-    // Killed after generation 5: a new optimiser is given generations 0..4 in order.
+    // Killed: a new optimiser is given the generations before in order.
     Optimizer resumed(problem.space, options);
-    for (int generation = 0; generation < 5; ++generation) {
+    for (int generation = 0; generation < killed_after; ++generation) {
       for (const Configuration& c : proposals[static_cast<std::size_t>(generation)]) {
         resumed.observe(c, problem.evaluate(c));
       }
     }
-    for (int generation = 5; generation < 8; ++generation) {
+    for (int generation = killed_after; generation < generations; ++generation) {
       std::vector<Configuration> again = resumed.propose(batch);
       EXPECT_EQ(again, proposals[static_cast<std::size_t>(generation)])
           << "generation " << generation;

@@ -2,12 +2,16 @@
 // cubins and PTX), the GPU comparison kernels, the Clang/NVPTX path, and the clear refusal of a
 // machine without a GPU driver.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 
 #include "driver.hpp"
 #include "gpu_compare.hpp"
+#include "compile_worker.hpp"
 #include "nvrtc_compiler.hpp"
+#include "translate.hpp"
 #include "r3/config.hpp"
 #include "r3/error.hpp"
 #include "r3/replay/backend.hpp"
@@ -31,6 +35,49 @@ __global__ void scale(const float* in, float* out, int n) {
   if (i < n) out[i] = SCALE * sqrtf(in[i]);
 }
 )";
+
+// Compiles ahead run in worker processes (NVRTC serialises the compiles of one process): a
+// worker gives exactly what the backend makes in process, a compile error comes back as a
+// result, and a worker killed in between is replaced without failing the next variant.
+TEST(CompileWorker, TranslatesAsTheBackendDoesInProcessAndSurvivesItsDeath) {
+  KernelFacts facts;
+  facts.kernel_name = "scale";
+  facts.compute_capability = 90;
+  facts.architecture = "sm_90";
+  Variant variant;
+  variant.source_name = "scale.cu";
+  variant.source_text = kKernel;
+  variant.compiler = config::Compiler::nvrtc;
+  variant.defines = {{"SCALE", "4"}, {"R3_TUNABLE(...)", ""}};
+  ASSERT_TRUE(from_source(facts, variant));
+  const Translation here = translate_source(facts, variant, split_flags(variant.flags));
+  ASSERT_TRUE(here.ok) << here.diagnostics;
+
+  CompileWorker worker(R3_TEST_SANDBOX);
+  const Translation there = worker.translate("cuda", encode(facts), variant);
+  ASSERT_TRUE(there.ok) << there.diagnostics;
+  EXPECT_EQ(there.bytes, here.bytes);
+  EXPECT_EQ(there.function, here.function);
+  EXPECT_FALSE(there.ptx);
+
+  Variant broken = variant;
+  broken.defines.erase("SCALE");  // #error SCALE must be defined
+  const Translation error = worker.translate("cuda", encode(facts), broken);
+  EXPECT_FALSE(error.ok);
+  EXPECT_NE(error.diagnostics.find("SCALE must be defined"), std::string::npos) << error.diagnostics;
+
+  // Kill the worker between two variants; the next translation starts a new one.
+  ASSERT_GT(worker.pid(), 0);
+  ASSERT_EQ(::kill(worker.pid(), SIGKILL), 0);
+  const Translation after = worker.translate("cuda", encode(facts), variant);
+  if (!after.ok) {
+    EXPECT_NE(after.diagnostics.find("the compile worker died"), std::string::npos)
+        << after.diagnostics;
+    const Translation again = worker.translate("cuda", encode(facts), variant);
+    EXPECT_TRUE(again.ok) << again.diagnostics;
+  }
+  EXPECT_THROW(translate("opencl", "{}", variant), Error);
+}
 
 TEST(CudaFlags, PtxasSettingsAreSeparatedFromNvrtcOptions) {
   CudaFlags flags = split_flags({"-O2", "--maxrregcount=64", "-dlcm=cg", "--use_fast_math"});

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct Options {
 class Optimizer {
  public:
   Optimizer(Space space, Options options);
+  ~Optimizer();
+  Optimizer(Optimizer&&) noexcept;
+  Optimizer& operator=(Optimizer&&) noexcept;
 
   const Space& space() const { return space_; }
   const Options& options() const { return options_; }
@@ -79,12 +83,16 @@ class Optimizer {
   };
   const Timing& last_timing() const { return timing_; }
 
+  // The hyperparameters last fitted, and at which size of the history (optimizer.cpp).
+  struct Fits;
+
  private:
   Space space_;
   Options options_;
   std::vector<Observation> observations_;
   std::vector<Configuration> pending_;
   Timing timing_;
+  std::unique_ptr<Fits> fits_;
 };
 
 }  // namespace r3::bo

@@ -65,6 +65,18 @@ struct Compiled {
   std::shared_ptr<const void> code;  // the backend's handle to the loaded code
 };
 
+// A variant's code made from its source, before it is loaded: what a compile worker process
+// sends back (r3/replay/compile_pool.hpp). NVRTC serialises the compiles of one process, so
+// compiles ahead run in processes of their own.
+struct Translation {
+  bool ok = false;
+  std::string diagnostics;
+  std::string bytes;      // a cubin, or PTX when `ptx`
+  bool ptx = false;       // for the driver's JIT
+  std::string function;   // the kernel's name in the code
+  double seconds = 0;
+};
+
 // Verification of one region after a launch.
 struct RegionCheck {
   std::string name;
@@ -157,7 +169,21 @@ class Backend {
   // Where this backend's compiler reads, beyond the system's directories and the kernel's
   // include path (its own resource directory): what a confined sandbox must still let it read.
   virtual std::vector<std::filesystem::path> compiler_reads() const { return {}; }
+
+  // Compiling in two steps, the first in another process (translate()): what that process needs
+  // to know of the prepared kernel (text; empty when this backend compiles only in process),
+  // whether a variant has a source to translate, and compile() of a variant translated
+  // elsewhere (the cache and the loading as compile() does them).
+  virtual std::string translation_context() const { return {}; }
+  virtual bool translates(const Variant&) const { return false; }
+  virtual Compiled compile_translated(const Variant& variant, Translation) {
+    return compile(variant);
+  }
 };
+
+// A compile worker's side: translates `variant` for backend `backend` ("cuda") of the prepared
+// kernel `context` describes. Needs no device. Throws Error for an unknown backend or context.
+Translation translate(std::string_view backend, std::string_view context, const Variant& variant);
 
 // "" when `passes` is an LLVM pass pipeline this build can run, else LLVM's message (builds
 // without LLVM accept every pipeline: they have no backend that would run one).
