@@ -12,10 +12,22 @@
 
 namespace r3::bo {
 
-struct Optimizer::Fits {
+// What the optimizer keeps between proposals; all of it follows from the space and the history.
+struct Optimizer::Memo {
   std::size_t gp_at = 0, classifier_at = 0;  // the fit points of the cached hyperparameters
   std::optional<Hyperparameters> gp, classifier;
+  std::unordered_set<Hash128> known;  // observed and pending configurations
+  std::vector<Hash128> observed;      // per observation
+  // Every valid configuration of a small space, and their hashes (Space::enumerate).
+  bool enumerated_done = false;
+  std::optional<std::vector<Configuration>> enumerated;
+  std::vector<Hash128> enumerated_hashes;
 };
+
+namespace {
+// Spaces up to this many points (block shapes, JIT options) are listed once and drawn from.
+constexpr std::size_t kEnumerableSpace = std::size_t{1} << 15;
+}  // namespace
 
 namespace {
 
@@ -97,8 +109,8 @@ struct Pool {
   std::size_t size() const { return configurations.size(); }
 };
 
-// Hyperparameters are fitted again only when the data has grown by a sixteenth since the last
-// fit (at every size up to 64), on the data as it was at that size: they are a function of the
+// Hyperparameters are fitted again only when the data has grown by a sixteenth since the last fit
+// (at every size up to 64), on the data as it was at that size: they are a function of the
 // history alone, so a resumed run fits at the same points, to the same data, as the
 // uninterrupted one. Between fits the models condition on every observation with the last
 // fitted hyperparameters. This keeps a proposal's cost from growing with the history.
@@ -114,7 +126,7 @@ std::size_t fit_point(std::size_t size) {
 class Model {
  public:
   Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
-        Optimizer::Timing& timing, Optimizer::Fits& fits)
+        Optimizer::Timing& timing, Optimizer::Memo& fits)
       : encoder_(space), options_(options) {
     const auto start = Clock::now();
     Data data;
@@ -272,7 +284,7 @@ class Model {
 }  // namespace
 
 Optimizer::Optimizer(Space space, Options options)
-    : space_(std::move(space)), options_(std::move(options)), fits_(std::make_unique<Fits>()) {}
+    : space_(std::move(space)), options_(std::move(options)), memo_(std::make_unique<Memo>()) {}
 
 Optimizer::~Optimizer() = default;
 Optimizer::Optimizer(Optimizer&&) noexcept = default;
@@ -287,19 +299,21 @@ void Optimizer::observe(const Configuration& configuration, const Outcome& outco
   }
   observations_.push_back({configuration, outcome});
   const Hash128 hash = configuration.hash();
+  memo_->observed.push_back(hash);
+  memo_->known.insert(hash);
   std::erase_if(pending_, [&](const Configuration& c) { return c.hash() == hash; });
+}
+
+void Optimizer::clear_pending() {
+  pending_.clear();
+  memo_->known = std::unordered_set<Hash128>(memo_->observed.begin(), memo_->observed.end());
 }
 
 void Optimizer::add_pending(const Configuration& configuration) {
   if (!space_.valid(configuration)) {
     throw Error("add_pending: " + space_.describe(configuration) + " is not a valid configuration");
   }
-  const Hash128 hash = configuration.hash();
-  auto same = [&](const Configuration& c) { return c.hash() == hash; };
-  if (std::any_of(pending_.begin(), pending_.end(), same)) return;
-  if (std::any_of(observations_.begin(), observations_.end(),
-                  [&](const Observation& o) { return same(o.configuration); }))
-    return;
+  if (!memo_->known.insert(configuration.hash()).second) return;  // pending or observed
   pending_.push_back(configuration);
 }
 
@@ -320,16 +334,34 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
                       static_cast<std::uint32_t>(observations_.size()),
                       static_cast<std::uint32_t>(pending_.size())};
   std::mt19937_64 rng(seeds);
-  std::unordered_set<Hash128> taken;
-  for (const Observation& o : observations_) taken.insert(o.configuration.hash());
-  for (const Configuration& c : pending_) taken.insert(c.hash());
+  Memo& memo = *memo_;
+  if (!memo.enumerated_done) {
+    memo.enumerated = space_.enumerate(kEnumerableSpace);
+    if (memo.enumerated)
+      for (const Configuration& c : *memo.enumerated) memo.enumerated_hashes.push_back(c.hash());
+    memo.enumerated_done = true;
+  }
+  std::unordered_set<Hash128> taken = memo.known;
   std::vector<Configuration> chosen;
   auto take = [&](const Configuration& c) {
     if (!taken.insert(c.hash()).second) return false;
     chosen.push_back(c);
     return true;
   };
+  // Random configurations not taken yet: from the list of a small space (exactly the free
+  // ones, however few are left), else by drawing.
   auto fill_randomly = [&] {
+    if (memo.enumerated) {
+      std::vector<std::size_t> free;
+      for (std::size_t i = 0; i < memo.enumerated_hashes.size(); ++i)
+        if (!taken.contains(memo.enumerated_hashes[i])) free.push_back(i);
+      std::shuffle(free.begin(), free.end(), rng);
+      for (std::size_t i : free) {
+        if (chosen.size() >= count) break;
+        take((*memo.enumerated)[i]);
+      }
+      return;
+    }
     for (int attempts = 0; chosen.size() < count && attempts < 20000; ++attempts)
       take(space_.sample(rng));
   };
@@ -357,7 +389,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   // Fewer than two successes give no model to fit: sample (a small space may run out here).
   if (chosen.size() < count && successes < 2) fill_randomly();
   if (chosen.size() < count && successes >= 2) {
-    Model model(space_, observations_, options_, timing_, *fits_);
+    Model model(space_, observations_, options_, timing_, *memo_);
     auto start = Clock::now();
     Pool pool;
     auto fresh = [&](const Configuration& c) {
@@ -368,7 +400,12 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     auto add = [&](const Configuration& c) {
       if (fresh(c) && batch.insert(c.hash()).second) candidates.push_back(c);
     };
-    for (std::size_t k = 0; k < options_.random_candidates; ++k) add(space_.sample(rng));
+    // A space no larger than the pool goes in whole (drawing would mostly repeat itself).
+    if (memo.enumerated && memo.enumerated->size() <= options_.random_candidates) {
+      for (const Configuration& c : *memo.enumerated) add(c);
+    } else {
+      for (std::size_t k = 0; k < options_.random_candidates; ++k) add(space_.sample(rng));
+    }
     std::vector<std::size_t> by_time;
     for (std::size_t i = 0; i < observations_.size(); ++i) {
       if (observations_[i].outcome.ok) by_time.push_back(i);
@@ -456,6 +493,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     fill_randomly();  // only when the pool ran out
   }
   pending_.insert(pending_.end(), chosen.begin(), chosen.end());
+  for (const Configuration& c : chosen) memo.known.insert(c.hash());
   return chosen;
 }
 

@@ -311,6 +311,32 @@ std::string Space::describe(const Configuration& c) const {
   return out;
 }
 
+std::optional<std::vector<Configuration>> Space::enumerate(std::size_t limit) const {
+  std::size_t points = 1;
+  for (const Parameter& p : parameters_) {
+    if (p.kind == Kind::sequence || p.choices() == 0) return std::nullopt;
+    if (points > limit / p.choices()) return std::nullopt;
+    points *= p.choices();
+  }
+  std::vector<Configuration> valid_points;
+  std::set<Hash128> seen;
+  std::vector<std::size_t> index(parameters_.size(), 0);
+  for (std::size_t n = 0; n < points; ++n) {
+    Configuration c;
+    c.values.resize(parameters_.size());
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      // Inactive parameters have no value: the combinations that differ only there are one.
+      if (condition_holds(c, i)) c.values[i] = {static_cast<int>(index[i])};
+    }
+    if (satisfies_constraints(c) && seen.insert(c.hash()).second) valid_points.push_back(c);
+    for (std::size_t i = parameters_.size(); i-- > 0;) {  // the next combination
+      if (++index[i] < parameters_[i].choices()) break;
+      index[i] = 0;
+    }
+  }
+  return valid_points;
+}
+
 double Space::log10_size() const {
   double total = 0;
   for (const Parameter& p : parameters_) {

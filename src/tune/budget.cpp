@@ -4,17 +4,31 @@
 
 namespace r3::tune {
 
-double Budget::typical_generation() const {
-  if (generations_.empty()) return 0;
-  std::vector<double> sorted = generations_;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+namespace {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
+
+}  // namespace
+
+void Budget::add_generation(double seconds, std::size_t candidates) {
+  generations_.push_back(seconds);
+  if (candidates > 0) per_candidate_.push_back(seconds / static_cast<double>(candidates));
+}
+
+double Budget::typical_generation() const { return median(generations_); }
 
 std::string Budget::stop_reason(std::size_t evaluated, std::uint32_t generation, double elapsed,
                                 double reserve, double now, std::size_t ahead) const {
-  const double next = typical_generation() * static_cast<double>(std::max<std::size_t>(1, ahead));
+  // With generations in flight, the work ahead is their candidates and the next batch: one slow
+  // candidate holds its generation's commit, not the others'.
+  const double next = ahead > 0 && !per_candidate_.empty()
+                          ? median(per_candidate_) * static_cast<double>(ahead)
+                          : typical_generation();
   if (evaluated >= limits_.evaluations)
     return "budget.evaluations (" + std::to_string(limits_.evaluations) + ") reached";
   if (generation >= limits_.generations)

@@ -20,22 +20,24 @@ class Budget {
   Budget(const config::BudgetConfig& limits, std::optional<double> job_end)
       : limits_(limits), job_end_(job_end) {}
 
-  // The time between two commits.
-  void add_generation(double seconds) { generations_.push_back(seconds); }
+  // The time between two commits, and the candidates that commit held.
+  void add_generation(double seconds, std::size_t candidates = 0);
   // The median of this session's generation times (0 before the first).
   double typical_generation() const;
 
   // Why the job stops now, or "" to propose another generation. `evaluated`: candidates
   // evaluated or in flight; `elapsed`: the run's wall time so far (all sessions); `reserve`:
   // what the winner confirmation will take; `now`: seconds since the epoch; `ahead`: the
-  // generations that will be committed before the next one is (those in flight, and it).
+  // candidates still to be evaluated if it goes on (those in flight and the next batch; 0: one
+  // typical generation), at the typical time per candidate.
   std::string stop_reason(std::size_t evaluated, std::uint32_t generation, double elapsed,
-                          double reserve, double now, std::size_t ahead = 1) const;
+                          double reserve, double now, std::size_t ahead = 0) const;
 
  private:
   config::BudgetConfig limits_;
   std::optional<double> job_end_;
   std::vector<double> generations_;
+  std::vector<double> per_candidate_;  // seconds between commits over the candidates committed
 };
 
 }  // namespace r3::tune

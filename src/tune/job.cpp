@@ -90,6 +90,7 @@ class SearchLoop {
   // Runs it; the job's exit status comes from run_generations.
   void run() {
     next_generation_ = m_.record.generations;
+    committed_ = m_.record.generations;
     for (std::vector<Planned>& batch : m_.restored_in_flight) enqueue(std::move(batch));
     m_.restored_in_flight.clear();
     last_commit_ = Clock::now();
@@ -167,10 +168,14 @@ class SearchLoop {
            dispatcher_.queued() < evaluators_) {
       const auto start = Clock::now();
       const std::size_t evaluated = m_.record.candidates.size() + pending();
-      // The confirmation at the end must fit too, and the generations in flight before it.
+      const std::size_t count =
+          evaluated < m_.config.budget.evaluations
+              ? std::min<std::size_t>(batch_size_, m_.config.budget.evaluations - evaluated)
+              : 0;
+      // The confirmation at the end must fit too, and the candidates in flight before it.
       const std::string reason =
           budget_.stop_reason(evaluated, next_generation_, elapsed(), confirmation_estimate(m_),
-                              now_epoch(), in_flight_.size() + 1);
+                              now_epoch(), pending() + count);
       if (!reason.empty()) {
         proposing_ = false;
         stop_reason_ = reason;
@@ -182,8 +187,6 @@ class SearchLoop {
           m_.search->take_llm_answer(answer);
         }
       }
-      const std::size_t count =
-          std::min<std::size_t>(batch_size_, m_.config.budget.evaluations - evaluated);
       std::vector<Planned> batch = m_.search->propose(next_generation_, count);
       if (batch.empty()) {
         // What is in flight may open more (a new source's levels): ask again after the next
@@ -261,10 +264,22 @@ class SearchLoop {
     m_.record.elapsed_seconds = elapsed();
     for (std::size_t i = first; i < m_.record.candidates.size(); ++i)
       m_.record.candidates[i].run_seconds = m_.record.elapsed_seconds;
-    commit(m_, "generation " + std::to_string(g.number), g.number);
+    // run.h5 is written whole: with thousands of candidates and generations of a fraction of a
+    // second, writing it every generation would become most of rank 0's time. It is written
+    // for the first generations, and then once the time since the last write is 20 times what
+    // that write took (at most 5% of rank 0's time); a kill loses at most those generations,
+    // which a resume proposes and evaluates again exactly.
+    if (g.number < 10 || in_flight_.size() == 1 ||
+        seconds_since(last_write_) >= 20 * last_write_seconds_) {
+      const auto write_start = Clock::now();
+      commit(m_, "generation " + std::to_string(g.number), committed_);
+      committed_ = g.number + 1;
+      last_write_ = Clock::now();
+      last_write_seconds_ = seconds_since(write_start);
+    }
     const double interval = seconds_since(last_commit_);
     last_commit_ = Clock::now();
-    budget_.add_generation(interval);
+    budget_.add_generation(interval, g.batch.size());
     const double busy = dispatcher_.busy_seconds() - busy_at_last_commit_;
     busy_at_last_commit_ = dispatcher_.busy_seconds();
     search_seconds_ += seconds_since(start);
@@ -300,6 +315,9 @@ class SearchLoop {
   std::string stop_reason_;
   std::vector<double> latencies_;
   double busy_at_last_commit_ = 0;
+  std::uint32_t committed_ = 0;  // generations run.h5 holds
+  Clock::time_point last_write_ = Clock::now();
+  double last_write_seconds_ = 0;
   double search_seconds_ = 0;  // rank 0's time since the last commit
 };
 

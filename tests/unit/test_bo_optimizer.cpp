@@ -1,6 +1,7 @@
 // bo/: the GP surrogate, batches, feasibility, resume, and table simulation.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -284,6 +285,28 @@ TEST(BoOptimizer, AResumedRunProposesWhatTheUninterruptedRunWould) {
       for (const Configuration& c : again) resumed.observe(c, problem.evaluate(c));
     }
   }
+}
+
+// A small constrained space is proposed until it is spent: every valid configuration once, then
+// nothing, and quickly (drawing at random gets slower the fewer points are left).
+TEST(BoOptimizer, ASmallConstrainedSpaceIsProposedWholeThenNothing) {
+  Space space({Parameter::ordinal("bx", {32, 64, 128, 256, 512, 1024}),
+               Parameter::ordinal("by", {1, 2, 4, 8, 16, 32})},
+              {"bx * by <= 1024", "bx * by >= 128"});
+  const std::size_t valid = space.enumerate(1000)->size();
+  Optimizer optimizer(space, Options{});
+  std::set<r3::Hash128> seen;
+  const auto start = std::chrono::steady_clock::now();
+  for (int round = 0; round < 40 && seen.size() < valid; ++round) {
+    for (const Configuration& c : optimizer.propose(3)) {
+      EXPECT_TRUE(seen.insert(c.hash()).second) << space.describe(c);
+      const double bx = value(space, c, 0), by = value(space, c, 1);
+      optimizer.observe(c, Outcome::success(1 + std::abs(std::log2(bx * by) - 8)));
+    }
+  }
+  EXPECT_EQ(seen.size(), valid);
+  EXPECT_TRUE(optimizer.propose(3).empty());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
 
 TEST(BoOptimizer, RefusesInvalidObservations) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "r3/bo/design.hpp"
@@ -169,6 +170,34 @@ TEST(BoSpace, HugeSpacesAreSampledNotEnumerated) {
   for (int i = 0; i < 5000; ++i) seen.insert(space.sample(rng).hash());
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
   EXPECT_EQ(seen.size(), 5000u);
+}
+
+// A small space is listed whole: exactly the valid configurations (constraints hold, a
+// conditional parameter has a value only where active), each once; spaces with a sequence or
+// past the limit are not.
+TEST(BoSpace, SmallSpacesAreEnumeratedExactly) {
+  Space space({Parameter::ordinal("bx", {32, 64, 128, 256, 512, 1024}),
+               Parameter::ordinal("by", {1, 2, 4, 8}),
+               Parameter::categorical("cache", {"default", "ca", "cg"}),
+               Parameter::ordinal("level", {1, 2, 3}).when("cache != \"default\"")},
+              {"bx * by <= 1024", "bx * by >= 64"});
+  auto all = space.enumerate(1000);
+  ASSERT_TRUE(all.has_value());
+  std::size_t shapes = 0;
+  for (double bx : {32, 64, 128, 256, 512, 1024})
+    for (double by : {1, 2, 4, 8}) shapes += bx * by <= 1024 && bx * by >= 64;
+  EXPECT_EQ(all->size(), shapes * (1 + 2 * 3));
+  std::set<r3::Hash128> distinct;
+  for (const Configuration& c : *all) {
+    EXPECT_TRUE(space.valid(c)) << space.describe(c);
+    EXPECT_TRUE(distinct.insert(c.hash()).second) << "listed twice: " << space.describe(c);
+  }
+  // Every valid configuration a random draw finds is listed.
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 500; ++i) EXPECT_TRUE(distinct.contains(space.sample(rng).hash()));
+  EXPECT_FALSE(space.enumerate(100).has_value());  // 216 points
+  Space with_sequence({Parameter::ordinal("x", {1, 2}), Parameter::sequence("s", {"a"}, 2, true)});
+  EXPECT_FALSE(with_sequence.enumerate(1000).has_value());
 }
 
 TEST(BoSpace, UnknownNamesAndImpossibleConstraintsAreErrors) {

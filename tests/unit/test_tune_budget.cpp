@@ -35,6 +35,20 @@ TEST(TuneBudget, OneSlowGenerationDoesNotEndTheRun) {
             std::string::npos);
 }
 
+// With generations in flight the look-ahead is the candidates still to run, at the typical time
+// per candidate: eight generations held up behind one hanging candidate do not look like eight
+// typical generations of work.
+TEST(TuneBudget, WorkInFlightIsCountedByItsCandidates) {
+  config::BudgetConfig limits;
+  limits.wall_time_s = 60;
+  Budget budget(limits, std::nullopt);
+  for (int g = 0; g < 9; ++g) budget.add_generation(1.0, 4);  // 0.25 s per candidate
+  EXPECT_EQ(budget.stop_reason(40, 10, 50, 2.0, 0, 4 * 8), "");   // 50 + 8 s + 2 s
+  EXPECT_NE(budget.stop_reason(40, 10, 50, 2.0, 0, 4 * 9).find("budget.wall_time"),
+            std::string::npos);  // 50 + 9 s + 2 s
+  EXPECT_EQ(budget.stop_reason(40, 10, 56.5, 2.0, 0), "");  // no count: one generation, 1 s
+}
+
 TEST(TuneBudget, EvaluationsGenerationsAndTheJobsEnd) {
   config::BudgetConfig limits;
   limits.evaluations = 10;

@@ -68,7 +68,7 @@ class Optimizer {
   // defaults, run with a new source), so that propose() does not offer it too.
   void add_pending(const Configuration& configuration);
   // Forgets the pending proposals (their evaluations were lost).
-  void clear_pending() { pending_.clear(); }
+  void clear_pending();
 
   const std::vector<Observation>& observations() const { return observations_; }
   const std::vector<Configuration>& pending() const { return pending_; }
@@ -83,8 +83,9 @@ class Optimizer {
   };
   const Timing& last_timing() const { return timing_; }
 
-  // The hyperparameters last fitted, and at which size of the history (optimizer.cpp).
-  struct Fits;
+  // What it keeps between proposals: the hyperparameters last fitted and at which size of the
+  // history, what is observed or pending, a small space's list (optimizer.cpp).
+  struct Memo;
 
  private:
   Space space_;
@@ -92,7 +93,7 @@ class Optimizer {
   std::vector<Observation> observations_;
   std::vector<Configuration> pending_;
   Timing timing_;
-  std::unique_ptr<Fits> fits_;
+  std::unique_ptr<Memo> memo_;
 };
 
 }  // namespace r3::bo

@@ -80,6 +80,11 @@ class Space {
   std::string describe(const Configuration& configuration) const;
   // log10 of the number of points, conditions and constraints ignored (for messages).
   double log10_size() const;
+  // Every valid configuration, in a fixed order, when the space has no sequence parameter and
+  // at most `limit` points (conditions and constraints ignored); nullopt otherwise. Small
+  // constrained spaces (block shapes) are drawn from this list instead of by rejection, which
+  // gets slower the more of the space has been taken.
+  std::optional<std::vector<Configuration>> enumerate(std::size_t limit) const;
 
  private:
   bool condition_holds(const Configuration& configuration, std::size_t parameter) const;
