@@ -41,6 +41,8 @@ bool readable_within(int fd, double seconds) {
 CompileWorker::~CompileWorker() { stop(); }
 
 void CompileWorker::start() {
+  // A worker that dies while we write to it must not take this process with it.
+  ::signal(SIGPIPE, SIG_IGN);
   int to[2], from[2];
   if (::pipe2(to, O_CLOEXEC) != 0) throw IoError("pipe2", std::strerror(errno));
   if (::pipe2(from, O_CLOEXEC) != 0) {
