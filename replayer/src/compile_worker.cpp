@@ -1,4 +1,5 @@
 #include "compile_worker.hpp"
+#include "helper_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,8 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kWorkerIn = 3, kWorkerOut = 4;
-
 bool readable_within(int fd, double seconds) {
   pollfd p{fd, POLLIN, 0};
   const int ms = static_cast<int>(seconds * 1000);
@@ -43,39 +42,10 @@ CompileWorker::~CompileWorker() { stop(); }
 void CompileWorker::start() {
   // A worker that dies while we write to it must not take this process with it.
   ::signal(SIGPIPE, SIG_IGN);
-  int to[2], from[2];
-  if (::pipe2(to, O_CLOEXEC) != 0) throw IoError("pipe2", std::strerror(errno));
-  if (::pipe2(from, O_CLOEXEC) != 0) {
-    ::close(to[0]);
-    ::close(to[1]);
-    throw IoError("pipe2", std::strerror(errno));
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to[0], kWorkerIn);
-  posix_spawn_file_actions_adddup2(&actions, from[1], kWorkerOut);
-  posix_spawn_file_actions_addclosefrom_np(&actions, kWorkerOut + 1);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  std::string program = program_.string();
-  std::string mode = "--compile-worker";
-  char* argv[] = {program.data(), mode.data(), nullptr};
-  std::vector<std::string> environment = sandbox_environment(environ);
-  std::vector<char*> envp;
-  for (std::string& variable : environment) envp.push_back(variable.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int error = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(to[0]);
-  ::close(from[1]);
-  if (error != 0) {
-    ::close(to[1]);
-    ::close(from[0]);
-    throw IoError("posix_spawn", program + ": " + std::strerror(error));
-  }
-  pid_ = pid;
-  to_ = to[1];
-  from_ = from[0];
+  const HelperProcess worker = spawn_helper(program_, "--compile-worker");
+  pid_ = worker.pid;
+  to_ = worker.to;
+  from_ = worker.from;
 }
 
 void CompileWorker::stop() {

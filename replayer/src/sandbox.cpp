@@ -1,6 +1,8 @@
 // The evaluator's side of the sandbox: spawn, talk, time out, reap, restart.
 #include "r3/replay/sandbox.hpp"
 
+#include "helper_process.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,10 +29,6 @@ namespace r3::replay {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The file descriptors the child reads requests from and writes answers to.
-constexpr int kChildIn = 3;
-constexpr int kChildOut = 4;
 
 // How long preparing the capture may take in the child (reading and placing its memory).
 constexpr double kPrepareTimeoutS = 600;
@@ -123,40 +121,11 @@ Sandbox::~Sandbox() {
 }
 
 void Sandbox::start() {
-  int to[2], from[2];
-  if (::pipe2(to, O_CLOEXEC) != 0) throw IoError("pipe2", std::strerror(errno));
-  if (::pipe2(from, O_CLOEXEC) != 0) {
-    ::close(to[0]);
-    ::close(to[1]);
-    throw IoError("pipe2", std::strerror(errno));
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to[0], kChildIn);
-  posix_spawn_file_actions_adddup2(&actions, from[1], kChildOut);
-  // Nothing else of this process's: no MPI sockets, no run database, no terminal input.
-  posix_spawn_file_actions_addclosefrom_np(&actions, kChildOut + 1);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  std::string helper = setup_.helper.string();
-  std::string serve = "--serve";
-  char* argv[] = {helper.data(), serve.data(), nullptr};
-  std::vector<std::string> environment = sandbox_environment(environ);
-  std::vector<char*> envp;
-  for (std::string& variable : environment) envp.push_back(variable.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  int error = ::posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(to[0]);
-  ::close(from[1]);
-  if (error != 0) {
-    ::close(to[1]);
-    ::close(from[0]);
-    throw IoError("posix_spawn", helper + ": " + std::strerror(error));
-  }
-  child_ = pid;
-  to_child_ = to[1];
-  from_child_ = from[0];
+  const std::string helper = setup_.helper.string();
+  const HelperProcess child = spawn_helper(setup_.helper, "--serve");
+  child_ = child.pid;
+  to_child_ = child.to;
+  from_child_ = child.from;
 
   std::vector<std::string> readable;
   for (const auto& place : setup_.readable) readable.push_back(place.string());
