@@ -120,7 +120,7 @@ def pathfinder rodinia cuda/pathfinder "pathfinder.cu" "" \
     "Rodinia pathfinder: dynamic programming over a random grid (cols rows pyramid_height); no self-check; H100: 4 launches of 0.14 ms; ~4 s wall (host init)"
 def srad_v2 rodinia cuda/srad/srad_v2 "srad.cu" "" \
     "4096 4096 0 127 0 127 0.5 4" \
-    "Rodinia srad_v2: speckle-reducing diffusion on a random 4096x4096 image, 4 iterations x 2 kernels; no self-check; H100: 0.22 ms per launch"
+    "Rodinia srad_v2: speckle-reducing diffusion on a random 4096x4096 image, 4 iterations x 2 kernels; no self-check; H100: 0.22 ms per launch. srad_cuda_1 reads outside its arrays (compute-sanitizer memcheck: 22261 invalid global reads); alone it never faulted, recorded it faulted in 1 of 12 runs (ILLEGAL_ADDRESS): the layout decides"
 def lavaMD rodinia cuda/lavaMD "main.c kernel/kernel_gpu_cuda_wrapper.cu util/num/num.c util/timer/timer.c util/device/device.cu" "" \
     "-boxes1d 16" \
     "Rodinia lavaMD: particle potentials in 16^3 boxes (double precision); no self-check; H100: one launch of 3.7 ms"

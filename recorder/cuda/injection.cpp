@@ -184,6 +184,13 @@ class CudaRecorder {
       cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
     active_ = true;
+    // Kernel activity from the start, before the application allocates, rather than at the
+    // first recorded launch: CUPTI enabling it then changes what lies next to the application's
+    // allocations. Rodinia's srad_cuda_1 reads outside its array (compute-sanitizer: 22261
+    // invalid reads in a run alone, which never faults); recorded with the activity enabled
+    // late, 8 of 22 runs faulted (CUDA_ERROR_ILLEGAL_ADDRESS), with it enabled here 1 of 12
+    // (H100, CUDA 13.0). Fewer, not none: such a program stays at the mercy of the layout.
+    start_activity();
     // Says what was recorded at exit; when a capture is opened, a later handler closes it first.
     std::atexit([] { instance().finish(); });
   }
@@ -687,7 +694,6 @@ class CudaRecorder {
     if (record.distinct.size() >= launches_per_kernel_) functions_[f].recorded_enough = true;
     pending_[cb->correlationId] = std::move(pending);
     ++pending_count_;
-    start_activity();
     std::lock_guard activity_lock(activity_mutex_);
     timed_names_.insert(n.name);
   }
