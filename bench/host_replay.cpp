@@ -5,6 +5,8 @@
 //   - restore / kernel and (restore + verify) / kernel: the overhead of a replayed run;
 //   - the wall time of one run as the backend does it (each run is a process of its own: fork,
 //     restore, the kernel, stop, reap; verification of the timed ones), over the kernel's time;
+//   - that wall time again confined as the sandbox child does it: filtered, then also in a PID
+//     namespace of its own;
 //   - the time to compile one variant (Clang front end + passes + JIT), at O2 and at O3.
 // Usage: host_replay [GRID...]   (default: 512 8192, i.e. 1 MiB and 256 MiB per buffer)
 #include <chrono>
@@ -50,9 +52,9 @@ int main(int argc, char** argv) {
   fs::path dir = fs::temp_directory_path() / ("r3-bench-host-replay-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::printf("host replay of the demo stencil (examples/demo), 20 timed runs per launch\n");
-  std::printf("%6s %10s %12s %12s %12s %10s %12s %12s %10s %10s %10s\n", "grid", "buffer",
-              "kernel", "restore/run", "verify", "restore/k", "(r+v)/k", "wall/run", "wall/k",
-              "compile O2", "compile O3");
+  std::printf("%6s %10s %12s %12s %12s %10s %12s %12s %10s %12s %12s %10s %10s\n", "grid",
+              "buffer", "kernel", "restore/run", "verify", "restore/k", "(r+v)/k", "wall/run",
+              "wall/k", "filtered", "+pid ns", "compile O2", "compile O3");
   for (int grid : grids) {
     fs::path capture = dir / ("stencil-" + std::to_string(grid) + ".h5");
     if (record(grid, capture) != 0) {
@@ -77,20 +79,40 @@ int main(int argc, char** argv) {
     double kernel = launch.time.median;
     // The one launch's verified run, warm-ups and timed runs.
     const double wall_per_run = wall / (1.0 + options.warmup + options.repeats);
+    // The same run as a confined sandbox child makes it: the allow-list filter and limits, then
+    // also a PID namespace per candidate process.
+    auto confined_wall_per_run = [&](bool pid_namespace) {
+      r3::replay::CandidateLimits limits;
+      limits.confine = true;
+      limits.pid_namespace = pid_namespace;
+      backend->set_candidate_limits(limits);
+      const auto at = std::chrono::steady_clock::now();
+      r3::replay::RunResult confined = backend->run(original, options);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+      backend->set_candidate_limits({});
+      return confined.outcome == r3::replay::Outcome::ok
+                 ? seconds / (1.0 + options.warmup + options.repeats)
+                 : -1.0;
+    };
+    const double filtered_per_run = confined_wall_per_run(false);
+    const double namespaced_per_run = confined_wall_per_run(true);
     double o2 = compile_seconds(*backend, "default<O2>");
     double o3 = compile_seconds(*backend, "default<O3>");
-    std::printf("%6d %10s %9.1f us %9.1f us %9.1f us %10.3f %12.3f %9.1f us %10.2f %8.3f s %8.3f s\n",
+    std::printf("%6d %10s %9.1f us %9.1f us %9.1f us %10.3f %12.3f %9.1f us %10.2f %9.1f us %9.1f us %8.3f s %8.3f s\n",
                 grid, r3::format_bytes(std::uint64_t(grid) * grid * sizeof(float)).c_str(),
                 kernel * 1e6, launch.restore_seconds * 1e6, launch.verify_seconds * 1e6,
                 launch.restore_seconds / kernel,
                 (launch.restore_seconds + launch.verify_seconds) / kernel, wall_per_run * 1e6,
-                wall_per_run / kernel, o2, o3);
+                wall_per_run / kernel, filtered_per_run * 1e6, namespaced_per_run * 1e6, o2, o3);
     fs::remove(capture);
   }
   fs::remove_all(dir);
   std::printf(
       "restore/k: restore time per timed run over the kernel's median time; (r+v)/k: that\n"
       "plus one verification of every region, over the kernel's median time; wall/run: one run\n"
-      "as the backend does it (a process of its own), wall/k: that over the kernel's time.\n");
+      "as the backend does it (a process of its own), wall/k: that over the kernel's time;\n"
+      "filtered: wall/run with the candidate's system-call filter and limits, +pid ns: that in\n"
+      "a PID namespace of its own (as a confined sandbox child runs it; -1 where it failed).\n");
   return 0;
 }

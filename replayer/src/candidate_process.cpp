@@ -25,10 +25,16 @@
 
 namespace r3::replay {
 
-// The page both processes see. States only move forward: starting -> ready (the process is
-// confined and waits) -> go (set here) -> done (set there, after the candidate returned).
+// The page the three processes see: this one (the sandbox child), the keeper it forks, and the
+// candidate process the keeper forks. `state` only moves forward: starting -> ready (the
+// candidate process is confined and waits) -> go (set here) -> done (set there, after the
+// candidate returned). `keeper` says what the keeper saw of the candidate process; `release`
+// lets the keeper reap it, only once this process will no longer signal it by its number.
 struct CandidateProcess::Control {
   std::atomic<std::uint32_t> state{0};
+  std::atomic<std::uint32_t> keeper{0};
+  std::atomic<std::uint32_t> release{0};
+  std::atomic<std::int32_t> candidate_pid{0};    // as this process numbers it; 0 until known
   std::atomic<std::int32_t> forbidden_call{-1};  // the system call the filter stopped
   double before_seconds = 0;                     // how long `before` took there
 };
@@ -38,10 +44,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 enum : std::uint32_t { kStarting = 0, kReady = 1, kGo = 2, kDone = 3 };
+enum : std::uint32_t { kWatching = 0, kStopped = 1, kEnded = 2 };  // Control::keeper
 
-// Exit statuses of the candidate process that are not the candidate's doing.
+// Exit statuses of the candidate process (passed on by its keeper) that are not the
+// candidate's doing.
 constexpr int kForbiddenCall = 120;  // the filter stopped a system call (SIGSYS caught)
 constexpr int kNotConfined = 121;    // a confinement layer could not be put in place
+constexpr int kNotStarted = 122;     // the keeper could not start it
 
 std::atomic<std::int32_t>* forbidden_call_slot = nullptr;  // the candidate process's only global
 
@@ -50,9 +59,42 @@ void on_forbidden_call(int, siginfo_t* info, void*) {
   _exit(kForbiddenCall);
 }
 
-// The state word is also a futex: the candidate process wakes whoever sleeps on it.
+// The words of the control page are also futexes: whoever changes one wakes whoever sleeps on it.
 long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout) {
   return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+void set_and_wake(std::atomic<std::uint32_t>& word, std::uint32_t value) {
+  word.store(value, std::memory_order_release);
+  futex(&word, FUTEX_WAKE, 1, nullptr);
+}
+
+// Ends the calling process as `status` says another ended: the same exit code, or the same signal.
+[[noreturn]] void end_as(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    ::signal(sig, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    ::kill(::getpid(), sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : kNotStarted);
+}
+
+// The first process of a candidate process's PID namespace: it waits to be killed with the keeper.
+int namespace_init(void*) {
+  ::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  for (;;) ::syscall(SYS_pause);
+}
+
+pid_t wait_retrying(pid_t pid, int* status) {
+  pid_t ended;
+  while ((ended = ::waitpid(pid, status, 0)) < 0 && errno == EINTR) {
+  }
+  return ended;
 }
 
 double cpu_seconds(clockid_t clock) {
@@ -157,63 +199,136 @@ void CandidateProcess::serve(const std::function<void()>& before,
   for (;;) futex(&control_->state, FUTEX_WAIT, kDone, nullptr);
 }
 
-std::string CandidateProcess::wait_for(pid_t pid, unsigned state) {
+// The keeper, between this process and the candidate process: it gives the candidate process a
+// PID namespace of its own (where the machine allows), tells this process its number, reports
+// when it stops or ends, and ends as it ended once released. Trusted code, under the sandbox
+// child's filter.
+void CandidateProcess::keep(const std::function<void()>& before,
+                            const std::function<void()>& candidate, int parent_cpu) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  set_limit(RLIMIT_CORE, 0);
+  pid_t init = -1;
+  if (limits_.pid_namespace && ::unshare(kCandidateNamespaces) == 0) {
+    // The namespace's first process is its init, which the kernel shields from signals it has
+    // no handler for; the candidate process comes second and is an ordinary one. When the
+    // keeper ends, so does the init, and with it anything left in the namespace.
+    // It shares the keeper's memory (nothing to copy) and runs on a small stack of its own,
+    // making system calls only.
+    constexpr std::size_t kInitStack = 64 * 1024;
+    void* stack = ::mmap(nullptr, kInitStack, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) ::_exit(kNotStarted);
+    init = ::clone(&namespace_init, static_cast<char*>(stack) + kInitStack, CLONE_VM | SIGCHLD,
+                   nullptr);
+    if (init < 0) ::_exit(kNotStarted);
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) ::_exit(kNotStarted);
+  if (pid == 0) serve(before, candidate, parent_cpu);
+  control_->candidate_pid.store(pid, std::memory_order_release);
+  futex(&control_->state, FUTEX_WAKE, 1, nullptr);
+  int status = 0;
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WSTOPPED | WNOWAIT) < 0) {
+      if (errno == EINTR) continue;
+      ::_exit(kNotStarted);
+    }
+    if (info.si_code != CLD_STOPPED) break;
+    // Stopped by this process's parent, which reads its clock now: the report is taken (the
+    // process is not reaped by it) and passed on.
+    ::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED);
+    set_and_wake(control_->keeper, kStopped);
+  }
+  // Ended, not yet reaped: its number stays its own until the parent says it is done with it.
+  set_and_wake(control_->keeper, kEnded);
+  futex(&control_->state, FUTEX_WAKE, 1, nullptr);
+  while (control_->release.load(std::memory_order_acquire) == 0)
+    futex(&control_->release, FUTEX_WAIT, 0, nullptr);
+  wait_retrying(pid, &status);
+  if (init > 0) {
+    ::kill(init, SIGKILL);
+    wait_retrying(init, nullptr);
+  }
+  end_as(status);
+}
+
+std::string CandidateProcess::describe_end(pid_t keeper) {
+  set_and_wake(control_->release, 1);
+  int status = 0;
+  if (wait_retrying(keeper, &status) < 0) return "vanished";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kForbiddenCall)
+    return "made a system call that candidates may not make: " +
+           syscall_name(control_->forbidden_call.load());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kNotConfined)
+    return "its process could not be confined";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kNotStarted)
+    return "its process could not be started";
+  return "ended its process before it returned (" + describe_exit_status(status) + ")";
+}
+
+std::string CandidateProcess::wait_for(pid_t keeper, unsigned state) {
   while (true) {
     std::uint32_t now = control_->state.load(std::memory_order_acquire);
-    if (now >= state) return "";
+    if (now >= state && control_->candidate_pid.load(std::memory_order_acquire) != 0) return "";
     // Asleep until the state word changes (or a while passes, to look whether it died).
     timespec a_while{0, 20'000'000};
     futex(&control_->state, FUTEX_WAIT, now, &a_while);
-    if (control_->state.load(std::memory_order_acquire) >= state) return "";
+    if (control_->state.load(std::memory_order_acquire) >= state &&
+        control_->candidate_pid.load(std::memory_order_acquire) != 0)
+      return "";
+    // A candidate process never ends by itself (after "done" it sleeps until killed), so if it
+    // ended, its candidate ended it. The keeper ends only after it (or when it could not start it).
+    if (control_->keeper.load(std::memory_order_acquire) == kEnded) return describe_end(keeper);
     int status = 0;
-    pid_t ended = ::waitpid(pid, &status, WNOHANG);
-    if (ended == 0) continue;
-    // Reaped: whatever the state word says now, a process of ours never ends by itself (after
-    // "done" it sleeps until killed), so this one's candidate ended it.
-    if (ended < 0) return "vanished";
-    if (WIFEXITED(status) && WEXITSTATUS(status) == kForbiddenCall)
-      return "made a system call that candidates may not make: " +
-             syscall_name(control_->forbidden_call.load());
-    if (WIFEXITED(status) && WEXITSTATUS(status) == kNotConfined)
-      return "its process could not be confined";
-    return "ended its process before it returned (" + describe_exit_status(status) + ")";
+    if (::waitpid(keeper, &status, WNOHANG) != 0) {
+      control_->release.store(1);
+      return "its process could not be started";
+    }
   }
 }
 
 CandidateCall CandidateProcess::run(const std::function<void()>& before,
                                     const std::function<void()>& candidate) {
   control_->state.store(kStarting);
+  control_->keeper.store(kWatching);
+  control_->release.store(0);
+  control_->candidate_pid.store(0);
   control_->forbidden_call.store(-1);
   const int cpu = ::sched_getcpu();
-  pid_t pid = ::fork();
-  if (pid < 0) throw IoError("fork", std::string("a candidate process: ") + std::strerror(errno));
-  if (pid == 0) serve(before, candidate, cpu);
+  const pid_t keeper = ::fork();
+  if (keeper < 0) throw IoError("fork", std::string("a candidate process: ") + std::strerror(errno));
+  if (keeper == 0) keep(before, candidate, cpu);
 
   CandidateCall call;
+  call.failure = wait_for(keeper, kReady);
+  if (!call.failure.empty()) return call;  // the keeper is reaped
+  const pid_t pid = control_->candidate_pid.load();
   // The run is timed by the candidate process's CPU clock, which the kernel keeps: what it
   // computed, not how long the scheduler kept it waiting on a loaded machine. (It has no
-  // threads, so that is its whole cost.)
+  // threads, so that is its whole cost.) Its number stays its own until released.
   clockid_t clock = CLOCK_MONOTONIC;
   if (::clock_getcpuclockid(pid, &clock) != 0) clock = CLOCK_MONOTONIC;
-  call.failure = wait_for(pid, kReady);
-  if (!call.failure.empty()) return call;  // wait_for reaped it
   call.before_seconds = control_->before_seconds;
   const double start = cpu_seconds(clock);
-  control_->state.store(kGo, std::memory_order_release);
-  futex(&control_->state, FUTEX_WAKE, 1, nullptr);
-  call.failure = wait_for(pid, kDone);
-  if (!call.failure.empty()) return call;  // wait_for reaped it
+  set_and_wake(control_->state, kGo);
+  call.failure = wait_for(keeper, kDone);
+  if (!call.failure.empty()) return call;
   // Stopped, so that its clock is brought up to date (and it does nothing more), then killed
   // before anything is verified: work it does after "done" is not counted as done.
   ::kill(pid, SIGSTOP);
-  siginfo_t info{};
-  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WEXITED | WNOWAIT) < 0 &&
-         errno == EINTR) {
+  while (control_->keeper.load(std::memory_order_acquire) == kWatching) {
+    timespec a_while{0, 20'000'000};
+    futex(&control_->keeper, FUTEX_WAIT, kWatching, &a_while);
+    int status = 0;
+    if (control_->keeper.load() == kWatching && ::waitpid(keeper, &status, WNOHANG) != 0) {
+      call.failure = "its process could not be started";
+      return call;
+    }
   }
   call.seconds = cpu_seconds(clock) - start;
   ::kill(pid, SIGKILL);
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  describe_end(keeper);
   return call;
 }
 

@@ -1,13 +1,14 @@
-// Candidate host code runs in a process of its own, started afresh for every run: forked from
-// the process that compiled it, sharing nothing with it but the replayed memory (shared
+// Candidate host code runs in a process of its own, started afresh for every run: forked (by a
+// keeper, itself forked from the process that compiled it) in a PID namespace of its own where
+// the machine allows, sharing nothing with the compiling process but the replayed memory (shared
 // mappings) and one control page. Before it runs a line of candidate code it closes every
-// descriptor (no result channel, no capture, no log), ends with its parent, and, when confined,
+// descriptor (no result channel, no capture, no log), ends with its keeper, and, when confined,
 // takes on resource limits, no privileges and the allow-list system-call filter.
 //
-// Its own code (not yet the candidate's) restores the memory; the process that forked it starts
-// the run, times it to the candidate's "done", kills it and only then verifies: a candidate cannot write a result, cannot keep
-// state from one timed run to the next (each run is a new process), and cannot finish its work
-// after it said it was done.
+// Its own code (not yet the candidate's) restores the memory; the compiling process starts the
+// run, times it to the candidate's "done", kills it and only then verifies: a candidate cannot
+// write a result, cannot keep state from one timed run to the next (each run is a new process),
+// cannot finish its work after it said it was done, and sees no process outside its namespace.
 #pragma once
 
 #include <sys/types.h>
@@ -54,7 +55,13 @@ class CandidateProcess {
   // The candidate process's side; `parent_cpu`: the core the parent forked it on.
   [[noreturn]] void serve(const std::function<void()>& before,
                           const std::function<void()>& candidate, int parent_cpu);
-  std::string wait_for(pid_t pid, unsigned state);  // "" once reached, else how the process ended
+  // The keeper's side (the process between this one and the candidate process).
+  [[noreturn]] void keep(const std::function<void()>& before,
+                         const std::function<void()>& candidate, int parent_cpu);
+  // "" once `state` is reached, else how the candidate process ended.
+  std::string wait_for(pid_t keeper, unsigned state);
+  // Releases the ended candidate process to its keeper, reaps the keeper and says how it ended.
+  std::string describe_end(pid_t keeper);
 
   std::vector<std::span<std::byte>> memory_;
   CandidateLimits limits_;

@@ -26,8 +26,19 @@ std::string restrict_filesystem(const std::vector<std::filesystem::path>& readab
 // New user, network, IPC, UTS and mount namespaces for this process: no network at all (not
 // even abstract local sockets outside), and no capability that counts outside, root or not.
 // Must be called before the process starts threads. (Not a PID namespace: a process that has
-// unshared one cannot start threads.)
+// unshared one cannot start threads, and this one compiles on threads. Each candidate process
+// gets one of its own instead: kCandidateNamespaces.)
 std::string enter_namespaces();
+
+// What the process that starts a candidate process unshares first (candidate_process.cpp): a
+// user namespace, for the right to make the other without privileges, and a PID namespace, in
+// which the candidate sees no process outside and no process outside sees it by number.
+constexpr int kCandidateNamespaces = 0x10000000 /* CLONE_NEWUSER */ | 0x20000000 /* CLONE_NEWPID */;
+
+// Whether processes started from here can have PID namespaces of their own (a probe process
+// tries): "" when they can, else why not. The seccomp filter of confine_process() allows
+// exactly this unshare.
+std::string pid_namespace_unavailable();
 
 // Drops every capability of the calling process (effective, permitted, inheritable, bounding
 // set, ambient) and sets no_new_privs: running as root widens nothing after this.

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -98,6 +99,30 @@ std::string enter_namespaces() {
   return why;
 }
 
+std::string pid_namespace_unavailable() {
+  const pid_t probe = ::fork();
+  if (probe < 0) return failed("fork");
+  if (probe == 0) {
+    if (::unshare(kCandidateNamespaces) != 0) ::_exit(errno & 0x7f);
+    const pid_t first = ::fork();  // the first process of the new namespace is its PID 1
+    if (first < 0) ::_exit(0x80);
+    if (first == 0) ::_exit(::getpid() == 1 ? 0 : 0x81);
+    int status = 0;
+    while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::_exit(WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 0x82);
+  }
+  int status = 0;
+  while (::waitpid(probe, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status)) return "the probe process ended abnormally";
+  const int code = WEXITSTATUS(status);
+  if (code == 0) return "";
+  if (code < 0x80)
+    return std::string("unshare(user, PID namespaces): ") + std::strerror(code);
+  return "a process started in a new PID namespace is not its first process";
+}
+
 std::string drop_privileges() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return failed("prctl(PR_SET_NO_NEW_PRIVS)");
   ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
@@ -111,3 +136,5 @@ std::string drop_privileges() {
 }
 
 }  // namespace r3::replay
+
+static_assert(r3::replay::kCandidateNamespaces == (CLONE_NEWUSER | CLONE_NEWPID));

@@ -104,7 +104,7 @@ std::string confine_process() {
   for (const char* call :
        {"mount",          "umount2",       "pivot_root",    "chroot",        "move_mount",
         "open_tree",      "fsopen",        "fsmount",       "fsconfig",      "mount_setattr",
-        "unshare",        "setns",         "reboot",        "sethostname",   "setdomainname",
+        "setns",         "reboot",        "sethostname",   "setdomainname",
         "kexec_load",     "kexec_file_load", "init_module", "finit_module",  "delete_module",
         "swapon",         "swapoff",       "acct",          "settimeofday",  "clock_settime",
         "adjtimex",       "clock_adjtime", "quotactl",      "syslog",        "ioperm",
@@ -114,6 +114,8 @@ std::string confine_process() {
         "setregid",       "setresuid",     "setresgid",     "setgroups",     "setpriority",
         "sched_setscheduler"})
     filter.add(deny, call);
+  // unshare only for a candidate process's own user and PID namespaces (pid_namespace_unavailable).
+  filter.add(deny, "unshare", 1, SCMP_A0(SCMP_CMP_NE, scmp_datum_t{kCandidateNamespaces}));
   return filter.load();
 }
 

@@ -86,8 +86,11 @@ json confine(const json& setup, Prepared& prepared) {
         restrict_filesystem(readable_places(setup, compiler_reads)));
   layer("dropped capabilities", drop_privileges());
   layer("the seccomp filter", confine_process());
+  const std::string no_pid_namespace = pid_namespace_unavailable();
+  layer("a PID namespace for each candidate process", no_pid_namespace);
   CandidateLimits limits;
   limits.confine = true;
+  limits.pid_namespace = no_pid_namespace.empty();
   for (const auto& backend : prepared.backends) backend->set_candidate_limits(limits);
   return missing;
 }

@@ -214,6 +214,22 @@ TEST_F(HostileCandidates, UnconfinedTheyGetOutAndTheChecksSeeIt) {
     EXPECT_NE(changes.find(seen), std::string::npos) << seen << " (saw: " << changes << ")";
 }
 
+// Each candidate process is the second process of a PID namespace of its own (its keeper's
+// init is the first): it cannot name a process outside, nor be named from there by its number.
+TEST_F(HostileCandidates, ACandidateProcessHasAPidNamespaceOfItsOwn) {
+  Listener tcp(AF_INET);
+  Sandbox sandbox(setup(/*confine=*/true));
+  for (const auto& [layer, why] : sandbox.missing_layers())
+    if (layer.starts_with("a PID namespace")) GTEST_SKIP() << "no PID namespaces here: " << why;
+  for (int run = 0; run < 3; ++run) {
+    Evaluation e = sandbox.evaluate(request(24, tcp.port()));
+    EXPECT_EQ(e.outcome, Outcome::ok) << e.message;
+  }
+  // The control: unconfined, it runs under its number on the machine.
+  Sandbox open(setup(/*confine=*/false));
+  EXPECT_EQ(open.evaluate(request(24, tcp.port())).outcome, Outcome::wrong_result);
+}
+
 // The compiler runs in the child, which Landlock holds to the include path: a source that
 // includes a file outside does not compile, and the diagnostic quotes nothing of that file.
 TEST_F(HostileCandidates, AFileOutsideTheIncludePathCannotBeReadByTheCompiler) {

@@ -156,6 +156,8 @@ float attempt() {
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
   if (::syscall(SYS_sethostname, name, std::strlen(name)) == 0) return 1;
+#elif ATTACK == 24  // its own number as the machine's: it could name processes outside
+  if (::getpid() > 2) return 1;
 #endif
   return 0;
 }

@@ -134,6 +134,7 @@ struct RunOptions {
 // whose candidates run on a GPU ignore these.
 struct CandidateLimits {
   bool confine = false;  // no privileges, the allow-list system-call filter, the limits below
+  bool pid_namespace = false;  // each candidate process in a PID namespace of its own
   std::uint64_t memory_bytes = std::uint64_t{4} << 30;  // address space a candidate may add
   std::uint32_t cpu_seconds = 600;                      // a backstop: timeouts come first
 };
