@@ -16,6 +16,7 @@
 #include "r3/replay/sandbox.hpp"
 #include "r3/replay/wire.hpp"
 #include "confine.hpp"
+#include "r3/secrets.hpp"
 
 namespace r3::replay {
 namespace {
@@ -104,7 +105,9 @@ Evaluation evaluate(Backend& backend, CompilePool& pool, const Request& request)
     evaluation.from_cache = compiled.from_cache;
     if (!compiled.ok) {
       evaluation.outcome = Outcome::compile_error;
-      evaluation.message = compiled.diagnostics;
+      evaluation.message = quote_only_own_source(
+          compiled.diagnostics,
+          own_source_files(request.variant.source_name, request.variant.source_text));
       return evaluation;
     }
     evaluation.run = backend.run(compiled, request.options);

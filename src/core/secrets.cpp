@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <regex>
 #include <vector>
 
 namespace r3 {
@@ -44,6 +45,63 @@ std::string redact_secrets(std::string text) {
       text.replace(at, secret.size(), "[secret]");
   }
   return text;
+}
+
+std::vector<std::string> own_source_files(std::string_view source_name,
+                                          std::string_view source_text) {
+  std::vector<std::string> files{std::string(source_name)};
+  static const std::regex line_directive(R"re(^[ \t]*#[ \t]*line[ \t]+\d+[ \t]+"([^"]+)")re");
+  std::size_t start = 0;
+  while (start < source_text.size()) {
+    std::size_t end = source_text.find('\n', start);
+    if (end == std::string_view::npos) end = source_text.size();
+    const std::string line(source_text.substr(start, end - start));
+    start = end + 1;
+    std::smatch match;
+    if (line.find("line") != std::string::npos && std::regex_search(line, match, line_directive) &&
+        std::find(files.begin(), files.end(), match.str(1)) == files.end())
+      files.push_back(match.str(1));
+  }
+  return files;
+}
+
+std::string quote_only_own_source(std::string_view diagnostics,
+                                  const std::vector<std::string>& own_files) {
+  // "file:12:3: error: text" (Clang), "file(12): error: text" (NVRTC).
+  static const std::regex located(
+      R"(^(.+?)(:\d+:\d+|\(\d+\)): (fatal error|catastrophic error|error|warning|note|remark)\b)");
+  static const std::regex always_kept(R"(^(In file included from |\d+ errors? generated|r3))");
+  auto own = [&](std::string_view file) {
+    for (std::string_view name : own_files) {
+      if (file == name) return true;
+      if (file.size() > name.size() && file.ends_with(name) &&
+          file[file.size() - name.size() - 1] == '/')
+        return true;
+    }
+    return false;
+  };
+  std::string out;
+  bool quoting = true;  // the lines under the last located diagnostic may be passed on
+  std::size_t start = 0;
+  while (start < diagnostics.size()) {
+    std::size_t end = diagnostics.find('\n', start);
+    if (end == std::string_view::npos) end = diagnostics.size();
+    const std::string line(diagnostics.substr(start, end - start));
+    start = end + 1;
+    std::smatch match;
+    if (std::regex_search(line, match, located)) {
+      quoting = own(match.str(1));
+      out += quoting ? line
+                     : match.str(0) + ": (not quoted: a file other than the candidate's source)";
+    } else if (quoting || std::regex_search(line, always_kept)) {
+      out += line;
+    } else {
+      continue;
+    }
+    out += '\n';
+  }
+  if (!diagnostics.empty() && !diagnostics.ends_with('\n') && !out.empty()) out.pop_back();
+  return out;
 }
 
 }  // namespace r3

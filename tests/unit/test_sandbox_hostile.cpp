@@ -243,10 +243,14 @@ TEST_F(HostileCandidates, AFileOutsideTheIncludePathCannotBeReadByTheCompiler) {
   Evaluation e = sandbox.evaluate(r);
   EXPECT_EQ(e.outcome, Outcome::compile_error) << e.message;
   EXPECT_EQ(e.message.find("TOPSECRET"), std::string::npos) << e.message;
-  // The control: unconfined, the same compile reads it.
+  EXPECT_EQ(e.message.find("secret.h:1:2: error"), std::string::npos) << e.message;
+  // The control: unconfined, the same compile reads it (its diagnostic is located in it), and
+  // the diagnostic still quotes nothing of it (only the candidate's own source is quoted).
   Sandbox open(setup(/*confine=*/false));
   Evaluation read = open.evaluate(r);
-  EXPECT_NE(read.message.find("TOPSECRET"), std::string::npos) << read.message;
+  EXPECT_NE(read.message.find("secret.h:1:2: error: (not quoted"), std::string::npos)
+      << read.message;
+  EXPECT_EQ(read.message.find("TOPSECRET"), std::string::npos) << read.message;
 }
 
 // A result kept from one run for the next (a static cache) wins nothing: every run starts

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace r3 {
 
@@ -20,5 +21,18 @@ void remember_secrets_from_environment(char** environment);
 
 // `text` with every remembered secret replaced by "[secret]".
 std::string redact_secrets(std::string text);
+
+// Compiler diagnostics (Clang's "file:line:col: error: ..." and NVRTC's "file(line): error: ...")
+// that quote only the candidate's own source: a diagnostic located in a file that is not one of
+// `own_files` keeps its place and severity, but its text and the source lines quoted under it are
+// left out. Otherwise a candidate could include a readable file (a header beside the
+// application's source holding a token, say) and read it back in its error messages.
+std::string quote_only_own_source(std::string_view diagnostics,
+                                  const std::vector<std::string>& own_files);
+
+// The files a candidate's source is made of: its own name, and the files its `#line` directives
+// name (a unit that r3 extract cut from the application's files says where each piece is from).
+std::vector<std::string> own_source_files(std::string_view source_name,
+                                          std::string_view source_text);
 
 }  // namespace r3
