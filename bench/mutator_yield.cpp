@@ -25,7 +25,40 @@ using namespace r3::evolve;
 struct Kernel {
   std::string path, entry;
   std::array<std::uint32_t, 3> block{0, 0, 0};  // as recorded; 0: unknown
+  // A template kernel's recorded instance, as its demangled name writes it
+  // ("reduce<float, 256>(float const*, float*, unsigned int)"): the template arguments are the
+  // defaults of its integer parameters, and every compile instantiates it.
+  std::vector<std::string> template_arguments;
+  std::string instance;  // "template __global__ void reduce<float, 256>(...);", or none
 };
+
+// "reduce<float, 256>(float const*, float*, unsigned int)" into its name, its template
+// arguments (split at the commas of the outer angle brackets) and an explicit instantiation.
+void read_instance(const std::string& text, Kernel& kernel) {
+  const auto open = text.find('<');
+  if (open == std::string::npos) {
+    kernel.entry = text;
+    return;
+  }
+  kernel.entry = text.substr(0, open);
+  int depth = 0;
+  std::string argument;
+  std::size_t at = open;
+  for (; at < text.size(); ++at) {
+    const char c = text[at];
+    if (c == '<' && depth++ == 0) continue;
+    if (c == '>' && --depth == 0) break;
+    if (c == ',' && depth == 1) {
+      kernel.template_arguments.push_back(argument);
+      argument.clear();
+      continue;
+    }
+    if (!(c == ' ' && argument.empty())) argument += c;
+  }
+  kernel.template_arguments.push_back(argument);
+  if (text.find('(', at) != std::string::npos)
+    kernel.instance = "\ntemplate __global__ void " + text + ";\n";
+}
 
 std::vector<Kernel> default_kernels() {
   const std::string root = R3_BENCH_SOURCE_DIR;
@@ -85,7 +118,11 @@ int main(int argc, char** argv) {
           "  FILE:ENTRY  a kernel source (.cu: CUDA, else C++) and its kernel (default: the "
           "bundled\n"
           "              example kernels); @XxYxZ: the block it was recorded with (parametrise\n"
-          "              couples the launch to sizes equal to it)\n"
+          "              couples the launch to sizes equal to it). A template kernel's ENTRY is\n"
+          "              its recorded instance as demangled, e.g. 'reduce<float, 256>(float\n"
+          "              const*, float*, unsigned int)': its integer arguments are the defaults\n"
+          "              of the template parameters parametrise exposes, and each compile\n"
+          "              instantiates it\n"
           "  --show      print every rewrite\n");
       return 0;
     }
@@ -101,12 +138,14 @@ int main(int argc, char** argv) {
       }
       arg.resize(at);
     }
-    const auto colon = arg.rfind(':');
+    const auto colon = arg.find(':');  // the first: a namespaced ENTRY has more
     if (colon == std::string::npos) {
       std::fprintf(stderr, "mutator_yield: expected FILE:ENTRY, got '%s'\n", arg.c_str());
       return 2;
     }
-    kernels.push_back({arg.substr(0, colon), arg.substr(colon + 1), block});
+    Kernel kernel{arg.substr(0, colon), "", block};
+    read_instance(arg.substr(colon + 1), kernel);
+    kernels.push_back(kernel);
   }
   if (kernels.empty()) kernels = default_kernels();
   const std::vector<std::string> all_mutators = {"restrict", "unroll",      "launch_bounds",
@@ -119,6 +158,7 @@ int main(int argc, char** argv) {
     const SourceLanguage language = cuda ? SourceLanguage::cuda : SourceLanguage::cpp;
     MutationContext context;
     context.recorded_block = k.block;
+    context.template_arguments = k.template_arguments;
     MutationReport report = mutate(source, k.path, k.entry, language, all_mutators, context);
     if (!report.diagnostics.empty())
       std::fprintf(stderr, "%s: %s", k.path.c_str(), report.diagnostics.c_str());
@@ -144,9 +184,10 @@ int main(int argc, char** argv) {
           options.push_back("-D" + name + "=" + value);
         }
         std::string log;
-        clang_all = clang_all && compiles(defines + m.source, k.path, language, log);
+        clang_all = clang_all && compiles(defines + m.source + k.instance, k.path, language, log);
         if (cuda && r3::bench::nvrtc_available()) {
-          nvrtc_all = nvrtc_all && r3::bench::nvrtc_compiles(m.source, k.path, options, log);
+          nvrtc_all = nvrtc_all &&
+                      r3::bench::nvrtc_compiles(m.source + k.instance, k.path, options, log);
         }
         if (!log.empty() && (!clang_all || !nvrtc_all)) {
           std::fprintf(stderr, "%s: %s (%s) failed:\n%s\n", k.path.c_str(), m.mutator.c_str(),
