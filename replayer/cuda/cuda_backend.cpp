@@ -41,6 +41,7 @@ double seconds_since(Clock::time_point start) {
 struct Copy {
   Bytes host;
   CUdeviceptr device = 0;
+  std::uint64_t device_hash = 0;  // GpuCompare::keyed_hash of `device` as uploaded
 };
 
 struct PreparedRegion {
@@ -280,6 +281,7 @@ class CudaBackend final : public Backend {
           return result;
         }
         time(launch, loaded, shape, options, launch_result);
+        if (!options.verify_after_timing) check_reference_copies();  // the timed runs' too
         if (options.verify_after_timing && options.repeats > 0 &&
             !verify(launch, loaded, options, launch_result)) {
           result.outcome = Outcome::wrong_result;
@@ -609,7 +611,25 @@ class CudaBackend final : public Backend {
           return compare(target, changes ? *region.after : *region.before,
                          changes ? region.before.get() : nullptr, type, tolerance);
         });
-    return check_unrecorded(out) && passed;
+    const bool clean = check_unrecorded(out);
+    check_reference_copies();
+    return clean && passed;
+  }
+
+  // The copies r3 restores from and verifies with are device memory a kernel can reach: one
+  // that changed them (to make its wrong result compare equal, or to spoil the next
+  // candidate's inputs) fails, and they are put back from the host.
+  void check_reference_copies() {
+    std::size_t changed = 0;
+    for (const auto& c : copies_)
+      if (c->device && compare_.keyed_hash(c->device, c->host->size(), stream_.get()) != c->device_hash)
+        ++changed;
+    if (zeros_ && compare_.keyed_hash(zeros_, zeros_bytes_, stream_.get()) != zeros_hash_) ++changed;
+    if (changed > 0)
+      throw Error(std::to_string(changed) +
+                  " of r3's reference copies on the device changed while the candidate ran (its "
+                  "kernel wrote outside its regions, into memory r3 restores or verifies with): "
+                  "not verified");
   }
 
   // Out-of-bounds writes: the mapped bytes no region covers must still be zero, compared on the
@@ -739,6 +759,7 @@ class CudaBackend final : public Backend {
         R3_CU(status);
         R3_CU(d.cuMemsetD8(zeros_, 0, largest));
         zeros_bytes_ = largest;
+        zeros_hash_ = compare_.keyed_hash(zeros_, zeros_bytes_, nullptr);
       }
     }
     for (auto& c : copies_) {
@@ -751,6 +772,7 @@ class CudaBackend final : public Backend {
       }
       R3_CU(status);
       R3_CU(d.cuMemcpyHtoD(c->device, c->host->data(), c->host->size()));
+      c->device_hash = compare_.keyed_hash(c->device, c->host->size(), nullptr);
     }
     if (short_of_memory_)
       log::warning("kernel '", kernel_name_,
@@ -781,6 +803,7 @@ class CudaBackend final : public Backend {
   cuda::DeviceBuffer flush_buffer_;
   CUdeviceptr zeros_ = 0;  // as large as the largest unrecorded span
   std::uint64_t zeros_bytes_ = 0;
+  std::uint64_t zeros_hash_ = 0;  // GpuCompare::keyed_hash of zeros_
   bool launched_ = false;  // the candidate being run reached the GPU
   std::vector<UnrecordedSpan> unrecorded_;
   std::uint64_t flush_bytes_ = 0;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <random>
 
 #include "driver.hpp"
 #include "nvrtc_compiler.hpp"
@@ -93,6 +94,31 @@ R3_COMPARE(unknown, Byte) R3_COMPARE(u8, unsigned char) R3_COMPARE(i8, signed ch
 R3_COMPARE(u16, unsigned short) R3_COMPARE(i16, short) R3_COMPARE(u32, unsigned int)
 R3_COMPARE(i32, int) R3_COMPARE(u64, unsigned long long) R3_COMPARE(i64, long long)
 R3_COMPARE(f16, Half) R3_COMPARE(bf16, BFloat) R3_COMPARE(f32, float) R3_COMPARE(f64, double)
+
+// A keyed hash of `size` bytes (8-aligned): every 8-byte word mixed with the key and its place,
+// summed into out[0]. The key is r3's secret, passed only as this kernel's argument.
+__device__ unsigned long long r3_mix(unsigned long long z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+extern "C" __global__ void r3_keyed_hash(const unsigned char* bytes, unsigned long long size,
+                                         unsigned long long key, unsigned long long* out) {
+  const unsigned long long words = size / 8;
+  const unsigned long long* word = (const unsigned long long*)bytes;
+  unsigned long long sum = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    sum += r3_mix(word[i] ^ r3_mix(i ^ key));
+  if (blockIdx.x == 0 && threadIdx.x == 0 && words * 8 < size) {
+    unsigned long long tail = 0;
+    for (unsigned long long at = words * 8; at < size; ++at)
+      tail |= (unsigned long long)bytes[at] << (8 * (at - words * 8));
+    sum += r3_mix(tail ^ r3_mix(words ^ key ^ size));
+  }
+  atomicAdd(out, sum);
+}
 )";
 
 }  // namespace
@@ -134,7 +160,27 @@ void GpuCompare::load() {
     R3_CU(
         d.cuModuleGetFunction(&functions_[static_cast<std::size_t>(type)], module_, name.c_str()));
   }
-  R3_CU(d.cuMemAlloc(&result_, 5 * sizeof(std::uint64_t)));
+  R3_CU(d.cuModuleGetFunction(&keyed_hash_, module_, "r3_keyed_hash"));
+  R3_CU(d.cuMemAlloc(&result_, kResultWords * sizeof(std::uint64_t)));
+}
+
+std::uint64_t GpuCompare::keyed_hash(CUdeviceptr bytes, std::uint64_t size, CUstream stream) {
+  load();
+  const Driver& d = driver();
+  const CUdeviceptr sum = result_ + 5 * sizeof(std::uint64_t);
+  std::uint64_t value = 0;
+  R3_CU(d.cuStreamSynchronize(stream));
+  R3_CU(d.cuMemcpyHtoD(sum, &value, sizeof value));
+  std::uint64_t key = key_;
+  CUdeviceptr result = sum;
+  void* params[] = {&bytes, &size, &key, &result};
+  const unsigned threads = 256;
+  const std::uint64_t wanted = (size / 8 + threads - 1) / threads;
+  const unsigned blocks = static_cast<unsigned>(wanted == 0 ? 1 : wanted < 4096 ? wanted : 4096);
+  R3_CU(d.cuLaunchKernel(keyed_hash_, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr));
+  R3_CU(d.cuStreamSynchronize(stream));
+  R3_CU(d.cuMemcpyDtoH(&value, sum, sizeof value));
+  return value;
 }
 
 void GpuCompare::compare(CUdeviceptr actual, CUdeviceptr expected, CUdeviceptr before,

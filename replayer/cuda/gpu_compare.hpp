@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <random>
 #include <iterator>
 #include <string>
 
@@ -29,11 +30,20 @@ class GpuCompare {
                capture::ElementType type, const config::Tolerance& tolerance, CUstream stream,
                RegionCheck& check);
 
+  // A hash of `size` bytes at `bytes` (8-aligned) keyed with a secret of this object (random,
+  // never in device memory): r3 hashes its reference copies when it uploads them and again
+  // after a candidate ran, and a kernel that changed one (there is no memory protection inside
+  // a context) cannot make the sums agree without the key.
+  std::uint64_t keyed_hash(CUdeviceptr bytes, std::uint64_t size, CUstream stream);
+
  private:
+  static constexpr int kResultWords = 6;  // five for compare, one for keyed_hash
   void load();
   CUmodule module_ = nullptr;
   CUfunction functions_[std::size(capture::kAllElementTypes)] = {};  // by element type
-  CUdeviceptr result_ = 0;                                           // five 64-bit words
+  CUfunction keyed_hash_ = nullptr;
+  CUdeviceptr result_ = 0;  // kResultWords 64-bit words
+  std::uint64_t key_ = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
 };
 
 // The CUDA source of the comparison kernels (for the NVRTC check in the tests).

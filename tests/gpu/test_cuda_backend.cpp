@@ -13,6 +13,7 @@
 
 #include "cuda_capture.hpp"
 #include "driver.hpp"
+#include "gpu_compare.hpp"
 #include "r3/config.hpp"
 #include "r3/replay/backend.hpp"
 #include "r3/replay/replay_command.hpp"
@@ -962,3 +963,37 @@ TEST(CudaTuningJob, TunesACudaCaptureWithTwoEvaluators) {
 
 }  // namespace
 }  // namespace r3::replay
+
+// r3's reference copies live in device memory a kernel can reach; the keyed hash they are
+// checked with after every candidate sees a change of any one byte (the last, partial word
+// too), and agrees with itself where nothing changed. Another key gives another hash.
+TEST(GpuCompare, AKeyedHashSeesAChangeOfAnyByte) {
+  R3_REQUIRE_GPU_FOR("the check of r3's reference copies");
+  namespace cuda = r3::replay::cuda;
+  cuda::Device::instance().make_current();
+  const cuda::Driver& d = cuda::driver();
+  std::vector<unsigned char> bytes(1'000'003);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 31 + 7);
+  CUdeviceptr buffer = 0;
+  R3_CU(d.cuMemAlloc(&buffer, bytes.size()));
+  R3_CU(d.cuMemcpyHtoD(buffer, bytes.data(), bytes.size()));
+  cuda::GpuCompare compare;
+  const std::uint64_t as_uploaded = compare.keyed_hash(buffer, bytes.size(), nullptr);
+  EXPECT_EQ(compare.keyed_hash(buffer, bytes.size(), nullptr), as_uploaded);
+  for (std::size_t at : {std::size_t{0}, std::size_t{12345}, bytes.size() - 1}) {
+    unsigned char changed = bytes[at] ^ 0x01;
+    R3_CU(d.cuMemcpyHtoD(buffer + at, &changed, 1));
+    EXPECT_NE(compare.keyed_hash(buffer, bytes.size(), nullptr), as_uploaded) << "byte " << at;
+    R3_CU(d.cuMemcpyHtoD(buffer + at, &bytes[at], 1));
+    EXPECT_EQ(compare.keyed_hash(buffer, bytes.size(), nullptr), as_uploaded) << "byte " << at;
+  }
+  // Two words swapped: the place of each word counts.
+  std::vector<unsigned char> swapped = bytes;
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  R3_CU(d.cuMemcpyHtoD(buffer, swapped.data(), 16));
+  EXPECT_NE(compare.keyed_hash(buffer, bytes.size(), nullptr), as_uploaded);
+  cuda::GpuCompare other;
+  R3_CU(d.cuMemcpyHtoD(buffer, bytes.data(), 16));
+  EXPECT_NE(other.keyed_hash(buffer, bytes.size(), nullptr), as_uploaded);
+  d.cuMemFree(buffer);
+}
