@@ -47,21 +47,31 @@ std::string redact_secrets(std::string text) {
   return text;
 }
 
+namespace {
+
+// Calls `take` with each line of `text` (without its newline).
+template <class Take>
+void for_each_line(std::string_view text, Take take) {
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    take(std::string(text.substr(start, end - start)));
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> own_source_files(std::string_view source_name,
                                           std::string_view source_text) {
   std::vector<std::string> files{std::string(source_name)};
   static const std::regex line_directive(R"re(^[ \t]*#[ \t]*line[ \t]+\d+[ \t]+"([^"]+)")re");
-  std::size_t start = 0;
-  while (start < source_text.size()) {
-    std::size_t end = source_text.find('\n', start);
-    if (end == std::string_view::npos) end = source_text.size();
-    const std::string line(source_text.substr(start, end - start));
-    start = end + 1;
+  for_each_line(source_text, [&](const std::string& line) {
     std::smatch match;
     if (line.find("line") != std::string::npos && std::regex_search(line, match, line_directive) &&
         std::find(files.begin(), files.end(), match.str(1)) == files.end())
       files.push_back(match.str(1));
-  }
+  });
   return files;
 }
 
@@ -82,12 +92,7 @@ std::string quote_only_own_source(std::string_view diagnostics,
   };
   std::string out;
   bool quoting = true;  // the lines under the last located diagnostic may be passed on
-  std::size_t start = 0;
-  while (start < diagnostics.size()) {
-    std::size_t end = diagnostics.find('\n', start);
-    if (end == std::string_view::npos) end = diagnostics.size();
-    const std::string line(diagnostics.substr(start, end - start));
-    start = end + 1;
+  for_each_line(diagnostics, [&](const std::string& line) {
     std::smatch match;
     if (std::regex_search(line, match, located)) {
       quoting = own(match.str(1));
@@ -96,10 +101,10 @@ std::string quote_only_own_source(std::string_view diagnostics,
     } else if (quoting || std::regex_search(line, always_kept)) {
       out += line;
     } else {
-      continue;
+      return;
     }
     out += '\n';
-  }
+  });
   if (!diagnostics.empty() && !diagnostics.ends_with('\n') && !out.empty()) out.pop_back();
   return out;
 }
