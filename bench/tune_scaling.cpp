@@ -6,7 +6,8 @@
 // the evaluators' busy fraction, and the scaling efficiency (throughput at k over k times the
 // throughput at 1). It does this with no LLM endpoint and with one on 127.0.0.1 that answers
 // every chat request after --llm-delay seconds (a real HTTP server speaking the OpenAI protocol,
-// whose answers are the kernel's source with a new #define, so every answer is a new candidate).
+// whose answers are the kernel's source with a table of their own, so that every answer is a new
+// candidate: the search drops near-duplicates).
 //
 // With --simulate the job runs the simulate backend (docs/tune-yaml.md, simulate): candidates
 // that take --compile-time and --run-time (+-30%) without running anything, so that 16 to 256
@@ -210,9 +211,15 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
 
   const auto delay = std::chrono::milliseconds(static_cast<long>(o.llm_delay * 1000));
+  // Each answer is the source with a table of its own: enough new tokens that the search's
+  // near-duplicate filter (5-gram similarity) takes it for a new source, as it would a real rewrite.
+  auto answer = [&](std::size_t index) {
+    std::string table = "static const int r3_bench_answer_" + std::to_string(index) + "[] = {";
+    for (std::size_t i = 0; i < 96; ++i) table += std::to_string(index * 1000 + i * 7) + ", ";
+    return "```cuda\n" + source + "\n" + table + "};\n```\n";
+  };
   r3::bench::ChatServer server([&](const r3::bench::ReceivedRequest&, std::size_t index) {
-    auto reply = r3::bench::ChatReply::completion(
-        "```cuda\n#define R3_BENCH_ANSWER " + std::to_string(index) + "\n" + source + "\n```\n");
+    auto reply = r3::bench::ChatReply::completion(answer(index));
     reply.delay = delay;
     return reply;
   });
