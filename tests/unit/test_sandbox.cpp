@@ -152,11 +152,16 @@ TEST_F(SandboxTest, CandidatesCompiledAheadComeBackAsIfCompiledInTurn) {
   Evaluation first = sandbox.evaluate(share[0]);
   EXPECT_EQ(first.outcome, Outcome::ok) << first.message;
   EXPECT_GT(first.compile_seconds, 0);
-  // Its runs (each a process of its own) are what the same candidate costs once compiled;
-  // compiled ahead, the evaluation pays at most half the compile on top.
-  Evaluation rerun = sandbox.evaluate(share[0]);
-  ASSERT_EQ(rerun.outcome, Outcome::ok) << rerun.message;
-  EXPECT_LT(first.seconds, rerun.seconds + 0.5 * first.compile_seconds)
+  // Its runs (each a process of its own, started by a keeper: a few milliseconds that vary from
+  // one evaluation to the next) are what the same candidate costs once compiled, at worst of
+  // three; compiled ahead, the evaluation pays at most half the compile on top.
+  double slowest_rerun = 0;
+  for (int i = 0; i < 3; ++i) {
+    Evaluation rerun = sandbox.evaluate(share[0]);
+    ASSERT_EQ(rerun.outcome, Outcome::ok) << rerun.message;
+    slowest_rerun = std::max(slowest_rerun, rerun.seconds);
+  }
+  EXPECT_LT(first.seconds, slowest_rerun + 0.5 * first.compile_seconds)
       << "a candidate compiled ahead returns sooner than its compile and its runs took";
 
   Evaluation crash = sandbox.evaluate(share[1]);
