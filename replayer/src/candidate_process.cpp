@@ -90,13 +90,6 @@ int namespace_init(void*) {
   for (;;) ::syscall(SYS_pause);
 }
 
-pid_t wait_retrying(pid_t pid, int* status) {
-  pid_t ended;
-  while ((ended = ::waitpid(pid, status, 0)) < 0 && errno == EINTR) {
-  }
-  return ended;
-}
-
 double cpu_seconds(clockid_t clock) {
   timespec t{};
   ::clock_gettime(clock, &t);
@@ -268,23 +261,23 @@ std::string CandidateProcess::describe_end(pid_t keeper) {
 }
 
 std::string CandidateProcess::wait_for(pid_t keeper, unsigned state) {
+  // The candidate process's number is known too (the keeper sets it after the fork).
+  auto reached = [&] {
+    return control_->state.load(std::memory_order_acquire) >= state &&
+           control_->candidate_pid.load(std::memory_order_acquire) != 0;
+  };
   while (true) {
     std::uint32_t now = control_->state.load(std::memory_order_acquire);
-    if (now >= state && control_->candidate_pid.load(std::memory_order_acquire) != 0) return "";
+    if (reached()) return "";
     // Asleep until the state word changes (or a while passes, to look whether it died).
     timespec a_while{0, 20'000'000};
     futex(&control_->state, FUTEX_WAIT, now, &a_while);
-    if (control_->state.load(std::memory_order_acquire) >= state &&
-        control_->candidate_pid.load(std::memory_order_acquire) != 0)
-      return "";
+    if (reached()) return "";
     // A candidate process never ends by itself (after "done" it sleeps until killed), so if it
     // ended, its candidate ended it. The keeper ends only after it (or when it could not start it).
     if (control_->keeper.load(std::memory_order_acquire) == kEnded) return describe_end(keeper);
     int status = 0;
-    if (::waitpid(keeper, &status, WNOHANG) != 0) {
-      control_->release.store(1);
-      return "its process could not be started";
-    }
+    if (::waitpid(keeper, &status, WNOHANG) != 0) return "its process could not be started";
   }
 }
 

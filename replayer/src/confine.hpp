@@ -3,6 +3,8 @@
 // reason it is not, so that the caller can report it once.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -39,6 +41,9 @@ constexpr int kCandidateNamespaces = 0x10000000 /* CLONE_NEWUSER */ | 0x20000000
 // tries): "" when they can, else why not. The seccomp filter of confine_process() allows
 // exactly this unshare.
 std::string pid_namespace_unavailable();
+
+// Waits for the child process `pid` to end, through interruptions; waitpid's result.
+pid_t wait_retrying(pid_t pid, int* status);
 
 // Drops every capability of the calling process (effective, permitted, inheritable, bounding
 // set, ambient) and sets no_new_privs: running as root widens nothing after this.

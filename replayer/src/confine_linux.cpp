@@ -99,6 +99,13 @@ std::string enter_namespaces() {
   return why;
 }
 
+pid_t wait_retrying(pid_t pid, int* status) {
+  pid_t ended;
+  while ((ended = ::waitpid(pid, status, 0)) < 0 && errno == EINTR) {
+  }
+  return ended;
+}
+
 std::string pid_namespace_unavailable() {
   const pid_t probe = ::fork();
   if (probe < 0) return failed("fork");
@@ -108,13 +115,11 @@ std::string pid_namespace_unavailable() {
     if (first < 0) ::_exit(0x80);
     if (first == 0) ::_exit(::getpid() == 1 ? 0 : 0x81);
     int status = 0;
-    while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
-    }
+    wait_retrying(first, &status);
     ::_exit(WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 0x82);
   }
   int status = 0;
-  while (::waitpid(probe, &status, 0) < 0 && errno == EINTR) {
-  }
+  wait_retrying(probe, &status);
   if (!WIFEXITED(status)) return "the probe process ended abnormally";
   const int code = WEXITSTATUS(status);
   if (code == 0) return "";
