@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nvrtc_check.hpp"
+#include "r3/capture.hpp"
 #include "r3/evolve/mutators.hpp"
 
 namespace {
@@ -33,30 +34,12 @@ struct Kernel {
 };
 
 // "reduce<float, 256>(float const*, float*, unsigned int)" into its name, its template
-// arguments (split at the commas of the outer angle brackets) and an explicit instantiation.
+// arguments (as the job takes them from a capture) and an explicit instantiation.
 void read_instance(const std::string& text, Kernel& kernel) {
-  const auto open = text.find('<');
-  if (open == std::string::npos) {
-    kernel.entry = text;
-    return;
-  }
-  kernel.entry = text.substr(0, open);
-  int depth = 0;
-  std::string argument;
-  std::size_t at = open;
-  for (; at < text.size(); ++at) {
-    const char c = text[at];
-    if (c == '<' && depth++ == 0) continue;
-    if (c == '>' && --depth == 0) break;
-    if (c == ',' && depth == 1) {
-      kernel.template_arguments.push_back(argument);
-      argument.clear();
-      continue;
-    }
-    if (!(c == ' ' && argument.empty())) argument += c;
-  }
-  kernel.template_arguments.push_back(argument);
-  if (text.find('(', at) != std::string::npos)
+  const std::string instance = r3::capture::instance_name(text);
+  kernel.entry = instance.substr(0, instance.find('<'));
+  kernel.template_arguments = r3::capture::template_arguments(instance);
+  if (!kernel.template_arguments.empty() && text.find('(') != std::string::npos)
     kernel.instance = "\ntemplate __global__ void " + text + ";\n";
 }
 
