@@ -325,6 +325,26 @@ TEST(CudaRecorder, CaptureAllTakesEveryLiveAllocation) {
   EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
 }
 
+// A program that reads a row past its last array (as Rodinia's srad_v2 does) records as it runs
+// alone, each time, and its capture replays verified: what the recorder maps or holds must not
+// change what lies after the application's arrays.
+TEST(CudaRecorder, AProgramThatReadsPastItsLastArrayRecordsAsItRunsAlone) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  auto alone = test::run_process({R3_TEST_APP_READS_PAST_END}, std::chrono::seconds(120));
+  if (alone.exit_code != 0) GTEST_SKIP() << "the program faults even alone here: " << alone.out;
+  for (int run = 0; run < 3; ++run) {
+    const std::string capture = (dir / ("past" + std::to_string(run) + ".h5")).string();
+    auto rec = record_app({"-k", "add_next_row"}, capture, {R3_TEST_APP_READS_PAST_END});
+    ASSERT_EQ(rec.exit_code, 0) << "run " << run << ":\n" << rec.out << rec.err;
+    EXPECT_TRUE(contains(rec.out, "sum 16777216")) << rec.out;
+    if (run == 0) {
+      auto replayed = replay({capture});
+      EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+    }
+  }
+}
+
 TEST(CudaRecorder, NoMatchingKernelNamesWhatTheApplicationLaunched) {
   R3_REQUIRE_GPU();
   test::TempDir dir;
