@@ -114,6 +114,7 @@ struct Facts {
   std::vector<Span> shared_declarations;  // __shared__ variables of the kernel
   std::vector<std::pair<Span, std::int64_t>> unroll_factors;  // `#pragma unroll N` in the kernel
   std::vector<std::pair<Span, std::int64_t>> literals;  // integer literals written in the kernel
+  std::vector<std::pair<Span, std::int64_t>> loop_strides;  // `i += 256`: a for loop's literal step
   bool cuda_kernel = false, has_launch_bounds = false;
   std::size_t name_offset = 0;
   std::vector<Parameter> parameters;
@@ -393,6 +394,7 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
           l.guard = splice(text_of(*condition), uses);
       }
     }
+    note_literal_step(loop->getInc());
     // A statement's range ends before its last ';' (`for (...) x += y[i];`).
     const llvm::StringRef buffer = sm_.getBufferData(sm_.getMainFileID());
     if (std::size_t next = buffer.find_first_not_of(" \t\r\n", l.span.end);
@@ -454,6 +456,29 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       }
     }
     facts_.loops.push_back(std::move(l));
+  }
+
+  // A loop step written as a number: `i += 256`, `i -= 256`, `i = i + 256`.
+  void note_literal_step(const clang::Expr* increment) {
+    if (increment == nullptr) return;
+    increment = increment->IgnoreParens();
+    const clang::Expr* step = nullptr;
+    if (const auto* compound = llvm::dyn_cast<clang::CompoundAssignOperator>(increment)) {
+      if (compound->getOpcode() == clang::BO_AddAssign ||
+          compound->getOpcode() == clang::BO_SubAssign)
+        step = compound->getRHS();
+    } else if (const auto* assign = llvm::dyn_cast<clang::BinaryOperator>(increment);
+               assign != nullptr && assign->getOpcode() == clang::BO_Assign) {
+      const auto* sum = llvm::dyn_cast<clang::BinaryOperator>(assign->getRHS()->IgnoreParenImpCasts());
+      if (sum != nullptr && sum->getOpcode() == clang::BO_Add &&
+          variable(sum->getLHS()) == variable(assign->getLHS()) && variable(sum->getLHS()))
+        step = sum->getRHS();
+    }
+    const auto* literal =
+        step != nullptr ? llvm::dyn_cast<clang::IntegerLiteral>(step->IgnoreParenImpCasts()) : nullptr;
+    if (literal == nullptr) return;
+    if (auto span = literal_span(literal))
+      facts_.loop_strides.push_back({*span, literal->getValue().getSExtValue()});
   }
 
   clang::ASTContext& context_;
@@ -631,6 +656,7 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     bool in_shared = false;
     std::vector<Span> literals;  // a tile size written as a number: every place it is written
     std::string template_parameter;  // or the template parameter whose uses these are
+    bool loop_stride = false;        // or the loops' steps of this size
   };
   std::vector<Found> found;
   std::deque<SizeMacro> literal_sizes;  // the numbers' stand-ins (stable addresses)
@@ -685,11 +711,29 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
       for (const Span& shared : facts.shared_declarations) f.in_shared = f.in_shared || inside(shared, use.begin);
     found.push_back(std::move(f));
   }
+  // A loop stepping by a recorded block dimension written as a number (`for (j = threadIdx.x;
+  // j < n; j += 128)`) walks its data a block at a time: its step follows the block, as a size
+  // of its own or as the size the block follows.
+  const std::array<std::uint32_t, 3>& block = context.recorded_block;
+  std::map<std::int64_t, std::vector<Span>> strides;
+  for (const auto& [span, value] : facts.loop_strides) {
+    const bool covered = std::any_of(found.begin(), found.end(), [&](const Found& f) {
+      return std::any_of(f.literals.begin(), f.literals.end(),
+                         [&](const Span& at) { return at.begin == span.begin; });
+    });
+    if (!covered && value >= 2 && inside(facts.body, span.begin) &&
+        std::find(block.begin(), block.end(), value) != block.end())
+      strides[value].push_back(span);
+  }
+  for (auto& [value, spans] : strides) {
+    Found f{fresh_name(taken, "R3_STRIDE_"), stand_in(value), false, spans, "", true};
+    taken += " " + f.name;
+    found.push_back(std::move(f));
+  }
   std::sort(found.begin(), found.end(),
             [](const Found& a, const Found& b) { return a.macro->order < b.macro->order; });
   // Which size each block dimension follows: a macro of its value (one named for the axis, X or
   // Y, where several are).
-  const std::array<std::uint32_t, 3>& block = context.recorded_block;
   std::array<const Found*, 3> follows{nullptr, nullptr, nullptr};
   if (!coupled_already && block[0] > 0) {
     for (int d = 0; d < 3; ++d) {
@@ -707,8 +751,10 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
   std::vector<Tunable> defined_here;  // tunables nothing in the source defines (tile numbers)
   std::vector<TextEdit> edits;
   std::string described;
+  std::vector<const Found*> following;  // loop steps that take the name of the size the block follows
   for (const Found& f : found) {
     const bool shapes_launch = std::find(follows.begin(), follows.end(), &f) != follows.end();
+    if (f.loop_stride && !shapes_launch) following.push_back(&f);
     if (!shapes_launch && !f.in_shared) continue;
     const std::int64_t d = f.macro->value;
     std::vector<std::string> values;
@@ -738,11 +784,24 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
         f.literals.empty() ? f.name
         : !f.template_parameter.empty()
             ? "template parameter " + f.template_parameter + " as " + f.name
-            : "the number " + std::to_string(d) + " as " + f.name;
+        : f.loop_stride ? "the loop step " + std::to_string(d) + " as " + f.name
+                        : "the number " + std::to_string(d) + " as " + f.name;
     described += (described.empty() ? "" : ", ") + what +
                  " (" + std::to_string(d) +
                  (shapes_launch ? ", shapes the launch" : ", sizes __shared__ data") + ")";
     tunables.push_back(std::move(t));
+  }
+  for (const Found* step : following) {
+    for (const Found* leader : follows) {
+      if (leader == nullptr || leader->macro->value != step->macro->value ||
+          std::none_of(tunables.begin(), tunables.end(),
+                       [&](const Tunable& t) { return t.name == leader->name; }))
+        continue;
+      for (const Span& at : step->literals) edits.push_back({at.begin, at.end - at.begin, leader->name});
+      described += (described.empty() ? "" : ", ") + std::string("the loop step ") +
+                   std::to_string(step->macro->value) + " as " + leader->name;
+      break;
+    }
   }
   // The unroll factors the kernel states as numbers become tunables too (their definitions go
   // at the top: nothing defines them where they are used).

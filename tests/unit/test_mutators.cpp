@@ -394,6 +394,69 @@ __global__ void block_sum(const T* in, T* out, int n) {
           .mutations.empty());
 }
 
+// A loop that steps by the recorded block's size written as a number walks its data a block at a
+// time: the step becomes a size coupled to the block. Where a macro of that size already shapes
+// the launch, the step takes the macro's name. Other steps stay as they are.
+TEST(Mutators, ParametriseCouplesALoopStepOfTheBlocksSizeToTheBlock) {
+  const std::string literal = R"(__global__ void scale_rows(const float* in, float* out, int cols, float a) {
+  const float* row = in + (long)blockIdx.x * cols;
+  for (int j = threadIdx.x; j < cols; j += 128) out[(long)blockIdx.x * cols + j] = a * row[j];
+  for (int k = 0; k < 8; k += 4) out[k] += 0.0f;
+  for (int j = threadIdx.x; j < cols; j = j + 128) out[j] *= 2.0f;
+}
+)";
+  MutationContext context;
+  context.recorded_block = {128, 1, 1};
+  MutationReport report =
+      mutate(literal, "rows.cu", "scale_rows", SourceLanguage::cuda, {"parametrise"}, context);
+  ASSERT_EQ(report.diagnostics, "");
+  ASSERT_TRUE(report.rejected.empty()) << report.rejected.front().error;
+  ASSERT_EQ(report.mutations.size(), 2u);
+  const Mutation& m = report.mutations.front();
+  EXPECT_EQ(m.tunables,
+            (std::vector<Tunable>{{"R3_STRIDE_0", "128", {"32", "64", "128", "256", "512"}}}));
+  EXPECT_EQ(parse_tunables(m.source), m.tunables);
+  EXPECT_NE(m.description.find("the loop step 128 as R3_STRIDE_0"), std::string::npos)
+      << m.description;
+  EXPECT_NE(m.source.find("R3_LAUNCH_BLOCK(R3_STRIDE_0, 1, 1)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("j < cols; j += R3_STRIDE_0)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("j = j + R3_STRIDE_0)"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("k += 4)"), std::string::npos) << "a step of another size stays";
+  for (const std::string& defines : assignments(m.tunables)) {
+    std::string diagnostics;
+    EXPECT_TRUE(compiles(defines + m.source, "rows.cu", SourceLanguage::cuda, diagnostics))
+        << defines << diagnostics;
+  }
+  // Recorded with another block, the step is not the block's: nothing to couple.
+  context.recorded_block = {64, 1, 1};
+  EXPECT_TRUE(mutate(literal, "rows.cu", "scale_rows", SourceLanguage::cuda, {"parametrise"}, context)
+                  .mutations.empty());
+
+  const std::string with_macro = R"(#define THREADS 128
+__global__ void scale_rows(const float* in, float* out, int cols, float a) {
+  __shared__ float factor[THREADS];
+  factor[threadIdx.x] = a;
+  __syncthreads();
+  for (int j = threadIdx.x; j < cols; j += 128) out[(long)blockIdx.x * cols + j] = factor[threadIdx.x] * in[j];
+}
+)";
+  context.recorded_block = {128, 1, 1};
+  report = mutate(with_macro, "rows.cu", "scale_rows", SourceLanguage::cuda, {"parametrise"}, context);
+  ASSERT_EQ(report.diagnostics, "");
+  ASSERT_EQ(report.mutations.size(), 2u);
+  const Mutation& follows = report.mutations.front();
+  ASSERT_EQ(follows.tunables.size(), 1u) << follows.source;
+  EXPECT_EQ(follows.tunables[0].name, "THREADS");
+  EXPECT_NE(follows.source.find("j += THREADS)"), std::string::npos) << follows.source;
+  EXPECT_NE(follows.description.find("the loop step 128 as THREADS"), std::string::npos)
+      << follows.description;
+  for (const std::string& defines : assignments(follows.tunables)) {
+    std::string diagnostics;
+    EXPECT_TRUE(compiles(defines + follows.source, "rows.cu", SourceLanguage::cuda, diagnostics))
+        << defines << diagnostics;
+  }
+}
+
 // An unroll factor the kernel states as a number is a compile-time constant too.
 TEST(Mutators, ParametriseMakesAStatedUnrollFactorTunable) {
   const std::string source = R"(__global__ void sum4(const float* in, float* out, int n) {
