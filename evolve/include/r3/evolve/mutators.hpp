@@ -13,7 +13,10 @@
 //                  writes that number; a template kernel's integer parameter (at the value
 //                  of the recorded instance, MutationContext::template_arguments) becomes
 //                  R3_<PARAM>_<n> wherever the kernel uses it (the recorded instance is still
-//                  the one compiled); `#pragma unroll N` becomes R3_UNROLL_<n>. Where a size
+//                  the one compiled); `#pragma unroll N` becomes R3_UNROLL_<n>; a for
+//                  loop's step written as a number equal to a recorded block dimension
+//                  (`j += 128`) becomes R3_STRIDE_<n>, or the name of the size the block
+//                  already follows. Where a size
 //                  equals the block, the launch is coupled to it (R3_LAUNCH_BLOCK,
 //                  r3/evolve/launch_block.hpp), with the grid derived or kept (two variants)
 // Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
