@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -17,6 +18,7 @@
 #include "r3/elf.hpp"
 #include "r3/log.hpp"
 #include "recorded.hpp"
+#include "second_input.hpp"
 #include "translate.hpp"
 #include "verify.hpp"
 
@@ -50,11 +52,20 @@ struct PreparedRegion {
   std::shared_ptr<Copy> after;   // epilogue; null when the launch left the region unchanged
 };
 
+// A launch's second input (second_input.hpp), region by region: what each region holds before
+// the launch (moved, or as recorded), and what the application's own code leaves there. Host
+// memory only, out of reach of the kernels it judges.
+struct SecondInput {
+  std::vector<std::shared_ptr<Copy>> before;  // null where the launch did not read the region
+  std::vector<std::vector<std::byte>> expected;
+};
+
 struct PreparedLaunch {
   std::size_t index = 0;
   capture::Launch shape;        // grid, block and dynamic shared memory (no regions)
   std::vector<std::byte> args;  // relocated
   std::vector<PreparedRegion> regions;
+  std::optional<SecondInput> second;  // none without floating-point regions it reads
 };
 
 // What a compiled variant is: a cubin for this device, the kernel's name in it, and the launch
@@ -99,6 +110,14 @@ std::string jit_log(const char* error_log, const char* info_log) {
   std::string out = error_log;
   if (*info_log) out += (out.empty() ? "" : "\n") + std::string(info_log);
   return out;
+}
+
+// A failure on the second input says what the result there came from.
+std::string on_second_input(std::string failure) {
+  const std::string recorded = "the recorded result";
+  if (auto at = failure.find(recorded); at != std::string::npos)
+    failure.replace(at, recorded.size(), "what the application's code left there");
+  return failure;
 }
 
 class CudaBackend final : public Backend {
@@ -174,8 +193,11 @@ class CudaBackend final : public Backend {
     for (auto& [key, c] : copies) copies_.push_back(c);
     upload_copies();
     cache_.clear();
-    std::lock_guard lock(loaded_mutex_);
-    loaded_.clear();
+    {
+      std::lock_guard lock(loaded_mutex_);
+      loaded_.clear();
+    }
+    prepare_second_inputs();
   }
 
   Compiled compile(const Variant& variant) override { return compile_from(variant, nullptr); }
@@ -279,6 +301,20 @@ class CudaBackend final : public Backend {
               "launch " + std::to_string(launch.index) + ": " + first_failure(launch_result);
           result.launches.push_back(std::move(launch_result));
           return result;
+        }
+        if (launch.second) {
+          LaunchResult second;
+          second.launch = launch.index;
+          if (!verify_second_input(launch, loaded, shape, options, second)) {
+            result.outcome = Outcome::wrong_result;
+            result.message = "launch " + std::to_string(launch.index) +
+                             ", on a second input (its floating-point inputs moved a little, the "
+                             "application's code run on them): " +
+                             on_second_input(first_failure(second));
+            result.launches.push_back(std::move(second));
+            return result;
+          }
+          launch_result.verify_seconds += second.verify_seconds;
         }
         time(launch, loaded, shape, options, launch_result);
         if (!options.verify_after_timing) check_reference_copies();  // the timed runs' too
@@ -578,16 +614,21 @@ class CudaBackend final : public Backend {
                 std::to_string(region.size) + " bytes, which the recorded launch changed");
   }
 
-  void restore(const PreparedLaunch& launch, const Loaded& loaded, bool all) const {
+  // Puts back what the launch's regions held before it (all of them, or those it changes), as
+  // recorded or, with `second`, as on its second input.
+  void restore(const PreparedLaunch& launch, const Loaded& loaded, bool all,
+               bool second = false) const {
     const cuda::Driver& d = driver();
     for (const ModuleVariable& variable : loaded.variables)
       R3_CU(d.cuMemcpyHtoDAsync(variable.address, variable.initial->data(),
                                 variable.initial->size(), stream_.get()));
-    for (const PreparedRegion& region : launch.regions) {
-      if (!region.before || (!all && !region.after)) continue;
+    for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+      const PreparedRegion& region = launch.regions[r];
+      const std::shared_ptr<Copy>& copy = second ? launch.second->before[r] : region.before;
+      if (!copy || (!all && !region.after)) continue;
       CUdeviceptr target = live(region, loaded);
       if (target == 0) continue;  // a global this code does not have
-      const Copy& before = *region.before;
+      const Copy& before = *copy;
       // From pageable host memory the copy is staged, so it is ordered on the stream too.
       if (before.device)
         R3_CU(d.cuMemcpyDtoDAsync(target, before.device, before.host->size(), stream_.get()));
@@ -614,6 +655,116 @@ class CudaBackend final : public Backend {
     const bool clean = check_unrecorded(out);
     check_reference_copies();
     return clean && passed;
+  }
+
+  // Runs the candidate on the launch's second input and compares what it leaves with what the
+  // application's code left there: with the type's tolerance where that code changed a region,
+  // bitwise where it did not, and no more than 1% of the elements it changed left alone. Puts
+  // the recorded contents back for the timed runs.
+  bool verify_second_input(const PreparedLaunch& launch, const Loaded& loaded,
+                           const LaunchShape& shape, const RunOptions& options, LaunchResult& out) {
+    const auto start = Clock::now();
+    const SecondInput& second = *launch.second;
+    restore(launch, loaded, /*all=*/true, /*second=*/true);
+    launch_kernel(loaded.function, shape, launch);
+    R3_CU(driver().cuStreamSynchronize(stream_.get()));
+    bool passed = true;
+    for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+      const PreparedRegion& region = launch.regions[r];
+      const std::vector<std::byte>& expected = second.expected[r];
+      const CUdeviceptr target = live(region, loaded);
+      if (target == 0 || expected.empty()) continue;
+      std::vector<std::byte> actual(expected.size());
+      R3_CU(driver().cuMemcpyDtoH(actual.data(), target, actual.size()));
+      const capture::ElementType type =
+          options.verify.type_of(region.recorded.name, region.recorded.element_type);
+      std::span<const std::byte> before;
+      if (second.before[r]) before = *second.before[r]->host;
+      const bool changes = before.size() != expected.size() ||
+                           std::memcmp(before.data(), expected.data(), expected.size()) != 0;
+      RegionCheck check = compare_region(
+          actual, expected, type,
+          changes ? options.verify.for_region(region.recorded.name, type) : config::Tolerance::exact(),
+          changes ? before : std::span<const std::byte>{});
+      check.name = region.recorded.name;
+      check.address = region.recorded.address;
+      check.expected_to_change = changes;
+      passed = passed && check.passed;
+      out.regions.push_back(std::move(check));
+    }
+    out.verified = passed;
+    restore(launch, loaded, /*all=*/true);
+    out.verify_seconds = seconds_since(start);
+    return passed;
+  }
+
+  // The second input of each prepared launch that reads floating-point data, and what the
+  // application's own code (the recorded cubin at the recorded shape) leaves on it. Where that
+  // code cannot run on it, launches are verified on the recording alone, with a warning.
+  void prepare_second_inputs() {
+    bool any = false;
+    for (PreparedLaunch& launch : prepared_) {
+      SecondInput second;
+      bool moved = false;
+      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+        const PreparedRegion& region = launch.regions[r];
+        const capture::ElementType type = region.recorded.element_type;
+        if (!region.before || !moved_on_second_input(type)) {
+          second.before.push_back(region.before);
+          continue;
+        }
+        const std::uint64_t seed = 0x5ec07d1b9u ^ (launch.index * 1000003u + r);
+        second.before.push_back(std::make_shared<Copy>(Copy{
+            std::make_shared<const std::vector<std::byte>>(
+                second_input(*region.before->host, type, seed)),
+            0, 0}));
+        moved = true;
+      }
+      second.expected.resize(launch.regions.size());
+      if (moved) launch.second = std::move(second);
+      any = any || moved;
+    }
+    if (!any) return;
+    auto drop = [&](const std::string& why) {
+      for (PreparedLaunch& launch : prepared_) launch.second.reset();
+      log::warning("kernel '", kernel_name_, "': no second input to verify candidates on (", why,
+                   "); they are verified on the recording alone");
+    };
+    Variant recorded;
+    recorded.compiler = config::Compiler::recorded;
+    const Compiled reference = compile_from(recorded, nullptr);
+    if (!reference.ok) return drop("the recorded code does not load: " + reference.diagnostics);
+    auto code = std::static_pointer_cast<const CudaCode>(reference.code);
+    try {
+      ensure_stream();
+      Loaded loaded = loaded_for(*code);
+      loaded.variables = module_variables(loaded.module->get(), code->cubin);
+      for (PreparedLaunch& launch : prepared_) {
+        if (!launch.second) continue;
+        const LaunchShape shape = derive_shape(launch.shape, code->block, code->keep_grid);
+        prepare_function(loaded.function, shape);
+        restore(launch, loaded, /*all=*/true, /*second=*/true);
+        launch_kernel(loaded.function, shape, launch);
+        R3_CU(driver().cuStreamSynchronize(stream_.get()));
+        for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+          const CUdeviceptr target = live(launch.regions[r], loaded);
+          if (target == 0) continue;
+          std::vector<std::byte>& expected = launch.second->expected[r];
+          expected.resize(launch.regions[r].recorded.size);
+          R3_CU(driver().cuMemcpyDtoH(expected.data(), target, expected.size()));
+        }
+        restore(launch, loaded, /*all=*/true);
+      }
+      R3_CU(driver().cuStreamSynchronize(stream_.get()));
+    } catch (const CudaError& e) {
+      if (e.sticky()) {
+        device_.mark_lost(e.message());
+        throw Error("kernel '" + kernel_name_ +
+                    "': the application's code fails on the second input that verifies "
+                    "candidates (its floating-point inputs moved a little): " + e.message());
+      }
+      drop("the application's code fails on it: " + e.message());
+    }
   }
 
   // The copies r3 restores from and verifies with are device memory a kernel can reach: one

@@ -374,6 +374,68 @@ TEST(CudaBackend, WrongResultsAreFoundOnTheGpuWithTheFirstBadIndex) {
   EXPECT_EQ(scribbles.launches[0].regions.at(0).first_bad_index, 5 * kN + 7);
 }
 
+// A recorded launch that changed nothing: every delta is 0, as in Rodinia's backprop where the
+// hidden units saturate, so the weights come out as they went in. A candidate that does 1/16 of
+// the work matches the recording; on the second input (the floating-point inputs moved a
+// little, the recorded code run on them) it does not. A candidate that computes the same in
+// another order still passes there.
+const char* kAdjust = R"(
+__global__ void adjust(const float* delta, float* w, float* oldw, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float change = 0.3f * delta[i] + 0.3f * oldw[i];
+  w[i] += change;
+  oldw[i] = change;
+}
+)";
+
+TEST(CudaBackend, SkippedWorkThatTheRecordingCannotShowFailsOnTheSecondInput) {
+  R3_REQUIRE_GPU();
+  test::CudaLaunchSpec spec;
+  spec.source = kAdjust;
+  spec.entry = "adjust";
+  const int n = 1 << 16;
+  spec.grid = {n / 256, 1, 1};
+  spec.block = {256, 1, 1};
+  std::vector<float> delta(n, 0.0f), w(n), oldw(n, 0.0f);
+  for (int i = 0; i < n; ++i) w[i] = 0.5f + 0.25f * std::sin(0.01f * i);
+  spec.buffers.push_back({"delta", test::bytes_of(delta), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"w", test::bytes_of(w), capture::ElementType::f32, {}});
+  spec.buffers.push_back({"oldw", test::bytes_of(oldw), capture::ElementType::f32, {}});
+  spec.args = {test::pointer_arg(0), test::pointer_arg(1), test::pointer_arg(2),
+               test::value_arg(n, "int")};
+  auto p = prepare(spec);
+  auto variant = [](const std::string& guard, const std::string& change) {
+    return source_variant(std::string(R"(
+__global__ void adjust(const float* delta, float* w, float* oldw, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  )") + guard + R"(
+  float change = )" + change + R"(;
+  w[i] += change;
+  oldw[i] = change;
+}
+)");
+  };
+  Variant recorded;
+  recorded.compiler = config::Compiler::recorded;
+  RunResult original = compile_and_run(*p->backend, recorded);
+  auto named = [](Variant v) {
+    v.entry = "adjust";
+    return v;
+  };
+  EXPECT_EQ(original.outcome, Outcome::ok) << original.message;
+  RunResult lazy =
+      compile_and_run(*p->backend, named(variant("if (i >= n / 16) return;", "0.3f * delta[i] + 0.3f * oldw[i]")));
+  ASSERT_EQ(lazy.outcome, Outcome::wrong_result) << "a sixteenth of the work passed";
+  EXPECT_TRUE(contains(lazy.message, "on a second input")) << lazy.message;
+  EXPECT_TRUE(contains(lazy.message, "region 'w'")) << lazy.message;
+  RunResult reordered =
+      compile_and_run(*p->backend, named(variant("if (i >= n) return;", "0.3f * (delta[i] + oldw[i])")));
+  EXPECT_EQ(reordered.outcome, Outcome::ok) << reordered.message;
+  RunResult same = compile_and_run(*p->backend, named(variant("if (i >= n) return;", "0.3f * delta[i] + 0.3f * oldw[i]")));
+  EXPECT_EQ(same.outcome, Outcome::ok) << same.message;
+}
+
 TEST(CudaBackend, NewBlockShapesDeriveTheGridAndImpossibleOnesFailCleanly) {
   R3_REQUIRE_GPU();
   auto p = prepare(stencil_spec());

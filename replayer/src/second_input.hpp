@@ -1,0 +1,30 @@
+// A second input for verification: the recorded inputs with their floating-point values moved a
+// little, run by the application's own code and by the candidate, whose results must agree.
+//
+// Why: a recorded launch may change nothing a candidate could fail to change. Rodinia's
+// bpnn_adjust_weights_cuda, recorded in backprop, adds ETA * delta * ly to its weights with every
+// delta exactly 0 (the hidden units saturate), so the weights come out as they went in. A
+// candidate that launched 1/16 of the threads (HEIGHT=4, block 4x4, the recorded grid) then
+// verified against the recording and "ran 2.6x faster". On a second input whose deltas are not
+// 0, the application's code changes every weight and that candidate does not.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "r3/capture.hpp"
+
+namespace r3::replay {
+
+// Whether a region's elements are moved on the second input (f32 and f64; integers may be
+// indices, and other types have no values to move).
+bool moved_on_second_input(capture::ElementType type);
+
+// `bytes` as elements of `type`, each finite one moved by up to 1/64 of the region's mean
+// magnitude (1/64 where the region is all zeros), the same way for the same `seed`. NaN and
+// infinities stay; types that are not moved come back as they are.
+std::vector<std::byte> second_input(std::span<const std::byte> bytes, capture::ElementType type,
+                                    std::uint64_t seed);
+
+}  // namespace r3::replay
