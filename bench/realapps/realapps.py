@@ -195,7 +195,8 @@ output:
                  os.walk(os.path.join(workdir, "results")) for f in files if f == "best.diff"]
         if diffs:
             check = subprocess.run(["patch", "-p1", "--dry-run", "-i", diffs[0]],
-                                   cwd=os.path.dirname(source[0]), capture_output=True, text=True)
+                                   cwd=patch_directory(diffs[0], source[0]),
+                                   capture_output=True, text=True)
             result["diff"] = "applies" if check.returncode == 0 else "FAILS"
             result["diff_path"] = diffs[0]
         else:
@@ -265,6 +266,17 @@ def kernel_app_us(r3, binary, app_args, kernel_regex, launches, wd):
     return times[len(times) // 2] if times else None
 
 
+def patch_directory(diff, source):
+    """Where best.diff applies: its first line says ("# r3: apply in DIR with: ..."), else the
+    source's directory."""
+    with open(diff) as f:
+        first = f.readline()
+    prefix = "# r3: apply in "
+    if first.startswith(prefix) and " with: " in first:
+        return first[len(prefix):first.index(" with: ")]
+    return os.path.dirname(source)
+
+
 def check_patch(args, corpus, prog, source, diff, kernel, speedup, workdir):
     """The winner's best.diff applied to a copy of the program's sources, rebuilt with the
     program's own nvcc command, run: its own check (where it has one) still passes, and the
@@ -278,7 +290,7 @@ def check_patch(args, corpus, prog, source, diff, kernel, speedup, workdir):
     if os.path.exists(tree):
         shutil.rmtree(tree)
     shutil.copytree(os.path.join(corpus, "src"), os.path.join(tree, "src"))
-    relative = os.path.relpath(os.path.dirname(source), os.path.join(corpus, "src"))
+    relative = os.path.relpath(patch_directory(diff, source), os.path.join(corpus, "src"))
     p = subprocess.run(["patch", "-p1", "-i", diff], cwd=os.path.join(tree, "src", relative),
                        capture_output=True, text=True)
     if p.returncode != 0:

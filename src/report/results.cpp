@@ -18,6 +18,7 @@ namespace r3::report {
 namespace {
 
 namespace fs = std::filesystem;
+
 using nlohmann::json;
 
 void write_text(const fs::path& path, std::string_view text) {
@@ -264,12 +265,8 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
         for (const auto& [name, value] : configuration["defines"].items())
           if (value.is_string() && best.find("R3_TUNABLE(" + name + ",") != std::string::npos)
             values[name] = value.get<std::string>();
-      for (const FilePatch& f : patch_files_from_unit(original, with_tunable_values(best, values))) {
-        std::error_code relative_error;
-        fs::path name = fs::relative(f.file, selection.source.parent_path(), relative_error);
-        if (relative_error || name.empty()) name = f.file.filename();
-        patch += unified_diff(f.before, f.after, name.generic_string());
-      }
+      patch = application_patch(patch_files_from_unit(original, with_tunable_values(best, values)),
+                                selection.source.parent_path());
       if (patch.empty()) patch = unified_diff(original, best, source_name.string());
       fs::path diff = dir / "best.diff";
       if (!patch.empty()) {

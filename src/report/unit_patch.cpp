@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "r3/report/diff.hpp"
+
 namespace r3::report {
 namespace {
 
@@ -86,6 +88,21 @@ std::size_t offset_of_line(const std::string& text, unsigned line) {
     ++at;
   }
   return at;
+}
+
+namespace fs = std::filesystem;
+
+// `directory` as an absolute path without "." or "..".
+fs::path absolute_directory(const fs::path& directory) {
+  return fs::absolute(directory.empty() ? fs::path(".") : directory).lexically_normal();
+}
+
+// The deepest directory that holds both (absolute, normal) directories.
+fs::path common_directory(const fs::path& a, const fs::path& b) {
+  fs::path common;
+  for (auto x = a.begin(), y = b.begin(); x != a.end() && y != b.end() && *x == *y; ++x, ++y)
+    common /= *x;
+  return common;
 }
 
 }  // namespace
@@ -196,6 +213,20 @@ std::string with_tunable_values(const std::string& source,
   }
   if (!source.empty() && source.back() != '\n') out.pop_back();
   return out;
+}
+
+std::string application_patch(const std::vector<FilePatch>& files,
+                              const fs::path& source_directory) {
+  if (files.empty()) return "";
+  fs::path base = absolute_directory(source_directory);
+  for (const FilePatch& f : files) base = common_directory(base, absolute_directory(f.file.parent_path()));
+  std::string patch = "# r3: apply in " + base.string() + " with: patch -p1 < best.diff\n";
+  for (const FilePatch& f : files) {
+    fs::path name = fs::absolute(f.file).lexically_normal().lexically_relative(base);
+    if (name.empty()) name = f.file.filename();
+    patch += unified_diff(f.before, f.after, name.generic_string());
+  }
+  return patch;
 }
 
 }  // namespace r3::report

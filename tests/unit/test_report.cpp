@@ -283,6 +283,33 @@ TEST(ReportUnitPatch, EditsOfAnExtractedUnitBecomeAPatchOfTheApplicationsFile) {
   EXPECT_TRUE(r3::report::patch_files_from_unit(unit, unmarked).empty()) << "a marker is gone";
 }
 
+// A header above the kernel's directory (Rodinia's lavaMD: kernel/kernel_gpu_cuda.cu and
+// main.h): the patch is named from the directory that holds both, says so on its first line, and
+// applies there (`patch` refuses names with "..", which names relative to the kernel's
+// directory would need).
+TEST(ReportUnitPatch, APatchOfAHeaderAboveTheSourceAppliesInTheDirectoryAboveBoth) {
+  TempDir dir;
+  fs::create_directories(dir / "kernel");
+  std::ofstream(dir / "main.h") << "#define THREADS 128\n";
+  std::ofstream(dir / "kernel" / "k.cu") << "__global__ void k() {}\n";
+  const std::vector<r3::report::FilePatch> files = {
+      {dir / "kernel" / ".." / "main.h", "#define THREADS 128\n", "#define THREADS 256\n"},
+      {dir / "kernel" / "k.cu", "__global__ void k() {}\n", "__global__ void k() { }\n"}};
+  const std::string patch = r3::report::application_patch(files, dir / "kernel");
+  EXPECT_EQ(patch.rfind("# r3: apply in " + fs::absolute(dir.path()).lexically_normal().string(), 0), 0u)
+      << patch;
+  EXPECT_NE(patch.find("--- a/main.h\n"), std::string::npos) << patch;
+  EXPECT_NE(patch.find("--- a/kernel/k.cu\n"), std::string::npos) << patch;
+  EXPECT_EQ(patch.find(".."), std::string::npos) << patch;
+  std::ofstream(dir / "best.diff") << patch;
+  auto applied = r3::test::run_process(
+      {"patch", "-p1", "-s", "-d", dir.path().string(), "-i", (dir / "best.diff").string()});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  EXPECT_EQ(read_text_file(dir / "main.h"), "#define THREADS 256\n");
+  EXPECT_EQ(read_text_file(dir / "kernel" / "k.cu"), "__global__ void k() { }\n");
+  EXPECT_EQ(r3::report::application_patch({}, dir / "kernel"), "") << "nothing to patch";
+}
+
 // A parametrised winner comes back as the application's own size at the winning value, and a
 // mutator's macros (defined before the unit's pieces) come along before the first piece changed
 // in the kernel's file, without r3's

@@ -4,7 +4,8 @@
 //   candidates.csv        every candidate, one row each
 //   confirmations.csv     every re-measurement of the winner confirmation
 //   <kernel>/<source>     the winner's source, named as the original file
-//   <kernel>/best.diff    unified diff against the original (patch -p1 in the source's directory)
+//   <kernel>/best.diff    unified diff against the original (patch -p1 in the source's
+//                         directory, or where its first line says)
 //   <kernel>/best.yaml    the winner's configuration as tune.yaml (`r3 replay --config` replays it)
 #pragma once
 

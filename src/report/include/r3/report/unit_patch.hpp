@@ -28,6 +28,13 @@ struct FilePatch {
 std::vector<FilePatch> patch_files_from_unit(const std::string& original_unit,
                                              const std::string& best_unit);
 
+// The unified diff of `files` to apply with `patch -p1` in the directory that holds all of them
+// (the source's directory, or above it where a header lies above: `patch` refuses names with
+// ".."), named relative to it; its first line says where ("# r3: apply in DIR ..."), which
+// `patch` skips. Empty when `files` is.
+std::string application_patch(const std::vector<FilePatch>& files,
+                              const std::filesystem::path& source_directory);
+
 // `source` with the winner's values as the defaults of its tunables: each `#define NAME ...`
 // line of a NAME in `values` defines it to its value, and each R3_TUNABLE(NAME, default, ...)
 // names it as the default, and each `#pragma unroll NAME` unrolls by the value (nvcc does not
