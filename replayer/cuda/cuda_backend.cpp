@@ -112,14 +112,6 @@ std::string jit_log(const char* error_log, const char* info_log) {
   return out;
 }
 
-// A failure on the second input says what the result there came from.
-std::string on_second_input(std::string failure) {
-  const std::string recorded = "the recorded result";
-  if (auto at = failure.find(recorded); at != std::string::npos)
-    failure.replace(at, recorded.size(), "what the application's code left there");
-  return failure;
-}
-
 class CudaBackend final : public Backend {
  public:
   CudaBackend() : device_(Device::instance()) {}
@@ -307,10 +299,7 @@ class CudaBackend final : public Backend {
           second.launch = launch.index;
           if (!verify_second_input(launch, loaded, shape, options, second)) {
             result.outcome = Outcome::wrong_result;
-            result.message = "launch " + std::to_string(launch.index) +
-                             ", on a second input (its floating-point inputs moved a little, the "
-                             "application's code run on them): " +
-                             on_second_input(first_failure(second));
+            result.message = failed_on_second_input(launch.index, first_failure(second));
             result.launches.push_back(std::move(second));
             return result;
           }
@@ -676,19 +665,9 @@ class CudaBackend final : public Backend {
       if (target == 0 || expected.empty()) continue;
       std::vector<std::byte> actual(expected.size());
       R3_CU(driver().cuMemcpyDtoH(actual.data(), target, actual.size()));
-      const capture::ElementType type =
-          options.verify.type_of(region.recorded.name, region.recorded.element_type);
       std::span<const std::byte> before;
       if (second.before[r]) before = *second.before[r]->host;
-      const bool changes = before.size() != expected.size() ||
-                           std::memcmp(before.data(), expected.data(), expected.size()) != 0;
-      RegionCheck check = compare_region(
-          actual, expected, type,
-          changes ? options.verify.for_region(region.recorded.name, type) : config::Tolerance::exact(),
-          changes ? before : std::span<const std::byte>{});
-      check.name = region.recorded.name;
-      check.address = region.recorded.address;
-      check.expected_to_change = changes;
+      RegionCheck check = check_on_second_input(actual, expected, before, region.recorded, options);
       passed = passed && check.passed;
       out.regions.push_back(std::move(check));
     }
@@ -713,10 +692,9 @@ class CudaBackend final : public Backend {
           second.before.push_back(region.before);
           continue;
         }
-        const std::uint64_t seed = 0x5ec07d1b9u ^ (launch.index * 1000003u + r);
         second.before.push_back(std::make_shared<Copy>(Copy{
-            std::make_shared<const std::vector<std::byte>>(
-                second_input(*region.before->host, type, seed)),
+            std::make_shared<const std::vector<std::byte>>(second_input(
+                *region.before->host, type, second_input_seed(launch.index, r))),
             0, 0}));
         moved = true;
       }

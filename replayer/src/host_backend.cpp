@@ -6,12 +6,15 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "candidate_process.hpp"
 #include "host_memory.hpp"
 #include "r3/compiler/host_compiler.hpp"
 #include "r3/error.hpp"
+#include "r3/log.hpp"
 #include "recorded.hpp"
+#include "second_input.hpp"
 #include "verify.hpp"
 
 namespace r3::replay {
@@ -24,11 +27,19 @@ struct PreparedRegion {
   Bytes after;   // epilogue content; null when the launch left the region unchanged
 };
 
+// A launch's second input (second_input.hpp), region by region: what it holds before the launch
+// (moved, or as recorded), and what the application's code (the recorded source) leaves there.
+struct SecondInput {
+  std::vector<Bytes> before;  // null where the launch did not read the region
+  std::vector<std::vector<std::byte>> expected;
+};
+
 struct PreparedLaunch {
   std::size_t index = 0;
   std::vector<std::max_align_t> args;  // aligned storage for the argument bytes
   std::vector<std::uint64_t> offsets;
   std::vector<PreparedRegion> regions;
+  std::optional<SecondInput> second;  // none without floating-point regions it reads
   const unsigned char* arg_bytes() const {
     return reinterpret_cast<const unsigned char*>(args.data());
   }
@@ -77,6 +88,7 @@ class HostBackend final : public Backend {
     for (const AddressMap::Mapping& mapping : memory_.map().mappings())
       memory.emplace_back(reinterpret_cast<std::byte*>(mapping.live), mapping.length);
     process_ = std::make_unique<CandidateProcess>(std::move(memory));
+    prepare_second_inputs();
   }
 
   Compiled compile(const Variant& variant) override {
@@ -139,6 +151,21 @@ class HostBackend final : public Backend {
       if (!call.returned()) return fail(Outcome::crash, "the candidate " + call.failure);
       if (!verify(launch, options, launch_result))
         return fail(Outcome::wrong_result, first_failure(launch_result));
+      if (launch.second) {
+        call = process.run([&] { restore(launch, /*all=*/true, /*second=*/true); }, candidate);
+        if (!call.returned())
+          return fail(Outcome::crash, "the candidate, on a second input, " + call.failure);
+        LaunchResult second;
+        second.launch = launch.index;
+        const bool passed = verify_second_input(launch, options, second);
+        restore(launch, /*all=*/true);  // the recorded contents again, for the timed runs
+        if (!passed) {
+          result.outcome = Outcome::wrong_result;
+          result.message = failed_on_second_input(launch.index, first_failure(second));
+          result.launches.push_back(std::move(second));
+          return result;
+        }
+      }
       for (std::uint32_t i = 0; i < options.warmup; ++i) {
         call = process.run([&] { restore(launch, /*all=*/false); }, candidate);
         if (!call.returned()) return fail(Outcome::crash, "the candidate " + call.failure);
@@ -165,12 +192,81 @@ class HostBackend final : public Backend {
 
  private:
   // Puts back what the launch read: all of it, or (between repeats of a launch that verified)
-  // only what it writes.
-  static void restore(const PreparedLaunch& launch, bool all) {
-    for (const PreparedRegion& region : launch.regions) {
-      if (region.before && (all || region.after)) {
-        std::memcpy(region.live, region.before->data(), region.before->size());
+  // only what it writes; as recorded or, with `second`, as on its second input.
+  static void restore(const PreparedLaunch& launch, bool all, bool second = false) {
+    for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+      const PreparedRegion& region = launch.regions[r];
+      const Bytes& before = second ? launch.second->before[r] : region.before;
+      if (before && (all || region.after)) std::memcpy(region.live, before->data(), before->size());
+    }
+  }
+
+  // What the candidate left on the launch's second input against what the application's code
+  // left there (second_input.hpp), and nothing written out of bounds.
+  bool verify_second_input(const PreparedLaunch& launch, const RunOptions& options,
+                           LaunchResult& out) {
+    bool passed = true;
+    for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+      const std::vector<std::byte>& expected = launch.second->expected[r];
+      if (expected.empty()) continue;
+      std::span<const std::byte> before;
+      if (launch.second->before[r]) before = *launch.second->before[r];
+      RegionCheck check = check_on_second_input(std::span(launch.regions[r].live, expected.size()),
+                                                expected, before, launch.regions[r].recorded, options);
+      passed = passed && check.passed;
+      out.regions.push_back(std::move(check));
+    }
+    out.verified = passed;
+    return check_unrecorded(out) && passed;
+  }
+
+  // The second input of every prepared launch that reads floating-point data, and what the
+  // application's code (its recorded source, compiled as the original candidate is) leaves on
+  // it. Where that code cannot run on it, launches are verified on the recording alone.
+  void prepare_second_inputs() {
+    bool any = false;
+    for (PreparedLaunch& launch : prepared_) {
+      SecondInput second;
+      bool moved = false;
+      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+        const PreparedRegion& region = launch.regions[r];
+        const capture::ElementType type = region.recorded.element_type;
+        if (!region.before || !moved_on_second_input(type)) {
+          second.before.push_back(region.before);
+          continue;
+        }
+        second.before.push_back(std::make_shared<const std::vector<std::byte>>(
+            second_input(*region.before, type, second_input_seed(launch.index, r))));
+        moved = true;
       }
+      second.expected.resize(launch.regions.size());
+      if (moved) launch.second = std::move(second);
+      any = any || moved;
+    }
+    if (!any) return;
+    auto drop = [&](const std::string& why) {
+      for (PreparedLaunch& launch : prepared_) launch.second.reset();
+      log::warning("kernel '", kernel_name_, "': no second input to verify candidates on (", why,
+                   "); they are verified on the recording alone");
+    };
+    if (recorded_source_.empty()) return drop("the capture holds no source of the kernel");
+    const Compiled reference = compile(Variant{});
+    if (!reference.ok) return drop("the recorded source does not compile: " + reference.diagnostics);
+    const compiler::HostEntry entry =
+        compiler::entry_of(*std::static_pointer_cast<const compiler::HostKernel>(reference.code));
+    for (PreparedLaunch& launch : prepared_) {
+      if (!launch.second) continue;
+      CandidateCall call =
+          process_->run([&] { restore(launch, /*all=*/true, /*second=*/true); },
+                        [&] { entry(launch.arg_bytes(), launch.offsets.data()); });
+      if (!call.returned()) return drop("the application's code " + call.failure);
+      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+        const PreparedRegion& region = launch.regions[r];
+        launch.second->expected[r].assign(region.live, region.live + region.recorded.size);
+      }
+      LaunchResult ignored;
+      check_unrecorded(ignored);  // zeroes what it wrote out of bounds, if anything
+      restore(launch, /*all=*/true);
     }
   }
 

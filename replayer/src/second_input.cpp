@@ -4,6 +4,8 @@
 #include <cstring>
 #include <random>
 
+#include "verify.hpp"
+
 namespace r3::replay {
 namespace {
 
@@ -45,6 +47,36 @@ std::vector<std::byte> second_input(std::span<const std::byte> bytes, capture::E
   if (type == capture::ElementType::f32) move_elements<float>(out, seed);
   if (type == capture::ElementType::f64) move_elements<double>(out, seed);
   return out;
+}
+
+std::uint64_t second_input_seed(std::size_t launch, std::size_t region) {
+  return 0x5ec07d1b9u ^ (launch * 1000003u + region);
+}
+
+RegionCheck check_on_second_input(std::span<const std::byte> actual,
+                                  std::span<const std::byte> expected,
+                                  std::span<const std::byte> before,
+                                  const capture::Region& recorded, const RunOptions& options) {
+  const capture::ElementType type = options.verify.type_of(recorded.name, recorded.element_type);
+  const bool changes = before.size() != expected.size() ||
+                       std::memcmp(before.data(), expected.data(), expected.size()) != 0;
+  RegionCheck check = compare_region(
+      actual, expected, type,
+      changes ? options.verify.for_region(recorded.name, type) : config::Tolerance::exact(),
+      changes ? before : std::span<const std::byte>{});
+  check.name = recorded.name;
+  check.address = recorded.address;
+  check.expected_to_change = changes;
+  return check;
+}
+
+std::string failed_on_second_input(std::size_t launch, std::string failure) {
+  const std::string recorded = "the recorded result";
+  if (auto at = failure.find(recorded); at != std::string::npos)
+    failure.replace(at, recorded.size(), "what the application's code left there");
+  return "launch " + std::to_string(launch) +
+         ", on a second input (its floating-point inputs moved a little, the application's code "
+         "run on them): " + failure;
 }
 
 }  // namespace r3::replay

@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "r3/capture.hpp"
+#include "r3/replay/backend.hpp"
 
 namespace r3::replay {
 
@@ -26,5 +28,21 @@ bool moved_on_second_input(capture::ElementType type);
 // infinities stay; types that are not moved come back as they are.
 std::vector<std::byte> second_input(std::span<const std::byte> bytes, capture::ElementType type,
                                     std::uint64_t seed);
+
+// The seed of a launch's region on its second input: the same in every process.
+std::uint64_t second_input_seed(std::size_t launch, std::size_t region);
+
+// A region after the candidate ran on the second input (`actual`) against what the
+// application's code left there (`expected`), `before` being what it held before both runs:
+// with the type's tolerance where the application's code changed it, bitwise where it did not,
+// and no more than 1% of the elements it changed left alone (verify.hpp).
+RegionCheck check_on_second_input(std::span<const std::byte> actual,
+                                  std::span<const std::byte> expected,
+                                  std::span<const std::byte> before,
+                                  const capture::Region& recorded, const RunOptions& options);
+
+// The message of a candidate that failed on the second input of `launch`, from the first
+// failed check's (first_failure).
+std::string failed_on_second_input(std::size_t launch, std::string failure);
 
 }  // namespace r3::replay

@@ -369,6 +369,69 @@ TEST(HostBackend, RegionTypesFromTheOptionsApplyWhereTheCaptureHasNone) {
   EXPECT_EQ(recorded.backend->run(again, wrong_type).outcome, Outcome::ok);
 }
 
+// A recorded launch that changed nothing (every delta 0, as in Rodinia's backprop where the
+// hidden units saturate): a candidate that does a sixteenth of the work matches the recording,
+// and fails on the second input, where the application's code (the recorded source) changes
+// every weight. The same formula reassociated still passes there, within tolerance.
+const char* kAdjust = R"(extern "C" void adjust(const float* delta, float* w, float* oldw, int n) {
+  for (int i = 0; i < n; ++i) {
+    float change = 0.3f * delta[i] + 0.3f * oldw[i];
+    w[i] += change;
+    oldw[i] = change;
+  }
+}
+)";
+
+TEST(HostBackend, SkippedWorkThatTheRecordingCannotShowFailsOnTheSecondInput) {
+  TempDir dir;
+  const std::uint64_t base = free_range(64 * kPage);
+  const int n = 4096;
+  const std::uint64_t bytes = n * sizeof(float);
+  fs::path path = dir / "adjust.h5";
+  {
+    CaptureInfo info;
+    info.device.backend = "host";
+    CaptureWriter writer = CaptureWriter::create(path, info);
+    Kernel kernel;
+    kernel.name = "adjust";
+    kernel.images["source"] = writer.put_content(std::as_bytes(std::span(std::string_view(kAdjust))));
+    kernel.params = {{0, 8, true, "const float*"}, {8, 8, true, "float*"},
+                     {16, 8, true, "float*"}, {24, 4, false, "int"}};
+    std::size_t id = writer.add_kernel(kernel);
+    std::vector<float> zeros(n, 0.0f), w(n);
+    for (int i = 0; i < n; ++i) w[i] = 0.5f + 0.001f * float(i % 97);
+    const std::uint64_t at[3] = {base, base + 8 * kPage, base + 16 * kPage};
+    Launch launch;
+    for (std::uint64_t a : at) append(launch.args, a);
+    append(launch.args, n);
+    launch.prologue = {
+        {"delta", RegionKind::allocation, at[0], bytes, ElementType::f32, writer.put_content(bytes_of(zeros))},
+        {"w", RegionKind::allocation, at[1], bytes, ElementType::f32, writer.put_content(bytes_of(w))},
+        {"oldw", RegionKind::allocation, at[2], bytes, ElementType::f32, writer.put_content(bytes_of(zeros))}};
+    writer.add_launch(id, launch);  // no epilogue: the launch changed nothing
+    writer.close();
+  }
+  Replay replay = prepared(path);
+  auto variant = [](const std::string& body) {
+    Variant v = variant_from(replace(kAdjust, "for (int i = 0; i < n; ++i) {", body));
+    v.entry = "adjust";
+    return v;
+  };
+  EXPECT_EQ(replay.backend->run(replay.backend->compile(Variant{}), RunOptions{}).outcome,
+            Outcome::ok) << "the application's own code";
+  RunResult lazy = replay.backend->run(
+      replay.backend->compile(variant("for (int i = 0; i < n / 16; ++i) {")), RunOptions{});
+  EXPECT_EQ(lazy.outcome, Outcome::wrong_result) << "a sixteenth of the work passed";
+  EXPECT_NE(lazy.message.find("on a second input"), std::string::npos) << lazy.message;
+  EXPECT_NE(lazy.message.find("region 'w' differs from what the application's code left there"),
+            std::string::npos) << lazy.message;
+  Variant reassociated = variant_from(
+      replace(kAdjust, "0.3f * delta[i] + 0.3f * oldw[i]", "0.3f * (oldw[i] + delta[i])"));
+  reassociated.entry = "adjust";
+  RunResult same = replay.backend->run(replay.backend->compile(reassociated), RunOptions{});
+  EXPECT_EQ(same.outcome, Outcome::ok) << same.message;
+}
+
 TEST(HostBackend, CompileErrorsAndBadPipelinesAreResultsNotExceptions) {
   TempDir dir;
   const std::uint64_t base = free_range(64 * kPage);
