@@ -12,6 +12,8 @@
 namespace {
 
 using r3::capture::ElementType;
+using r3::replay::check_on_second_input;
+using r3::replay::RunOptions;
 using r3::replay::second_input;
 
 template <class T>
@@ -66,6 +68,40 @@ TEST(SecondInput, IntegersUnknownBytesNanAndInfinityStay) {
   EXPECT_EQ(moved[1], inf);
   EXPECT_EQ(moved[2], -inf);
   EXPECT_NE(moved[3], 1.0f);
+}
+
+// The second input judges the work done, not the precision: rounding a thousand times the f32
+// tolerance passes, elements left as they were, a wrong value and a change to a region the
+// application's code left alone do not.
+TEST(SecondInput, ComparesLooselyButCountsSkippedWorkAndUntouchedRegionsBitwise) {
+  r3::capture::Region region;
+  region.name = "w";
+  region.element_type = ElementType::f32;
+  std::vector<float> before(1000), expected(1000);
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    before[i] = 0.5f + 0.001f * float(i);
+    expected[i] = before[i] + 0.01f;
+  }
+  const RunOptions options;
+  auto check = [&](const std::vector<float>& actual, const std::vector<float>& reference) {
+    return check_on_second_input(bytes(actual), bytes(reference), bytes(before), region, options);
+  };
+  std::vector<float> rounded = expected;
+  for (float& v : rounded) v *= 1.0f + 2e-4f;
+  EXPECT_TRUE(check(rounded, expected).passed);
+  std::vector<float> lazy = expected;
+  for (std::size_t i = 0; i < 20; ++i) lazy[i * 50] = before[i * 50];
+  const auto skipped = check(lazy, expected);
+  EXPECT_FALSE(skipped.passed);
+  EXPECT_EQ(skipped.left_unchanged, 20u);
+  std::vector<float> wrong = expected;
+  wrong[500] *= 1.1f;
+  EXPECT_FALSE(check(wrong, expected).passed);
+  std::vector<float> touched = before;
+  touched[3] += 1e-6f;
+  const auto untouched = check(touched, before);
+  EXPECT_FALSE(untouched.passed) << "a region the application's code left alone stays bitwise";
+  EXPECT_FALSE(untouched.expected_to_change);
 }
 
 }  // namespace
