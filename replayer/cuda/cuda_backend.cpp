@@ -683,24 +683,18 @@ class CudaBackend final : public Backend {
   void prepare_second_inputs() {
     bool any = false;
     for (PreparedLaunch& launch : prepared_) {
+      std::vector<RegionBefore> regions;
+      for (const PreparedRegion& region : launch.regions)
+        regions.push_back({region.before ? region.before->host : nullptr, region.recorded.element_type});
+      const std::vector<Bytes> moved = moved_contents(launch.index, regions);
+      if (moved.empty()) continue;
       SecondInput second;
-      bool moved = false;
-      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
-        const PreparedRegion& region = launch.regions[r];
-        const capture::ElementType type = region.recorded.element_type;
-        if (!region.before || !moved_on_second_input(type)) {
-          second.before.push_back(region.before);
-          continue;
-        }
-        second.before.push_back(std::make_shared<Copy>(Copy{
-            std::make_shared<const std::vector<std::byte>>(second_input(
-                *region.before->host, type, second_input_seed(launch.index, r))),
-            0, 0}));
-        moved = true;
-      }
+      for (std::size_t r = 0; r < launch.regions.size(); ++r)
+        second.before.push_back(moved[r] ? std::make_shared<Copy>(Copy{moved[r], 0, 0})
+                                         : launch.regions[r].before);
       second.expected.resize(launch.regions.size());
-      if (moved) launch.second = std::move(second);
-      any = any || moved;
+      launch.second = std::move(second);
+      any = true;
     }
     if (!any) return;
     auto drop = [&](const std::string& why) {

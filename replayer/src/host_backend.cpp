@@ -226,22 +226,17 @@ class HostBackend final : public Backend {
   void prepare_second_inputs() {
     bool any = false;
     for (PreparedLaunch& launch : prepared_) {
+      std::vector<RegionBefore> regions;
+      for (const PreparedRegion& region : launch.regions)
+        regions.push_back({region.before, region.recorded.element_type});
+      std::vector<Bytes> moved = moved_contents(launch.index, regions);
+      if (moved.empty()) continue;
       SecondInput second;
-      bool moved = false;
-      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
-        const PreparedRegion& region = launch.regions[r];
-        const capture::ElementType type = region.recorded.element_type;
-        if (!region.before || !moved_on_second_input(type)) {
-          second.before.push_back(region.before);
-          continue;
-        }
-        second.before.push_back(std::make_shared<const std::vector<std::byte>>(
-            second_input(*region.before, type, second_input_seed(launch.index, r))));
-        moved = true;
-      }
+      for (std::size_t r = 0; r < launch.regions.size(); ++r)
+        second.before.push_back(moved[r] ? moved[r] : launch.regions[r].before);
       second.expected.resize(launch.regions.size());
-      if (moved) launch.second = std::move(second);
-      any = any || moved;
+      launch.second = std::move(second);
+      any = true;
     }
     if (!any) return;
     auto drop = [&](const std::string& why) {

@@ -50,8 +50,18 @@ std::vector<std::byte> second_input(std::span<const std::byte> bytes, capture::E
   return out;
 }
 
-std::uint64_t second_input_seed(std::size_t launch, std::size_t region) {
-  return 0x5ec07d1b9u ^ (launch * 1000003u + region);
+std::vector<Bytes> moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions) {
+  std::vector<Bytes> moved(regions.size());
+  bool any = false;
+  for (std::size_t r = 0; r < regions.size(); ++r) {
+    if (!regions[r].before || !moved_on_second_input(regions[r].type)) continue;
+    const std::uint64_t seed = 0x5ec07d1b9u ^ (launch * 1000003u + r);
+    moved[r] = std::make_shared<const std::vector<std::byte>>(
+        second_input(*regions[r].before, regions[r].type, seed));
+    any = true;
+  }
+  if (!any) moved.clear();
+  return moved;
 }
 
 namespace {

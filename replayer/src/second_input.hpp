@@ -16,6 +16,7 @@
 
 #include "r3/capture.hpp"
 #include "r3/replay/backend.hpp"
+#include "recorded.hpp"
 
 namespace r3::replay {
 
@@ -29,8 +30,17 @@ bool moved_on_second_input(capture::ElementType type);
 std::vector<std::byte> second_input(std::span<const std::byte> bytes, capture::ElementType type,
                                     std::uint64_t seed);
 
-// The seed of a launch's region on its second input: the same in every process.
-std::uint64_t second_input_seed(std::size_t launch, std::size_t region);
+// A region of a launch as the second input sees it: what it held before the launch (null
+// where the launch did not read it) and its element type.
+struct RegionBefore {
+  Bytes before;
+  capture::ElementType type = capture::ElementType::unknown;
+};
+
+// The contents of launch `launch`'s regions on its second input, where they differ from the
+// recording (moved); null elsewhere. Empty when the launch reads no region that is moved.
+// The same in every process.
+std::vector<Bytes> moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions);
 
 // How much looser than the region's tolerance the second input compares (relative, and of the
 // region's mean magnitude): it judges the work done, the recorded data the precision.
