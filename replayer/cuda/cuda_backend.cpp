@@ -702,6 +702,16 @@ class CudaBackend final : public Backend {
       log::warning("kernel '", kernel_name_, "': no second input to verify candidates on (", why,
                    "); they are verified on the recording alone");
     };
+    std::uint64_t bytes = 0;  // moved regions, and the reference's results
+    for (const PreparedLaunch& launch : prepared_) {
+      if (!launch.second) continue;
+      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+        bytes += launch.regions[r].recorded.size;
+        const auto& c = launch.second->before[r];
+        if (c && c != launch.regions[r].before) bytes += c->host->size();
+      }
+    }
+    if (std::string why = second_input_memory_short(bytes); !why.empty()) return drop(why);
     Variant recorded;
     recorded.compiler = config::Compiler::recorded;
     const Compiled reference = compile_from(recorded, nullptr);

@@ -244,6 +244,16 @@ class HostBackend final : public Backend {
       log::warning("kernel '", kernel_name_, "': no second input to verify candidates on (", why,
                    "); they are verified on the recording alone");
     };
+    std::uint64_t bytes = 0;  // moved regions, and the reference's results
+    for (const PreparedLaunch& launch : prepared_) {
+      if (!launch.second) continue;
+      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
+        bytes += launch.regions[r].recorded.size;
+        const auto& c = launch.second->before[r];
+        if (c && c != launch.regions[r].before) bytes += c->size();
+      }
+    }
+    if (std::string why = second_input_memory_short(bytes); !why.empty()) return drop(why);
     if (recorded_source_.empty()) return drop("the capture holds no source of the kernel");
     const Compiled reference = compile(Variant{});
     if (!reference.ok) return drop("the recorded source does not compile: " + reference.diagnostics);

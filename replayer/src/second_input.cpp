@@ -50,6 +50,13 @@ std::vector<std::byte> second_input(std::span<const std::byte> bytes, capture::E
   return out;
 }
 
+std::string second_input_memory_short(std::uint64_t bytes) {
+  const std::uint64_t available = available_host_memory();
+  if (bytes <= available / 2) return "";
+  return "host memory is short: it would take " + std::to_string(bytes >> 20) + " MiB of the " +
+         std::to_string(available >> 20) + " MiB available";
+}
+
 std::vector<Bytes> moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions) {
   std::vector<Bytes> moved(regions.size());
   bool any = false;

@@ -42,6 +42,11 @@ struct RegionBefore {
 // The same in every process.
 std::vector<Bytes> moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions);
 
+// Why the second inputs of a kernel (`bytes`: the moved regions and the reference's results)
+// are not kept: host memory would be short (more than half of what is available); "" to keep
+// them. Candidates are then verified on the recording alone.
+std::string second_input_memory_short(std::uint64_t bytes);
+
 // How much looser than the region's tolerance the second input compares (relative, and of the
 // region's mean magnitude): it judges the work done, the recorded data the precision.
 inline constexpr double kSecondInputLooseness = 1e-3;

@@ -15,6 +15,7 @@ using r3::capture::ElementType;
 using r3::replay::check_on_second_input;
 using r3::replay::RunOptions;
 using r3::replay::second_input;
+using r3::replay::second_input_memory_short;
 
 template <class T>
 std::vector<std::byte> bytes(const std::vector<T>& values) {
@@ -102,6 +103,13 @@ TEST(SecondInput, ComparesLooselyButCountsSkippedWorkAndUntouchedRegionsBitwise)
   const auto untouched = check(touched, before);
   EXPECT_FALSE(untouched.passed) << "a region the application's code left alone stays bitwise";
   EXPECT_FALSE(untouched.expected_to_change);
+}
+
+// Second inputs that would take more than half the host memory available are not kept.
+TEST(SecondInput, IsLeftOutWhenHostMemoryWouldBeShort) {
+  EXPECT_EQ(second_input_memory_short(1 << 20), "");
+  const std::string why = second_input_memory_short(std::uint64_t{1} << 62);
+  EXPECT_NE(why.find("host memory is short"), std::string::npos) << why;
 }
 
 }  // namespace
