@@ -682,35 +682,27 @@ class CudaBackend final : public Backend {
   // code cannot run on it, launches are verified on the recording alone, with a warning.
   void prepare_second_inputs() {
     bool any = false;
+    std::uint64_t bytes = 0;
     for (PreparedLaunch& launch : prepared_) {
       std::vector<RegionBefore> regions;
       for (const PreparedRegion& region : launch.regions)
-        regions.push_back({region.before ? region.before->host : nullptr, region.recorded.element_type});
-      const std::vector<Bytes> moved = moved_contents(launch.index, regions);
-      if (moved.empty()) continue;
+        regions.push_back({region.before ? region.before->host : nullptr,
+                           region.recorded.element_type, region.recorded.size});
+      const MovedContents moved = moved_contents(launch.index, regions);
+      if (moved.regions.empty()) continue;
       SecondInput second;
       for (std::size_t r = 0; r < launch.regions.size(); ++r)
-        second.before.push_back(moved[r] ? std::make_shared<Copy>(Copy{moved[r], 0, 0})
-                                         : launch.regions[r].before);
+        second.before.push_back(moved.regions[r] ? std::make_shared<Copy>(Copy{moved.regions[r], 0, 0}) : launch.regions[r].before);
       second.expected.resize(launch.regions.size());
       launch.second = std::move(second);
+      bytes += moved.bytes;
       any = true;
     }
     if (!any) return;
     auto drop = [&](const std::string& why) {
       for (PreparedLaunch& launch : prepared_) launch.second.reset();
-      log::warning("kernel '", kernel_name_, "': no second input to verify candidates on (", why,
-                   "); they are verified on the recording alone");
+      warn_no_second_input(kernel_name_, why);
     };
-    std::uint64_t bytes = 0;  // moved regions, and the reference's results
-    for (const PreparedLaunch& launch : prepared_) {
-      if (!launch.second) continue;
-      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
-        bytes += launch.regions[r].recorded.size;
-        const auto& c = launch.second->before[r];
-        if (c && c != launch.regions[r].before) bytes += c->host->size();
-      }
-    }
     if (std::string why = second_input_memory_short(bytes); !why.empty()) return drop(why);
     Variant recorded;
     recorded.compiler = config::Compiler::recorded;

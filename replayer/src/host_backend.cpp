@@ -12,7 +12,6 @@
 #include "host_memory.hpp"
 #include "r3/compiler/host_compiler.hpp"
 #include "r3/error.hpp"
-#include "r3/log.hpp"
 #include "recorded.hpp"
 #include "second_input.hpp"
 #include "verify.hpp"
@@ -225,34 +224,26 @@ class HostBackend final : public Backend {
   // it. Where that code cannot run on it, launches are verified on the recording alone.
   void prepare_second_inputs() {
     bool any = false;
+    std::uint64_t bytes = 0;
     for (PreparedLaunch& launch : prepared_) {
       std::vector<RegionBefore> regions;
       for (const PreparedRegion& region : launch.regions)
-        regions.push_back({region.before, region.recorded.element_type});
-      std::vector<Bytes> moved = moved_contents(launch.index, regions);
-      if (moved.empty()) continue;
+        regions.push_back({region.before, region.recorded.element_type, region.recorded.size});
+      const MovedContents moved = moved_contents(launch.index, regions);
+      if (moved.regions.empty()) continue;
       SecondInput second;
       for (std::size_t r = 0; r < launch.regions.size(); ++r)
-        second.before.push_back(moved[r] ? moved[r] : launch.regions[r].before);
+        second.before.push_back(moved.regions[r] ? moved.regions[r] : launch.regions[r].before);
       second.expected.resize(launch.regions.size());
       launch.second = std::move(second);
+      bytes += moved.bytes;
       any = true;
     }
     if (!any) return;
     auto drop = [&](const std::string& why) {
       for (PreparedLaunch& launch : prepared_) launch.second.reset();
-      log::warning("kernel '", kernel_name_, "': no second input to verify candidates on (", why,
-                   "); they are verified on the recording alone");
+      warn_no_second_input(kernel_name_, why);
     };
-    std::uint64_t bytes = 0;  // moved regions, and the reference's results
-    for (const PreparedLaunch& launch : prepared_) {
-      if (!launch.second) continue;
-      for (std::size_t r = 0; r < launch.regions.size(); ++r) {
-        bytes += launch.regions[r].recorded.size;
-        const auto& c = launch.second->before[r];
-        if (c && c != launch.regions[r].before) bytes += c->size();
-      }
-    }
     if (std::string why = second_input_memory_short(bytes); !why.empty()) return drop(why);
     if (recorded_source_.empty()) return drop("the capture holds no source of the kernel");
     const Compiled reference = compile(Variant{});

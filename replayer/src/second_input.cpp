@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "r3/log.hpp"
 #include "verify.hpp"
 
 namespace r3::replay {
@@ -57,18 +58,26 @@ std::string second_input_memory_short(std::uint64_t bytes) {
          std::to_string(available >> 20) + " MiB available";
 }
 
-std::vector<Bytes> moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions) {
-  std::vector<Bytes> moved(regions.size());
+MovedContents moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions) {
+  MovedContents moved;
+  moved.regions.resize(regions.size());
   bool any = false;
   for (std::size_t r = 0; r < regions.size(); ++r) {
+    moved.bytes += regions[r].size;
     if (!regions[r].before || !moved_on_second_input(regions[r].type)) continue;
     const std::uint64_t seed = 0x5ec07d1b9u ^ (launch * 1000003u + r);
-    moved[r] = std::make_shared<const std::vector<std::byte>>(
+    moved.regions[r] = std::make_shared<const std::vector<std::byte>>(
         second_input(*regions[r].before, regions[r].type, seed));
+    moved.bytes += moved.regions[r]->size();
     any = true;
   }
-  if (!any) moved.clear();
+  if (!any) moved = {};
   return moved;
+}
+
+void warn_no_second_input(const std::string& kernel, const std::string& why) {
+  log::warning("kernel '", kernel, "': no second input to verify candidates on (", why,
+               "); they are verified on the recording alone");
 }
 
 namespace {

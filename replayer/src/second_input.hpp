@@ -35,12 +35,21 @@ std::vector<std::byte> second_input(std::span<const std::byte> bytes, capture::E
 struct RegionBefore {
   Bytes before;
   capture::ElementType type = capture::ElementType::unknown;
+  std::uint64_t size = 0;  // the region's, as recorded
 };
 
 // The contents of launch `launch`'s regions on its second input, where they differ from the
-// recording (moved); null elsewhere. Empty when the launch reads no region that is moved.
-// The same in every process.
-std::vector<Bytes> moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions);
+// recording (moved); null elsewhere. `regions` empty when the launch reads no region that is
+// moved. The same in every process.
+struct MovedContents {
+  std::vector<Bytes> regions;
+  std::uint64_t bytes = 0;  // host memory its second input takes: the moved regions, and the
+                            // reference's results of every region
+};
+MovedContents moved_contents(std::size_t launch, const std::vector<RegionBefore>& regions);
+
+// Says that kernel `kernel`'s candidates are verified on the recording alone, and why.
+void warn_no_second_input(const std::string& kernel, const std::string& why);
 
 // Why the second inputs of a kernel (`bytes`: the moved regions and the reference's results)
 // are not kept: host memory would be short (more than half of what is available); "" to keep
