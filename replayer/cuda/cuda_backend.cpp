@@ -647,9 +647,9 @@ class CudaBackend final : public Backend {
   }
 
   // Runs the candidate on the launch's second input and compares what it leaves with what the
-  // application's code left there: with the type's tolerance where that code changed a region,
-  // bitwise where it did not, and no more than 1% of the elements it changed left alone. Puts
-  // the recorded contents back for the timed runs.
+  // application's code left there (check_on_second_input), and the unrecorded bytes with zero
+  // (a write out of bounds there is its own, not the next candidate's). Puts the recorded
+  // contents back for the timed runs.
   bool verify_second_input(const PreparedLaunch& launch, const Loaded& loaded,
                            const LaunchShape& shape, const RunOptions& options, LaunchResult& out) {
     const auto start = Clock::now();
@@ -672,6 +672,7 @@ class CudaBackend final : public Backend {
       out.regions.push_back(std::move(check));
     }
     out.verified = passed;
+    passed = check_unrecorded(out) && passed;
     restore(launch, loaded, /*all=*/true);
     out.verify_seconds = seconds_since(start);
     return passed;
