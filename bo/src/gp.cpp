@@ -55,6 +55,13 @@ Encoded Encoder::encode(const Configuration& c) const {
   for (std::size_t i : categorical_)
     e.categorical.push_back(c.values[i].empty() ? -1 : c.values[i][0]);
   for (std::size_t i : sequences_) {
+    const Parameter& p = parameters[i];
+    std::vector<std::uint8_t> counts;
+    if (p.pool.size() <= Encoded::kCountedPool && p.max_length < 256) {
+      counts.assign(p.pool.size(), 0);
+      for (int item : c.values[i]) ++counts[static_cast<std::size_t>(item)];
+    }
+    e.sequence_counts.push_back(std::move(counts));
     e.sequences.push_back(c.values[i]);
     e.sequence_active.push_back(space_->value(c, i).has_value() ? 1 : 0);
   }
@@ -126,13 +133,25 @@ std::size_t shared_items(const std::vector<int>& a, const std::vector<int>& b) {
 }
 }  // namespace
 
-double sequence_distance(const std::vector<int>& a, const std::vector<int>& b) {
+namespace {
+// The same from the items' counts (Encoded::sequence_counts).
+std::size_t shared_items(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+  unsigned shared = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) shared += std::min(a[i], b[i]);
+  return shared;
+}
+
+double distance_of(const std::vector<int>& a, const std::vector<int>& b, std::size_t shared) {
   const std::size_t longer = std::max(a.size(), b.size());
   if (longer == 0) return 0;
   std::size_t same_position = 0;
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) same_position += a[i] == b[i];
-  const std::size_t shared = shared_items(a, b);
   return 1.0 - static_cast<double>(same_position + shared) / (2.0 * static_cast<double>(longer));
+}
+}  // namespace
+
+double sequence_distance(const std::vector<int>& a, const std::vector<int>& b) {
+  return distance_of(a, b, shared_items(a, b));
 }
 
 double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h) {
@@ -150,8 +169,7 @@ double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h)
     r2 += scaled * scaled;
   }
   const double r = std::sqrt(5.0 * r2);
-  double k = (1.0 + r + r * r / 3.0) * std::exp(-r);
-  double exponent = 0;
+  double exponent = r;  // one exp for the Matern term and the others
   for (std::size_t d = 0; d < a.categorical.size(); ++d) {
     if (a.categorical[d] != b.categorical[d]) exponent += h.categorical_weights[d];
   }
@@ -161,12 +179,15 @@ double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h)
       distance = 1;
     } else if (!a.sequence_active[d]) {
       distance = 0;
+    } else if (!a.sequence_counts[d].empty()) {
+      distance = distance_of(a.sequences[d], b.sequences[d],
+                             shared_items(a.sequence_counts[d], b.sequence_counts[d]));
     } else {
       distance = sequence_distance(a.sequences[d], b.sequences[d]);
     }
     exponent += h.sequence_weights[d] * distance;
   }
-  return k * std::exp(-exponent);
+  return (1.0 + r + r * r / 3.0) * std::exp(-exponent);
 }
 
 WarpedTimes warp_times(const std::vector<double>& times) {

@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 
+#include <cstdint>
 #include <vector>
 
 #include "r3/bo/space.hpp"
@@ -16,6 +17,10 @@ struct Encoded {
   std::vector<int> categorical;  // per categorical parameter: index; -1 inactive
   std::vector<std::vector<int>> sequences;  // per sequence parameter: items
   std::vector<char> sequence_active;
+  // Per sequence parameter whose pool has at most kCountedPool items: how often each item
+  // occurs (the items two sequences share are then a sum of minima); empty for larger pools.
+  std::vector<std::vector<std::uint8_t>> sequence_counts;
+  static constexpr std::size_t kCountedPool = 256;
 };
 
 class Encoder {

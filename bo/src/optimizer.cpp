@@ -7,15 +7,25 @@
 #include <unordered_set>
 
 #include "gp.hpp"
+#include "posterior.hpp"
 #include "r3/bo/design.hpp"
 #include "r3/error.hpp"
 
 namespace r3::bo {
 
-// What the optimizer keeps between proposals; all of it follows from the space and the history.
+// What the optimizer keeps between proposals; all of it follows from the space and the history
+// (the posteriors' kept columns only save time: posterior.hpp).
 struct Optimizer::Memo {
   std::size_t gp_at = 0, classifier_at = 0;  // the fit points of the cached hyperparameters
   std::optional<Hyperparameters> gp, classifier;
+  // The models conditioned on the rows chosen at the fit point and on everything after it:
+  // per row, the index of its success (gp) or observation (classifier).
+  std::optional<Posterior> gp_posterior, classifier_posterior;
+  std::vector<std::size_t> gp_rows, classifier_rows;
+  std::size_t gp_covered = 0, classifier_covered = 0;  // successes / observations conditioned on
+  // The random part of the candidate pool, drawn anew at each fit point of the GP.
+  std::size_t pool_at = 0;
+  std::vector<Configuration> random_pool;
   std::unordered_set<Hash128> known;  // observed and pending configurations
   std::vector<Hash128> observed;      // per observation
   // Every valid configuration of a small space, and their hashes (Space::enumerate).
@@ -101,10 +111,8 @@ std::vector<std::size_t> classifier_rows(const std::vector<Observation>& observa
 // Candidate configurations with what the model says of them.
 struct Pool {
   std::vector<Configuration> configurations;
-  std::vector<Encoded> encoded;
-  Eigen::VectorXd mean, variance;
-  Eigen::MatrixXd v;  // L^-1 k(X, candidate), one column per candidate
-  std::vector<double> log_feasible;
+  std::vector<const Posterior::Column*> columns;  // in the GP's posterior
+  std::vector<double> mean, variance, log_feasible;
   std::unordered_set<Hash128> hashes;
   std::size_t size() const { return configurations.size(); }
 };
@@ -123,12 +131,30 @@ std::size_t fit_point(std::size_t size) {
   }
 }
 
+// Columns a posterior keeps before it starts again (each is one double per row).
+constexpr std::size_t kKeptColumns = 4096;
+
+// Brings a posterior up to the history: rows appended for `from`..`to` through `row_of`. Its
+// kept columns are dropped first when extending them would cost more than computing again
+// those a proposal uses.
+template <typename RowOf>
+void condition(Posterior& posterior, std::vector<std::size_t>& rows, std::size_t& covered,
+               std::size_t to, RowOf row_of) {
+  if (posterior.cached() > kKeptColumns || (to - covered) * 4 > posterior.rows() + 64)
+    posterior.forget();
+  for (; covered < to; ++covered) {
+    auto [encoded, hash] = row_of(covered);
+    posterior.append(encoded, hash);
+    rows.push_back(covered);
+  }
+}
+
 class Model {
  public:
   Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
-        Optimizer::Timing& timing, Optimizer::Memo& fits)
+        Optimizer::Timing& timing, Optimizer::Memo& memo)
       : encoder_(space), options_(options) {
-    const auto start = Clock::now();
+    auto start = Clock::now();
     Data data;
     for (std::size_t i = 0; i < observations.size(); ++i) {
       if (observations[i].outcome.ok) data.successes.push_back(i);
@@ -137,17 +163,13 @@ class Model {
     for (std::size_t i : data.successes) times.push_back(observations[i].outcome.time);
     data.target = warp_times(times).values;
     best_ = *std::min_element(data.target.begin(), data.target.end());
-
-    auto build = [&](const std::vector<std::size_t>& rows, std::vector<Encoded>& x,
-                     Eigen::VectorXd& y) {
-      y.resize(static_cast<Eigen::Index>(rows.size()));
-      for (std::size_t k = 0; k < rows.size(); ++k) {
-        x.push_back(encoder_.encode(observations[data.successes[rows[k]]].configuration));
-        y(static_cast<Eigen::Index>(k)) = data.target[rows[k]];
-      }
+    auto success_row = [&](std::size_t k) {
+      const Configuration& c = observations[data.successes[k]].configuration;
+      return std::pair{encoder_.encode(c), c.hash()};
     };
+
     const std::size_t gp_at = fit_point(data.successes.size());
-    if (!fits.gp || fits.gp_at != gp_at) {
+    if (!memo.gp || memo.gp_at != gp_at) {
       // The data as it was when there were `gp_at` successes: those, their times warped alone.
       Data then;
       then.successes.assign(data.successes.begin(), data.successes.begin() + static_cast<long>(gp_at));
@@ -161,100 +183,109 @@ class Model {
         fit_x.push_back(encoder_.encode(observations[then.successes[rows[k]]].configuration));
         fit_y(static_cast<Eigen::Index>(k)) = then.target[rows[k]];
       }
-      fits.gp = GaussianProcess::fit(fit_x, fit_y, encoder_, options.fit_evaluations);
-      fits.gp_at = gp_at;
+      memo.gp = GaussianProcess::fit(fit_x, fit_y, encoder_, options.fit_evaluations);
+      memo.gp_at = gp_at;
+      // The GP conditions on the subset of the data then, and on every success after it.
+      memo.gp_posterior.emplace(*memo.gp);
+      memo.gp_rows.clear();
+      for (std::size_t k : subset(then, options.max_gp_points)) {
+        auto [encoded, hash] = success_row(k);
+        memo.gp_posterior->append(encoded, hash);
+        memo.gp_rows.push_back(k);
+      }
+      memo.gp_covered = gp_at;
     }
-    const Hyperparameters& h = *fits.gp;    timing.fit = seconds_since(start);
-    std::vector<Encoded> gp_x;
-    Eigen::VectorXd gp_y;
-    build(subset(data, options.max_gp_points), gp_x, gp_y);
-    gp_ = std::make_unique<GaussianProcess>(std::move(gp_x), std::move(gp_y), h);
+    timing.fit = seconds_since(start);
+    start = Clock::now();
+    gp_ = &*memo.gp_posterior;
+    condition(*gp_, memo.gp_rows, memo.gp_covered, data.successes.size(), success_row);
+    std::vector<double> y;
+    for (std::size_t k : memo.gp_rows) y.push_back(data.target[k]);
+    gp_whitened_ = gp_->whiten(y);
+    timing.condition = seconds_since(start);
 
-    // The feasibility model: a least-squares GP classifier on every observation (+1 success,
+    // The feasibility model: a least-squares GP classifier on the observations (+1 success,
     // -1 failure, around the observed rate), with its own fitted kernel, so that it learns which
     // parameters decide failure (e.g. block sizes past a thread limit) and which do not.
     const std::size_t failures = observations.size() - data.successes.size();
-    if (failures > 0) {
-      const double rate = (static_cast<double>(data.successes.size()) + 1) /
-                          (static_cast<double>(observations.size()) + 2);
-      prior_label_ = 2 * rate - 1;
-      std::vector<std::size_t> rows = classifier_rows(observations, options.max_fit_points * 2);
-      std::vector<Encoded> x;
-      Eigen::VectorXd labels(static_cast<Eigen::Index>(rows.size()));
-      for (std::size_t k = 0; k < rows.size(); ++k) {
-        x.push_back(encoder_.encode(observations[rows[k]].configuration));
-        labels(static_cast<Eigen::Index>(k)) =
-            (observations[rows[k]].outcome.ok ? 1.0 : -1.0) - prior_label_;
+    if (failures == 0) return;
+    start = Clock::now();
+    const double rate = (static_cast<double>(data.successes.size()) + 1) /
+                        (static_cast<double>(observations.size()) + 2);
+    prior_label_ = 2 * rate - 1;
+    auto observation_row = [&](std::size_t i) {
+      const Configuration& c = observations[i].configuration;
+      return std::pair{encoder_.encode(c), c.hash()};
+    };
+    const std::size_t classifier_at = fit_point(observations.size());
+    if (!memo.classifier || memo.classifier_at != classifier_at) {
+      // As for the GP: fitted to the observations as they were at the fit point.
+      const std::vector<Observation> then(observations.begin(),
+                                          observations.begin() + static_cast<long>(classifier_at));
+      std::size_t then_successes = 0;
+      for (const Observation& o : then) then_successes += o.outcome.ok ? 1 : 0;
+      const double then_rate = (static_cast<double>(then_successes) + 1) /
+                               (static_cast<double>(then.size()) + 2);
+      std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
+      std::vector<std::size_t> fit_rows;
+      for (std::size_t k = 0; k < then_rows.size();
+           k += std::max<std::size_t>(1, then_rows.size() / options.max_fit_points)) {
+        fit_rows.push_back(then_rows[k]);
       }
-      const std::size_t classifier_at = fit_point(observations.size());
-      if (!fits.classifier || fits.classifier_at != classifier_at) {
-        // As for the GP: fitted to the observations as they were at the fit point.
-        const std::vector<Observation> then(observations.begin(),
-                                            observations.begin() + static_cast<long>(classifier_at));
-        std::size_t then_successes = 0;
-        for (const Observation& o : then) then_successes += o.outcome.ok ? 1 : 0;
-        const double then_rate = (static_cast<double>(then_successes) + 1) /
-                                 (static_cast<double>(then.size()) + 2);
-        std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
-        std::vector<std::size_t> fit_rows;
-        for (std::size_t k = 0; k < then_rows.size();
-             k += std::max<std::size_t>(1, then_rows.size() / options.max_fit_points)) {
-          fit_rows.push_back(then_rows[k]);
-        }
-        std::vector<Encoded> fit_labels_x;
-        Eigen::VectorXd fit_labels(static_cast<Eigen::Index>(fit_rows.size()));
-        for (std::size_t k = 0; k < fit_rows.size(); ++k) {
-          fit_labels_x.push_back(encoder_.encode(then[fit_rows[k]].configuration));
-          fit_labels(static_cast<Eigen::Index>(k)) =
-              (then[fit_rows[k]].outcome.ok ? 1.0 : -1.0) - (2 * then_rate - 1);
-        }
-        fits.classifier =
-            GaussianProcess::fit(fit_labels_x, fit_labels, encoder_, options.fit_evaluations);
-        fits.classifier_at = classifier_at;
+      std::vector<Encoded> fit_labels_x;
+      Eigen::VectorXd fit_labels(static_cast<Eigen::Index>(fit_rows.size()));
+      for (std::size_t k = 0; k < fit_rows.size(); ++k) {
+        fit_labels_x.push_back(encoder_.encode(then[fit_rows[k]].configuration));
+        fit_labels(static_cast<Eigen::Index>(k)) =
+            (then[fit_rows[k]].outcome.ok ? 1.0 : -1.0) - (2 * then_rate - 1);
       }
-      const Hyperparameters& hc = *fits.classifier;
-      classifier_ = std::make_unique<GaussianProcess>(std::move(x), std::move(labels), hc);
+      memo.classifier =
+          GaussianProcess::fit(fit_labels_x, fit_labels, encoder_, options.fit_evaluations);
+      memo.classifier_at = classifier_at;
+      memo.classifier_posterior.emplace(*memo.classifier);
+      memo.classifier_rows.clear();
+      for (std::size_t i : then_rows) {
+        auto [encoded, hash] = observation_row(i);
+        memo.classifier_posterior->append(encoded, hash);
+        memo.classifier_rows.push_back(i);
+      }
+      memo.classifier_covered = classifier_at;
     }
+    timing.fit += seconds_since(start);
+    start = Clock::now();
+    classifier_ = &*memo.classifier_posterior;
+    condition(*classifier_, memo.classifier_rows, memo.classifier_covered, observations.size(),
+              observation_row);
+    std::vector<double> labels;
+    for (std::size_t i : memo.classifier_rows)
+      labels.push_back((observations[i].outcome.ok ? 1.0 : -1.0) - prior_label_);
+    classifier_whitened_ = classifier_->whiten(labels);
+    timing.condition += seconds_since(start);
   }
 
   // Adds `configurations` to the pool with their posterior and feasibility.
   void evaluate(Pool& pool, std::vector<Configuration> configurations) const {
-    if (configurations.empty()) return;
-    std::vector<Encoded> encoded;
-    for (const Configuration& c : configurations) encoded.push_back(encoder_.encode(c));
-    Eigen::VectorXd mean, variance;
-    Eigen::MatrixXd v;
-    gp_->predict(encoded, mean, variance, &v);
-    const Eigen::Index old = static_cast<Eigen::Index>(pool.size());
-    const Eigen::Index added = static_cast<Eigen::Index>(configurations.size());
-    pool.mean.conservativeResize(old + added);
-    pool.variance.conservativeResize(old + added);
-    pool.v.conservativeResize(v.rows(), old + added);
-    pool.mean.tail(added) = mean;
-    pool.variance.tail(added) = variance;
-    pool.v.rightCols(added) = v;
-    const std::vector<double> feasible = feasibility(encoded);
-    for (std::size_t k = 0; k < configurations.size(); ++k) {
-      pool.log_feasible.push_back(std::log(feasible[k]));
-      pool.hashes.insert(configurations[k].hash());
-      pool.encoded.push_back(std::move(encoded[k]));
-      pool.configurations.push_back(std::move(configurations[k]));
+    for (Configuration& c : configurations) {
+      const Hash128 hash = c.hash();
+      const Encoded encoded = encoder_.encode(c);
+      const Posterior::Column& column = gp_->column(encoded, hash);
+      pool.columns.push_back(&column);
+      pool.mean.push_back(gp_->mean(column, gp_whitened_));
+      pool.variance.push_back(gp_->variance(column));
+      pool.log_feasible.push_back(std::log(feasibility(encoded, hash)));
+      pool.hashes.insert(hash);
+      pool.configurations.push_back(std::move(c));
     }
   }
 
-  // P(feasible) of each point: 1 without failures, else Phi(2.5 E[label]) from the classifier.
+  // P(feasible) of a point: 1 without failures, else Phi(2.5 E[label]) from the classifier.
   // The probit link maps a label the classifier is sure of (E near -1 or +1) to a probability
   // near 0 or 1, one it knows nothing about (E near 0) to 1/2.
-  std::vector<double> feasibility(const std::vector<Encoded>& points) const {
-    std::vector<double> p(points.size(), 1.0);
-    if (!classifier_) return p;
-    Eigen::VectorXd mean, variance;
-    classifier_->predict(points, mean, variance);
-    for (std::size_t k = 0; k < points.size(); ++k) {
-      const double label = prior_label_ + mean(static_cast<Eigen::Index>(k));
-      p[k] = std::clamp(0.5 * std::erfc(-2.5 * label / std::sqrt(2.0)), 1e-6, 1.0);
-    }
-    return p;
+  double feasibility(const Encoded& point, const Hash128& hash) const {
+    if (classifier_ == nullptr) return 1.0;
+    const double label =
+        prior_label_ + classifier_->mean(classifier_->column(point, hash), classifier_whitened_);
+    return std::clamp(0.5 * std::erfc(-2.5 * label / std::sqrt(2.0)), 1e-6, 1.0);
   }
 
   // log(acquisition x P(feasible)); a point that probably fails (P < 1/2) ranks below every
@@ -270,14 +301,17 @@ class Model {
     return value + log_feasible + (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
   }
 
-  const GaussianProcess& gp() const { return *gp_; }
+  const Posterior& gp() const { return *gp_; }
 
  private:
   Encoder encoder_;
   const Options& options_;
-  std::unique_ptr<GaussianProcess> gp_;
+  // In the memo: a model is the posteriors brought up to the history (column() keeps columns).
+  Posterior* gp_ = nullptr;
+  std::vector<double> gp_whitened_;
   double best_ = 0;
-  std::unique_ptr<GaussianProcess> classifier_;
+  Posterior* classifier_ = nullptr;
+  std::vector<double> classifier_whitened_;
   double prior_label_ = 1;
 };
 
@@ -390,6 +424,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   if (chosen.size() < count && successes < 2) fill_randomly();
   if (chosen.size() < count && successes >= 2) {
     Model model(space_, observations_, options_, timing_, *memo_);
+    const std::size_t computed_before = model.gp().computed();
     auto start = Clock::now();
     Pool pool;
     auto fresh = [&](const Configuration& c) {
@@ -404,8 +439,25 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     if (memo.enumerated && memo.enumerated->size() <= options_.random_candidates) {
       for (const Configuration& c : *memo.enumerated) add(c);
     } else {
-      for (std::size_t k = 0; k < options_.random_candidates; ++k) add(space_.sample(rng));
+      // Random points drawn at the GP's fit point, which the posterior already knows, and a few
+      // drawn for this proposal alone.
+      if (memo.random_pool.empty() || memo.pool_at != memo.gp_at) {
+        std::mt19937_64 pool_rng(options_.seed ^ (0x9e3779b97f4a7c15ull * (memo.gp_at + 1)));
+        memo.random_pool.clear();
+        for (std::size_t k = 0; k < options_.random_candidates; ++k)
+          memo.random_pool.push_back(space_.sample(pool_rng));
+        memo.pool_at = memo.gp_at;
+      }
+      for (const Configuration& c : memo.random_pool) add(c);
+      for (std::size_t k = 0; k < options_.random_candidates / 16; ++k) add(space_.sample(rng));
     }
+    // A point's neighbours (whose random items, for sequences, follow from the point and the
+    // fit point): from one proposal to the next the local searches mostly meet the same points,
+    // which the posterior keeps.
+    auto neighbours = [&](const Configuration& c) {
+      std::mt19937_64 point_rng(options_.seed ^ c.hash().low ^ (0x9e3779b97f4a7c15ull * memo.gp_at));
+      return space_.neighbours(c, point_rng);
+    };
     std::vector<std::size_t> by_time;
     for (std::size_t i = 0; i < observations_.size(); ++i) {
       if (observations_[i].outcome.ok) by_time.push_back(i);
@@ -414,17 +466,14 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       return observations_[a].outcome.time < observations_[b].outcome.time;
     });
     for (std::size_t k = 0; k < std::min(by_time.size(), options_.local_search_starts); ++k) {
-      for (const Configuration& n : space_.neighbours(observations_[by_time[k]].configuration, rng))
-        add(n);
+      for (const Configuration& n : neighbours(observations_[by_time[k]].configuration)) add(n);
     }
     model.evaluate(pool, std::move(candidates));
     std::vector<double> acquisition(pool.size());
     auto score = [&](std::size_t from) {
       acquisition.resize(pool.size());
-      for (std::size_t i = from; i < pool.size(); ++i) {
-        const auto e = static_cast<Eigen::Index>(i);
-        acquisition[i] = model.acquisition(pool.mean(e), pool.variance(e), pool.log_feasible[i]);
-      }
+      for (std::size_t i = from; i < pool.size(); ++i)
+        acquisition[i] = model.acquisition(pool.mean[i], pool.variance[i], pool.log_feasible[i]);
     };
     score(0);
 
@@ -438,7 +487,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (std::size_t step = 0; step < options_.local_search_steps; ++step) {
         std::vector<Configuration> next;
         std::unordered_set<Hash128> seen;
-        for (Configuration& n : space_.neighbours(pool.configurations[current], rng)) {
+        for (Configuration& n : neighbours(pool.configurations[current])) {
           if (fresh(n) && seen.insert(n.hash()).second) next.push_back(std::move(n));
         }
         if (next.empty()) break;
@@ -454,22 +503,22 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       }
     }
     timing_.candidates = seconds_since(start);
+    timing_.pool = pool.size();
+    timing_.new_points = model.gp().computed() - computed_before;
 
     // The batch: greedy on the acquisition; after each pick the pick is believed to take its
     // predicted value (Kriging believer), which leaves the mean as it is and shrinks the
     // variance around it by a rank-one update.
     start = Clock::now();
-    const GaussianProcess& gp = model.gp();
-    const Hyperparameters& h = gp.hyperparameters();
-    Eigen::VectorXd variance = pool.variance;
-    std::vector<Eigen::VectorXd> updates;
+    const Posterior& gp = model.gp();
+    std::vector<double> variance = pool.variance;
+    std::vector<std::vector<double>> updates;
     std::vector<bool> picked(pool.size(), false);
     while (chosen.size() < count) {
       std::optional<std::size_t> best;
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
-        const auto e = static_cast<Eigen::Index>(i);
-        acquisition[i] = model.acquisition(pool.mean(e), variance(e), pool.log_feasible[i]);
+        acquisition[i] = model.acquisition(pool.mean[i], variance[i], pool.log_feasible[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
       }
       if (!best) break;
@@ -477,16 +526,14 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       picked[x] = true;
       take(pool.configurations[x]);
       if (chosen.size() == count) break;
-      const auto ex = static_cast<Eigen::Index>(x);
-      Eigen::VectorXd covariance(static_cast<Eigen::Index>(pool.size()));
+      std::vector<double> u(pool.size());
+      const double scale = std::sqrt(variance[x] + gp.hyperparameters().noise_variance);
       for (std::size_t i = 0; i < pool.size(); ++i) {
-        covariance(static_cast<Eigen::Index>(i)) =
-            h.signal_variance * correlation(pool.encoded[i], pool.encoded[x], h);
+        double covariance = gp.covariance(*pool.columns[i], *pool.columns[x]);
+        for (const std::vector<double>& before : updates) covariance -= before[i] * before[x];
+        u[i] = covariance / scale;
+        variance[i] = std::max(variance[i] - u[i] * u[i], 1e-12);
       }
-      covariance.noalias() -= pool.v.transpose() * pool.v.col(ex);
-      for (const Eigen::VectorXd& u : updates) covariance -= u * u(ex);
-      Eigen::VectorXd u = covariance / std::sqrt(variance(ex) + h.noise_variance);
-      variance = (variance.array() - u.array().square()).max(1e-12).matrix();
       updates.push_back(std::move(u));
     }
     timing_.select = seconds_since(start);

@@ -78,8 +78,11 @@ class Optimizer {
   // Where the last propose() spent its time (seconds).
   struct Timing {
     double fit = 0;         // hyperparameters
+    double condition = 0;   // the models brought up to the history
     double candidates = 0;  // candidate pool, posterior, local search
     double select = 0;      // the batch
+    std::size_t pool = 0;   // points scored
+    std::size_t new_points = 0;  // of which the GP had no column kept
   };
   const Timing& last_timing() const { return timing_; }
 

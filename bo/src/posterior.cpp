@@ -1,0 +1,93 @@
+#include "posterior.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace r3::bo {
+
+namespace {
+
+// One compiled copy with four partial sums in a fixed order: the same inputs give the same bits
+// wherever it is called from (see posterior.hpp), and the partial sums still vectorise. On x86
+// an AVX2 copy is chosen at load time where the CPU has it: four lanes, the same sums (without
+// FMA, which would round differently).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+[[gnu::target_clones("avx2", "default")]]
+#endif
+[[gnu::noinline]] double dot(const double* a, const double* b, std::size_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += a[k] * b[k];
+    s1 += a[k + 1] * b[k + 1];
+    s2 += a[k + 2] * b[k + 2];
+    s3 += a[k + 3] * b[k + 3];
+  }
+  for (; k < n; ++k) s0 += a[k] * b[k];
+  return (s0 + s1) + (s2 + s3);
+}
+
+}  // namespace
+
+Posterior::Posterior(Hyperparameters h) : h_(std::move(h)) {}
+
+double Posterior::entry(std::size_t i, double k, const std::vector<double>& v) const {
+  return (k - dot(l_[i].data(), v.data(), i)) / l_[i][i];
+}
+
+void Posterior::extend(Column& c) const {
+  const std::size_t i = x_.size() - 1;
+  const double value = entry(i, h_.signal_variance * correlation(x_[i], c.point, h_), c.v);
+  c.v.push_back(value);
+  c.squared += value * value;
+}
+
+const Posterior::Column& Posterior::column(const Encoded& point, const Hash128& key) {
+  auto [it, added] = columns_.try_emplace(key);
+  Column& c = it->second;
+  if (!added) return c;
+  ++computed_;
+  c.point = point;
+  c.v.reserve(x_.size() + 16);
+  for (std::size_t i = 0; i < x_.size(); ++i) {
+    const double value = entry(i, h_.signal_variance * correlation(x_[i], point, h_), c.v);
+    c.v.push_back(value);
+    c.squared += value * value;
+  }
+  return c;
+}
+
+void Posterior::append(const Encoded& x, const Hash128& key) {
+  const Column& own = column(x, key);
+  // The new row of L: the point's column, and on the diagonal what of its prior variance (with
+  // the noise) the rows before do not explain. A duplicate of an earlier point leaves only the
+  // noise; the floor keeps L invertible where rounding would take even that away.
+  std::vector<double> row = own.v;
+  const double prior = h_.signal_variance + h_.noise_variance;
+  row.push_back(std::sqrt(std::max(prior - own.squared, 1e-9 * prior)));
+  l_.push_back(std::move(row));
+  x_.push_back(x);
+  for (auto& [k, c] : columns_) extend(c);
+}
+
+std::vector<double> Posterior::whiten(const std::vector<double>& y) const {
+  std::vector<double> w;
+  w.reserve(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) w.push_back(entry(i, y[i], w));
+  return w;
+}
+
+double Posterior::mean(const Column& c, const std::vector<double>& whitened) const {
+  return dot(c.v.data(), whitened.data(), x_.size());
+}
+
+double Posterior::variance(const Column& c) const {
+  return std::max(h_.signal_variance - c.squared, 1e-12);
+}
+
+double Posterior::covariance(const Column& a, const Column& b) const {
+  return h_.signal_variance * correlation(a.point, b.point, h_) -
+         dot(a.v.data(), b.v.data(), x_.size());
+}
+
+}  // namespace r3::bo

@@ -1,0 +1,75 @@
+// A Gaussian process posterior kept from one proposal to the next. Private to libr3bo.
+//
+// The optimizer conditions its models on a history that only grows: the rows fixed at the last
+// hyperparameter fit, then every observation since, appended one at a time. So the Cholesky
+// factor L of K(X, X) + noise grows by a row per observation, and what was computed for a
+// point already scored, its column L^-1 k(X, point), only needs the new row's entry. A point's
+// posterior then costs O(n) instead of O(n^2) kernel evaluations and flops, which keeps a
+// proposal's cost flat as the history grows (the candidate pool is mostly the same points from
+// one proposal to the next).
+//
+// Every entry is computed by one function in one fixed order, whether a column is computed whole
+// or extended row by row: what the model says of a point does not depend on when it was first
+// scored, or whether the run was resumed in between (the cache only saves time).
+#pragma once
+
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+#include "gp.hpp"
+#include "r3/hash.hpp"
+
+namespace r3::bo {
+
+struct Hash128Hasher {
+  std::size_t operator()(const Hash128& h) const { return static_cast<std::size_t>(h.low ^ h.high); }
+};
+
+class Posterior {
+ public:
+  struct Column {
+    Encoded point;
+    std::vector<double> v;  // L^-1 k(X, point), one entry per row
+    double squared = 0;     // |v|^2, summed in row order
+  };
+
+  explicit Posterior(Hyperparameters h);
+
+  const Hyperparameters& hyperparameters() const { return h_; }
+  std::size_t rows() const { return x_.size(); }
+  std::size_t cached() const { return columns_.size(); }
+  std::size_t computed() const { return computed_; }  // columns computed whole so far
+
+  // Conditions on one more point; every kept column gains its entry for it.
+  void append(const Encoded& x, const Hash128& key);
+
+  // The column of a point (computed whole and kept, unless kept already). The reference stays
+  // valid until forget() or the Posterior's end.
+  const Column& column(const Encoded& point, const Hash128& key);
+
+  // L^-1 y for targets y (one per row, in row order): the posterior mean at a point is
+  // column.v . whitened.
+  std::vector<double> whiten(const std::vector<double>& y) const;
+  double mean(const Column& c, const std::vector<double>& whitened) const;
+  double variance(const Column& c) const;
+  // Posterior covariance of two scored points.
+  double covariance(const Column& a, const Column& b) const;
+
+  // Drops the kept columns (they are only a cache).
+  void forget() { columns_.clear(); }
+
+ private:
+  // The entry of row `i` for a point whose kernel with row i's point is `k`, given the point's
+  // entries of rows 0..i-1 in `v`.
+  double entry(std::size_t i, double k, const std::vector<double>& v) const;
+  void extend(Column& c) const;  // appends the entry of the last row
+
+  Hyperparameters h_;
+  std::vector<Encoded> x_;
+  std::vector<std::vector<double>> l_;  // row i of L: entries 0..i
+  std::unordered_map<Hash128, Column, Hash128Hasher> columns_;
+  std::size_t computed_ = 0;
+};
+
+}  // namespace r3::bo

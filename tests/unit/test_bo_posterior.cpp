@@ -1,0 +1,132 @@
+// bo/: the posterior kept between proposals (posterior.hpp) against the GP it stands for, and
+// the resume guarantee it has to keep.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gp.hpp"
+#include "posterior.hpp"
+#include "r3/bo/optimizer.hpp"
+
+namespace {
+
+using namespace r3::bo;
+
+// Numbers, a category, and a pass sequence: every kind of kernel term.
+Space mixed_space() {
+  return Space({Parameter::ordinal("x", {1, 2, 4, 8, 16, 32, 64}),
+                Parameter::ordinal("y", {0, 1, 2, 3, 4, 5}),
+                Parameter::categorical("mode", {"a", "b", "c"}),
+                Parameter::sequence("passes", {"p0", "p1", "p2", "p3", "p4", "p5", "p6"}, 5, true)});
+}
+
+double synthetic(const Space& space, const Configuration& c) {
+  double t = 1 + 0.1 * c.values[0][0] + 0.3 * std::abs(c.values[1][0] - 2) + 0.2 * c.values[2][0];
+  for (int item : c.values[3]) t += item % 3 == 0 ? -0.05 : 0.04;
+  (void)space;
+  return std::max(t, 0.1);
+}
+
+Hyperparameters some_hyperparameters(const Encoder& encoder) {
+  Hyperparameters h = Hyperparameters::defaults(encoder);
+  h.signal_variance = 1.7;
+  h.lengthscales = {0.3, 0.8};
+  h.categorical_weights = {0.6};
+  h.sequence_weights = {1.4};
+  h.noise_variance = 2e-3;
+  return h;
+}
+
+TEST(BoPosterior, SaysWhatTheGaussianProcessSays) {
+  const Space space = mixed_space();
+  const Encoder encoder(space);
+  const Hyperparameters h = some_hyperparameters(encoder);
+  std::mt19937_64 rng(3);
+  std::vector<Encoded> x;
+  std::vector<double> y;
+  Posterior posterior(h);
+  for (int i = 0; i < 70; ++i) {
+    const Configuration c = space.sample(rng);
+    x.push_back(encoder.encode(c));
+    y.push_back(std::sin(0.3 * i) + 0.1 * c.values[1][0]);
+    posterior.append(x.back(), c.hash());
+  }
+  const GaussianProcess gp(x, Eigen::Map<Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size())), h);
+  const std::vector<double> whitened = posterior.whiten(y);
+  std::vector<Encoded> points;
+  std::vector<const Posterior::Column*> columns;
+  for (int i = 0; i < 40; ++i) {
+    const Configuration c = space.sample(rng);
+    points.push_back(encoder.encode(c));
+    columns.push_back(&posterior.column(points.back(), c.hash()));
+  }
+  Eigen::VectorXd mean, variance;
+  gp.predict(points, mean, variance);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto e = static_cast<Eigen::Index>(i);
+    EXPECT_NEAR(posterior.mean(*columns[i], whitened), mean(e), 1e-8) << "point " << i;
+    EXPECT_NEAR(posterior.variance(*columns[i]), variance(e), 1e-8) << "point " << i;
+  }
+  // The posterior covariance of two points: prior minus what the data explain.
+  Eigen::MatrixXd v;
+  gp.predict({points[0], points[1]}, mean, variance, &v);
+  EXPECT_NEAR(posterior.covariance(*columns[0], *columns[1]),
+              h.signal_variance * correlation(points[0], points[1], h) - v.col(0).dot(v.col(1)),
+              1e-8);
+}
+
+// What makes a resumed run propose bit for bit what the uninterrupted one did: a column kept
+// while rows were appended is exactly the column computed afterwards in one go.
+TEST(BoPosterior, AColumnKeptWhileRowsWereAddedIsTheColumnComputedAfterwards) {
+  const Space space = mixed_space();
+  const Encoder encoder(space);
+  const Hyperparameters h = some_hyperparameters(encoder);
+  std::mt19937_64 rng(5);
+  std::vector<Configuration> rows;
+  for (int i = 0; i < 90; ++i) rows.push_back(space.sample(rng));
+  const Configuration point = space.sample(rng);
+  Posterior kept(h), fresh(h);
+  for (int i = 0; i < 90; ++i) {
+    if (i == 17) kept.column(encoder.encode(point), point.hash());
+    kept.append(encoder.encode(rows[static_cast<std::size_t>(i)]), rows[static_cast<std::size_t>(i)].hash());
+    fresh.append(encoder.encode(rows[static_cast<std::size_t>(i)]), rows[static_cast<std::size_t>(i)].hash());
+  }
+  EXPECT_EQ(kept.cached(), fresh.cached() + 1);
+  const std::size_t computed = kept.computed();
+  const Posterior::Column& a = kept.column(encoder.encode(point), point.hash());
+  EXPECT_EQ(kept.computed(), computed) << "the kept column was computed again";
+  const Posterior::Column& b = fresh.column(encoder.encode(point), point.hash());
+  ASSERT_EQ(a.v.size(), 90u);
+  EXPECT_EQ(a.v, b.v);  // bit for bit
+  EXPECT_EQ(a.squared, b.squared);
+}
+
+// Past many fit points and with a sequence parameter, the optimizer's kept columns are those of
+// the uninterrupted run only: the resumed one, which starts with none, proposes the same.
+TEST(BoOptimizer, AResumedRunProposesTheSameWithTheColumnsTheUninterruptedRunKept) {
+  const Space space = mixed_space();
+  Options options;
+  options.seed = 7;
+  options.random_candidates = 128;
+  const std::size_t batch = 3, generations = 45, killed_after = 36;
+  auto outcome = [&](const Configuration& c) {
+    if (c.hash().low % 9 == 0) return Outcome::failed("compile error");
+    return Outcome::success(synthetic(space, c));
+  };
+  Optimizer original(space, options);
+  std::vector<std::vector<Configuration>> proposals;
+  for (std::size_t g = 0; g < generations; ++g) {
+    proposals.push_back(original.propose(batch));
+    for (const Configuration& c : proposals.back()) original.observe(c, outcome(c));
+  }
+  Optimizer resumed(space, options);
+  for (std::size_t g = 0; g < killed_after; ++g)
+    for (const Configuration& c : proposals[g]) resumed.observe(c, outcome(c));
+  for (std::size_t g = killed_after; g < generations; ++g) {
+    const std::vector<Configuration> again = resumed.propose(batch);
+    ASSERT_EQ(again, proposals[g]) << "generation " << g;
+    for (const Configuration& c : again) resumed.observe(c, outcome(c));
+  }
+}
+
+}  // namespace
