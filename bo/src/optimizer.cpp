@@ -132,7 +132,7 @@ std::size_t fit_point(std::size_t size) {
 }
 
 // Columns a posterior keeps before it starts again (each is one double per row).
-constexpr std::size_t kKeptColumns = 4096;
+constexpr std::size_t kKeptColumns = 2048;
 
 // Brings a posterior up to the history: rows appended for `from`..`to` through `row_of`. Its
 // kept columns are dropped first when extending them would cost more than computing again
@@ -140,8 +140,10 @@ constexpr std::size_t kKeptColumns = 4096;
 template <typename RowOf>
 void condition(Posterior& posterior, std::vector<std::size_t>& rows, std::size_t& covered,
                std::size_t to, RowOf row_of) {
-  if (posterior.cached() > kKeptColumns || (to - covered) * 4 > posterior.rows() + 64)
-    posterior.forget();
+  posterior.next_round();
+  if ((to - covered) * 4 > posterior.rows() + 64) posterior.forget();
+  if (posterior.cached() > kKeptColumns) posterior.forget_unused(2);
+  if (posterior.cached() > kKeptColumns) posterior.forget();
   for (; covered < to; ++covered) {
     auto [encoded, hash] = row_of(covered);
     posterior.append(encoded, hash);
@@ -265,14 +267,22 @@ class Model {
 
   // Adds `configurations` to the pool with their posterior and feasibility.
   void evaluate(Pool& pool, std::vector<Configuration> configurations) const {
-    for (Configuration& c : configurations) {
-      const Hash128 hash = c.hash();
-      const Encoded encoded = encoder_.encode(c);
-      const Posterior::Column& column = gp_->column(encoded, hash);
+    std::vector<Encoded> encoded;
+    std::vector<Hash128> hashes;
+    for (const Configuration& c : configurations) {
+      encoded.push_back(encoder_.encode(c));
+      hashes.push_back(c.hash());
+    }
+    gp_->compute(encoded, hashes);
+    if (classifier_ != nullptr) classifier_->compute(encoded, hashes);
+    for (std::size_t k = 0; k < configurations.size(); ++k) {
+      Configuration& c = configurations[k];
+      const Hash128& hash = hashes[k];
+      const Posterior::Column& column = gp_->column(encoded[k], hash);
       pool.columns.push_back(&column);
       pool.mean.push_back(gp_->mean(column, gp_whitened_));
       pool.variance.push_back(gp_->variance(column));
-      pool.log_feasible.push_back(std::log(feasibility(encoded, hash)));
+      pool.log_feasible.push_back(std::log(feasibility(encoded[k], hash)));
       pool.hashes.insert(hash);
       pool.configurations.push_back(std::move(c));
     }
@@ -449,7 +459,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         memo.pool_at = memo.gp_at;
       }
       for (const Configuration& c : memo.random_pool) add(c);
-      for (std::size_t k = 0; k < options_.random_candidates / 16; ++k) add(space_.sample(rng));
+      for (std::size_t k = 0; k < options_.random_candidates / 64; ++k) add(space_.sample(rng));
     }
     // A point's neighbours (whose random items, for sequences, follow from the point and the
     // fit point): from one proposal to the next the local searches mostly meet the same points,

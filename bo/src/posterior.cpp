@@ -45,6 +45,7 @@ void Posterior::extend(Column& c) const {
 const Posterior::Column& Posterior::column(const Encoded& point, const Hash128& key) {
   auto [it, added] = columns_.try_emplace(key);
   Column& c = it->second;
+  c.used = round_;
   if (!added) return c;
   ++computed_;
   c.point = point;
@@ -55,6 +56,36 @@ const Posterior::Column& Posterior::column(const Encoded& point, const Hash128& 
     c.squared += value * value;
   }
   return c;
+}
+
+void Posterior::compute(const std::vector<Encoded>& points, const std::vector<Hash128>& keys) {
+  std::vector<Column*> fresh;
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    auto [it, added] = columns_.try_emplace(keys[k]);
+    it->second.used = round_;
+    if (!added) continue;
+    ++computed_;
+    it->second.point = points[k];
+    it->second.v.reserve(x_.size() + 16);
+    fresh.push_back(&it->second);
+  }
+  // In blocks whose columns stay in the cache together while the rows of L go past.
+  constexpr std::size_t kBlock = 32;
+  for (std::size_t from = 0; from < fresh.size(); from += kBlock) {
+    const std::size_t to = std::min(fresh.size(), from + kBlock);
+    for (std::size_t i = 0; i < x_.size(); ++i) {
+      for (std::size_t k = from; k < to; ++k) {
+        Column& c = *fresh[k];
+        const double value = entry(i, h_.signal_variance * correlation(x_[i], c.point, h_), c.v);
+        c.v.push_back(value);
+        c.squared += value * value;
+      }
+    }
+  }
+}
+
+void Posterior::forget_unused(std::size_t rounds) {
+  std::erase_if(columns_, [&](const auto& entry) { return entry.second.used + rounds < round_; });
 }
 
 void Posterior::append(const Encoded& x, const Hash128& key) {

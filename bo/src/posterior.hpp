@@ -32,6 +32,7 @@ class Posterior {
     Encoded point;
     std::vector<double> v;  // L^-1 k(X, point), one entry per row
     double squared = 0;     // |v|^2, summed in row order
+    std::size_t used = 0;   // the round it was last asked for in
   };
 
   explicit Posterior(Hyperparameters h);
@@ -48,6 +49,10 @@ class Posterior {
   // valid until forget() or the Posterior's end.
   const Column& column(const Encoded& point, const Hash128& key);
 
+  // Computes the columns of those points not kept yet, as column() would, but together: each
+  // row of L is read once for all of them rather than once per point.
+  void compute(const std::vector<Encoded>& points, const std::vector<Hash128>& keys);
+
   // L^-1 y for targets y (one per row, in row order): the posterior mean at a point is
   // column.v . whitened.
   std::vector<double> whiten(const std::vector<double>& y) const;
@@ -56,8 +61,11 @@ class Posterior {
   // Posterior covariance of two scored points.
   double covariance(const Column& a, const Column& b) const;
 
-  // Drops the kept columns (they are only a cache).
+  // Drops the kept columns (they are only a cache): all, or those not asked for in the last
+  // `rounds` rounds (a round: one proposal).
   void forget() { columns_.clear(); }
+  void forget_unused(std::size_t rounds);
+  void next_round() { ++round_; }
 
  private:
   // The entry of row `i` for a point whose kernel with row i's point is `k`, given the point's
@@ -70,6 +78,7 @@ class Posterior {
   std::vector<std::vector<double>> l_;  // row i of L: entries 0..i
   std::unordered_map<Hash128, Column, Hash128Hasher> columns_;
   std::size_t computed_ = 0;
+  std::size_t round_ = 0;
 };
 
 }  // namespace r3::bo
