@@ -15,24 +15,6 @@
 
 namespace r3::replay {
 
-std::string_view to_string(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::ok:
-      return "ok";
-    case Outcome::compile_error:
-      return "compile error";
-    case Outcome::launch_error:
-      return "launch error";
-    case Outcome::wrong_result:
-      return "wrong result";
-    case Outcome::timeout:
-      return "timeout";
-    case Outcome::crash:
-      return "crash";
-  }
-  return "?";
-}
-
 std::string_view to_string(AddressMode mode) {
   return mode == AddressMode::same_address ? "same address" : "relocated";
 }

@@ -18,18 +18,6 @@ using nlohmann::json;
 // The largest message accepted: a batch carrying a few thousand sources stays far below it.
 constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 32;
 
-template <class Enum, std::size_t N>
-Enum parse_enum(std::string_view text, const std::array<Enum, N>& values, std::string_view what) {
-  for (Enum value : values) {
-    if (to_string(value) == text) return value;
-  }
-  throw FormatError("unknown " + std::string(what) + " '" + std::string(text) + "'");
-}
-
-constexpr std::array kOutcomes = {Outcome::ok,           Outcome::compile_error,
-                                  Outcome::launch_error, Outcome::wrong_result,
-                                  Outcome::timeout,      Outcome::crash};
-
 config::Compiler parse_compiler(std::string_view text) {
   if (auto compiler = config::parse_compiler(text)) return *compiler;
   throw FormatError("unknown compiler '" + std::string(text) + "'");
@@ -235,7 +223,10 @@ auto decode(std::string_view text, std::string_view what, Decode decode_json) {
 
 }  // namespace
 
-Outcome parse_outcome(std::string_view text) { return parse_enum(text, kOutcomes, "outcome"); }
+Outcome parse_outcome(std::string_view text) {
+  if (auto outcome = outcome_from_string(text)) return *outcome;
+  throw FormatError("unknown outcome '" + std::string(text) + "'");
+}
 
 std::string encode(const Variant& variant) { return variant_json(variant).dump(); }
 Variant decode_variant(std::string_view text) { return decode(text, "variant", variant_from); }

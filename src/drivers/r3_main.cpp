@@ -196,7 +196,7 @@ void add_report(CLI::App& app, ReportOptions& o) {
 void print_run_summary(const r3::run::RunRecord& record,
                        const std::vector<r3::report::KernelResult>& results, std::ostream& out) {
   std::map<std::string, std::size_t> outcomes;
-  for (const auto& c : record.candidates) ++outcomes[c.outcome];
+  for (const auto& c : record.candidates) ++outcomes[std::string(to_string(c.outcome))];
   out << "run       " << record.tune_file << " (r3 " << record.r3_version << ")\n"
       << "progress  " << record.generations << " generation(s), " << record.candidates.size()
       << " candidates, " << record.sessions << " session(s), " << record.elapsed_seconds

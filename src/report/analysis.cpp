@@ -32,7 +32,7 @@ void confirm(const run::RunRecord& record, KernelResult& k,
     ConfirmedCandidate& m = measured[c.candidate];
     m.candidate = c.candidate;
     k.evaluators.insert(c.evaluator);
-    if (c.outcome == "ok") {
+    if (c.outcome == Outcome::ok) {
       m.seconds.push_back(c.seconds);
       runs[{c.evaluator, c.round}][c.candidate] = c.seconds;
     } else {
@@ -117,13 +117,13 @@ std::vector<KernelResult> analyse(const run::RunRecord& record,
     by_id[c.id] = &c;
     if (c.kernel >= out.size()) continue;
     KernelResult& k = out[c.kernel];
-    LevelFinding& level = k.levels[c.level];
+    LevelFinding& level = k.levels[std::string(to_string(c.level))];
     ++level.evaluated;
-    if (c.outcome != "ok") continue;
+    if (c.outcome != Outcome::ok) continue;
     ++level.ok;
     if (level.best_seconds == 0 || c.seconds < level.best_seconds) level.best_seconds = c.seconds;
-    if (c.level == "original" && !k.original) k.original = &c;
-    if (c.level == "rebuilt" && !k.rebuilt) k.rebuilt = &c;
+    if (c.level == run::CandidateLevel::original && !k.original) k.original = &c;
+    if (c.level == run::CandidateLevel::rebuilt && !k.rebuilt) k.rebuilt = &c;
     if (!k.best_sample || c.seconds < k.best_sample->seconds) k.best_sample = &c;
   }
   for (KernelResult& k : out) {

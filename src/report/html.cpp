@@ -45,7 +45,7 @@ std::vector<svg::Series> progress(const run::RunRecord& record,
     for (const auto& c : record.candidates) {
       if (c.kernel != k.kernel) continue;
       ++index;
-      if (c.outcome == "ok" && (best == 0 || c.seconds < best)) best = c.seconds;
+      if (c.outcome == Outcome::ok && (best == 0 || c.seconds < best)) best = c.seconds;
       if (best == 0) continue;
       double y = k.original && k.original->seconds > 0 ? k.original->seconds / best : best * 1e3;
       s.points.push_back({by_wall ? c.run_seconds : static_cast<double>(index), y});
@@ -79,7 +79,7 @@ std::string speedup_table(const std::vector<KernelResult>& results, const Result
     if (k.keep_original)
       out << "</td><td><b>keep the application's code</b>: no candidate was faster";
     else
-      out << "</td><td>#" << k.winner->id << " " << escape(k.winner->level) << ": "
+      out << "</td><td>#" << k.winner->id << " " << escape(std::string(to_string(k.winner->level))) << ": "
           << escape(k.winner->description);
     // The rebuilt original's speed relative to the recorded code: below 1x the rebuild (another
     // compiler, the JIT) is slower than what the application runs.
@@ -132,10 +132,11 @@ std::string failures_section(const run::RunRecord& record) {
   for (const auto& c : record.candidates) {
     auto& counts = per_generation[c.generation];
     counts.resize(kOutcomes.size());
-    auto it = std::find(kOutcomes.begin(), kOutcomes.end(), c.outcome);
+    const std::string outcome(to_string(c.outcome));
+    auto it = std::find(kOutcomes.begin(), kOutcomes.end(), outcome);
     counts[it == kOutcomes.end() ? kOutcomes.size() - 1
                                  : static_cast<std::size_t>(it - kOutcomes.begin())] += 1;
-    ++totals[c.outcome];
+    ++totals[outcome];
   }
   std::vector<svg::Stack> stacks;
   for (const auto& [g, counts] : per_generation) stacks.push_back({std::to_string(g), counts});
@@ -154,14 +155,14 @@ std::string lineage_section(const std::vector<KernelResult>& results) {
     if (k.lineage.empty()) continue;
     out << "<h3>" << escape(k.name) << "</h3><ol class=\"lineage\">";
     for (const run::CandidateRecord* c : k.lineage) {
-      out << "<li><b>#" << c->id << "</b> generation " << c->generation << ", " << escape(c->level)
+      out << "<li><b>#" << c->id << "</b> generation " << c->generation << ", " << escape(std::string(to_string(c->level)))
           << ": " << escape(c->description) << " &mdash; ";
-      if (c->outcome == "ok") {
+      if (c->outcome == Outcome::ok) {
         out << format_seconds(c->seconds);
         if (k.original && c->seconds > 0)
           out << " (" << number(k.original->seconds / c->seconds) << "x)";
       } else {
-        out << escape(c->outcome);
+        out << escape(std::string(to_string(c->outcome)));
       }
       out << "</li>";
     }
@@ -209,7 +210,7 @@ std::string render_html(const run::RunRecord& record, const std::vector<KernelRe
       << "tr.winner{background:#eef7ee}h2{border-bottom:1px solid #ddd;margin-top:1.5em}"
       << "svg{display:block;margin:.5em 0}</style></head><body>\n";
   std::size_t ok = 0;
-  for (const auto& c : record.candidates) ok += c.outcome == "ok";
+  for (const auto& c : record.candidates) ok += c.outcome == Outcome::ok;
   out << "<h1>r3 tuning report</h1><p>" << escape(record.tune_file) << " &mdash; "
       << record.generations << " generation(s), " << record.candidates.size() << " candidates ("
       << ok << " verified), " << record.sessions << " session(s), "

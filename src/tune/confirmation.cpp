@@ -23,11 +23,11 @@ std::vector<const run::CandidateRecord*> confirmation_set(const Master& m, std::
   const run::CandidateRecord* rebuilt = nullptr;
   std::vector<const run::CandidateRecord*> ranked;
   for (const auto& c : m.record.candidates) {
-    if (c.kernel != kernel || c.outcome != "ok" || c.configuration.empty()) continue;
-    if (c.level == "original") {
+    if (c.kernel != kernel || c.outcome != Outcome::ok || c.configuration.empty()) continue;
+    if (c.level == run::CandidateLevel::original) {
       if (!original) original = &c;
     } else {
-      if (c.level == "rebuilt" && !rebuilt) rebuilt = &c;
+      if (c.level == run::CandidateLevel::rebuilt && !rebuilt) rebuilt = &c;
       ranked.push_back(&c);
     }
   }
@@ -139,7 +139,7 @@ bool confirm_winners(Master& m, Dispatcher& dispatcher) {
     c.round = slot.round;
     c.evaluator = r.evaluator;
     c.repeats = t.confirm_repeats;
-    c.outcome = std::string(replay::to_string(r.evaluation.outcome));
+    c.outcome = r.evaluation.outcome;
     c.message = with_source_names(m.parameter_names.at(slot.kernel),
                                   stored_message(r.evaluation.message));
     if (r.evaluation.outcome == replay::Outcome::ok) {

@@ -156,7 +156,9 @@ class SearchLoop {
       if (m_.record.generations > 0 || in_flight_.empty()) return false;
       const Generation& first = in_flight_.front();
       for (const Planned& p : first.batch) {
-        if (p.record.level != "original" && p.record.level != "rebuilt") continue;
+        if (p.record.level != run::CandidateLevel::original &&
+            p.record.level != run::CandidateLevel::rebuilt)
+          continue;
         auto done = first.results.find(p.record.id);
         if (done == first.results.end() || done->second.evaluation.outcome != replay::Outcome::ok)
           return true;
@@ -251,8 +253,9 @@ class SearchLoop {
       run::CandidateRecord r = p.record;
       const Dispatcher::Finished& done = g.results.at(r.id);
       record_result(m_, r, &done.evaluation, done.evaluator);
-      if (r.outcome != "ok")
-        log::debug("candidate ", r.id, " (", r.level, ": ", r.description, "): ", r.outcome, ": ",
+      if (r.outcome != Outcome::ok)
+        log::debug("candidate ", r.id, " (", to_string(r.level), ": ", r.description, "): ",
+                   to_string(r.outcome), ": ",
                    r.message.substr(0, 600));
       m_.search->observe(r);
       m_.record.candidates.push_back(std::move(r));
@@ -384,9 +387,9 @@ void check_originals(const std::string& tune_file) {
     local->hold({{r.source, m->search->sources().at(r.source)}});
     const replay::Evaluation e = local->evaluate({r.id, r.source, p.request});
     record_result(*m, r, &e, 0);
-    std::cout << "# " << m->config.kernels.at(r.kernel).name << ": " << r.level << " ("
-              << r.description << "): " << r.outcome;
-    if (r.outcome == "ok") std::cout << ", " << format_ms(r.seconds);
+    std::cout << "# " << m->config.kernels.at(r.kernel).name << ": " << to_string(r.level) << " ("
+              << r.description << "): " << to_string(r.outcome);
+    if (r.outcome == Outcome::ok) std::cout << ", " << format_ms(r.seconds);
     std::cout << "\n";
     m->record.candidates.push_back(r);
   }

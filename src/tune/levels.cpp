@@ -61,6 +61,18 @@ std::optional<Level> parse_level(std::string_view text) {
   return std::nullopt;
 }
 
+run::CandidateLevel candidate_level_of(Level level) {
+  switch (level) {
+    case Level::compiler:
+      return run::CandidateLevel::compiler;
+    case Level::launch:
+      return run::CandidateLevel::launch;
+    case Level::parameters:
+      return run::CandidateLevel::parameters;
+  }
+  return run::CandidateLevel::source;
+}
+
 std::string_view to_string(CodePath path) {
   switch (path) {
     case CodePath::host:

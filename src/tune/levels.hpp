@@ -13,6 +13,7 @@
 #include "r3/bo/space.hpp"
 #include "r3/evolve/response.hpp"
 #include "r3/replay/backend.hpp"
+#include "r3/run_database.hpp"
 #include "r3/tune_config.hpp"
 
 namespace r3::tune {
@@ -21,6 +22,8 @@ enum class Level { compiler, launch, parameters };
 inline constexpr std::array kLevels = {Level::compiler, Level::launch, Level::parameters};
 std::string_view to_string(Level level);
 std::optional<Level> parse_level(std::string_view text);
+// The run database's name for a candidate of that level.
+run::CandidateLevel candidate_level_of(Level level);
 
 // How a candidate's code is made. Each path has its own compiler options: the compiler level
 // proposes only options that change the code on the path in use.

@@ -12,17 +12,19 @@ namespace {
 // source at its defaults) failed; "" when it may. The recorded PTX through the JIT failing is
 // only a warning: the recorded code still runs, and the compiler level learns what fails.
 std::string original_failure(const Master& m, const run::CandidateRecord& c, std::string& key) {
-  if (c.outcome == "ok" || (c.level != "original" && c.level != "rebuilt")) return "";
+  if (c.outcome == Outcome::ok ||
+      (c.level != run::CandidateLevel::original && c.level != run::CandidateLevel::rebuilt))
+    return "";
   const config::KernelSelection& selection = m.config.kernels.at(c.kernel);
   const std::string kernel = "kernel '" + selection.name + "'";
   const std::string source = m.record.sources.count(c.source) ? m.record.sources.at(c.source) : "";
   const bool recorded = source.empty();
   key = "kernels[" + std::to_string(c.kernel) + "]." + (recorded ? "name" : "source");
   std::string what;
-  if (recorded && c.level == "original") {
+  if (recorded && c.level == run::CandidateLevel::original) {
     what = "the application's code as recorded";
   } else if (recorded) {
-    log::warning(kernel, ": the recorded PTX does not run through the JIT (", c.outcome, ": ",
+    log::warning(kernel, ": the recorded PTX does not run through the JIT (", to_string(c.outcome), ": ",
                  first_diagnostic(c.message), "); the compiler level goes on without it");
     return "";
   } else {
@@ -32,11 +34,11 @@ std::string original_failure(const Master& m, const run::CandidateRecord& c, std
       recorded ? "the CUDA driver"
                : (m.backend == config::Backend::cuda ? "NVRTC" : "Clang (host backend)");
   std::string verb =
-      c.outcome == replay::to_string(replay::Outcome::compile_error)
+      c.outcome == Outcome::compile_error
           ? "does not compile with " + compiler
-      : c.outcome == replay::to_string(replay::Outcome::wrong_result)
+      : c.outcome == Outcome::wrong_result
           ? "does not reproduce the recorded results"
-          : "fails to run (" + c.outcome + ")";
+          : "fails to run (" + std::string(to_string(c.outcome)) + ")";
   return kernel + ": " + what + " " + verb + ": " + first_diagnostic(c.message) +
          " (fix the set-up: nothing else of this kernel can be compared with it)";
 }
@@ -62,12 +64,12 @@ std::pair<double, double> summed_min_max(const replay::Evaluation& e) {
 void record_result(const Master& m, run::CandidateRecord& r, const replay::Evaluation* evaluation,
                    int evaluator) {
   if (evaluation == nullptr) {
-    r.outcome = std::string(replay::to_string(replay::Outcome::crash));
+    r.outcome = Outcome::crash;
     r.message = "no result came back from its evaluator";
     return;
   }
   const replay::Evaluation& e = *evaluation;
-  r.outcome = std::string(replay::to_string(e.outcome));
+  r.outcome = e.outcome;
   r.message = with_source_names(m.parameter_names.at(r.kernel), stored_message(e.message));
   r.compile_seconds = e.compile_seconds;
   r.evaluation_seconds = e.seconds;

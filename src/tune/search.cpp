@@ -192,7 +192,8 @@ std::string Search::describe_source(const Hash128& source) const {
 }
 
 Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
-                     const bo::Configuration* searched_configuration, std::string level_name,
+                     const bo::Configuration* searched_configuration,
+                     run::CandidateLevel candidate_level,
                      std::uint32_t generation) {
   const KernelTarget& target = kernels_[kernel.index];
   Planned p;
@@ -210,7 +211,6 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
     v.include_dirs.clear();
     v.flags.clear();
   }
-  json levels = json::object();
   std::string description;
   for (const auto& [level, space] : source.spaces) {
     const bo::Configuration* c = &space.defaults;
@@ -220,7 +220,7 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
       c = &best->second;
     }
     levels_.apply(level, space, *c, v);
-    levels[std::string(to_string(level))] = c->values;
+    p.plan.levels[level] = *c;
     if (*c != space.defaults || searched == level)
       description += (description.empty() ? "" : " ") + space.space.describe(*c);
   }
@@ -251,10 +251,9 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   r.parent = source.parent;
   r.kernel = static_cast<std::uint32_t>(kernel.index);
   r.source = source.hash;
-  r.level = std::move(level_name);
-  json plan_json{{"levels", levels}};
-  if (searched) plan_json["searched"] = std::string(to_string(*searched));
-  r.plan = plan_json.dump();
+  r.level = candidate_level;
+  p.plan.searched = searched;
+  r.plan = p.plan.encode();
   replay::Variant shown = v;
   shown.source_text.clear();
   r.configuration = replay::wire::encode(shown);
@@ -286,7 +285,7 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     if (kernel.novelty.check(text) != evolve::NoveltyFilter::Verdict::novel) continue;
     SourceEntry* parent = kernel.by_hash.at(parent_hash);
     SourceEntry& s = add_source(kernel, std::move(text), parent->candidate, parent->island);
-    Planned p = plan(kernel, s, std::nullopt, nullptr, "source", generation);
+    Planned p = plan(kernel, s, std::nullopt, nullptr, run::CandidateLevel::source, generation);
     p.record.description = "LLM rewrite of candidate " + std::to_string(parent->candidate);
     outstanding_[p.record.id].record.description = p.record.description;
     out.push_back(std::move(p));
@@ -338,7 +337,7 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     const evolve::Mutation& m =
         *novel[std::uniform_int_distribution<std::size_t>(0, novel.size() - 1)(rng_)];
     SourceEntry& s = add_source(kernel, m.source, parent->candidate, island);
-    Planned p = plan(kernel, s, std::nullopt, nullptr, "source", generation);
+    Planned p = plan(kernel, s, std::nullopt, nullptr, run::CandidateLevel::source, generation);
     p.record.description = m.mutator + ": " + m.description;
     outstanding_[p.record.id].record.description = p.record.description;
     out.push_back(std::move(p));
@@ -384,7 +383,7 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
       proposed = optimizer(*source, level).propose(count - made);
     }
     for (const bo::Configuration& c : proposed) {
-      out.push_back(plan(kernel, *source, level, &c, std::string(to_string(level)), generation));
+      out.push_back(plan(kernel, *source, level, &c, candidate_level_of(level), generation));
       ++made;
     }
   }
@@ -406,8 +405,9 @@ Planned Search::plan_recorded(KernelState& kernel, std::uint32_t generation) {
   r.parent = -1;
   r.kernel = static_cast<std::uint32_t>(kernel.index);
   r.source = none;
-  r.level = "original";
-  r.plan = json{{"levels", json::object()}, {"recorded", true}}.dump();
+  r.level = run::CandidateLevel::original;
+  p.plan.recorded = true;
+  r.plan = p.plan.encode();
   replay::Variant shown = v;
   r.configuration = replay::wire::encode(shown);
   r.description = "the application's code as recorded";
@@ -421,7 +421,8 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
   SourceEntry& first = *kernel.sources.front();
   const CodePath path = code_path(kernel, first.text);
   if (path == CodePath::host) {
-    out.push_back(plan(kernel, first, std::nullopt, nullptr, "original", generation));
+    out.push_back(
+        plan(kernel, first, std::nullopt, nullptr, run::CandidateLevel::original, generation));
     return;
   }
   if (path == CodePath::nvrtc) {
@@ -429,7 +430,8 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
     const bool recorded = target.has_recorded_cubin || target.has_recorded_ptx;
     if (recorded) out.push_back(plan_recorded(kernel, generation));
     out.push_back(
-        plan(kernel, first, std::nullopt, nullptr, recorded ? "rebuilt" : "original", generation));
+        plan(kernel, first, std::nullopt, nullptr,
+             recorded ? run::CandidateLevel::rebuilt : run::CandidateLevel::original, generation));
     return;
   }
   // The recorded path: the cubin as it is, then the recorded PTX through the JIT. The source's
@@ -437,7 +439,8 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
   if (target.base.block)
     out.push_back(plan_recorded(kernel, generation));
   else
-    out.push_back(plan(kernel, first, std::nullopt, nullptr, "original", generation));
+    out.push_back(
+        plan(kernel, first, std::nullopt, nullptr, run::CandidateLevel::original, generation));
   auto space = first.spaces.find(Level::compiler);
   if (space == first.spaces.end() || !target.has_recorded_cubin) return;
   std::optional<bo::Configuration> found = levels_.recorded_jit(space->second);
@@ -445,7 +448,7 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
   const bo::Configuration& jit = *found;
   const bo::Space& s = space->second.space;
   optimizer(first, Level::compiler).add_pending(jit);
-  out.push_back(plan(kernel, first, Level::compiler, &jit, "rebuilt", generation));
+  out.push_back(plan(kernel, first, Level::compiler, &jit, run::CandidateLevel::rebuilt, generation));
   out.back().record.description = "the recorded PTX through the JIT: " + s.describe(jit);
   outstanding_[out.back().record.id].record.description = out.back().record.description;
 }
@@ -513,18 +516,15 @@ void Search::observe(const run::CandidateRecord& done) {
   Planned planned = std::move(it->second);
   outstanding_.erase(it);
   KernelState& kernel = *states_.at(planned.record.kernel);
-  json plan = json::parse(planned.record.plan);
+  const Plan& plan = planned.plan;
   // The recorded code is the baseline, not a point of any level's space.
-  if (plan.value("recorded", false)) return;
+  if (plan.recorded) return;
   SourceEntry& source = *kernel.by_hash.at(planned.record.source);
-  bool ok = done.outcome == replay::to_string(replay::Outcome::ok);
-  bo::Outcome outcome = ok ? bo::Outcome::success(done.seconds) : bo::Outcome::failed(done.outcome);
-  std::optional<Level> level =
-      plan.contains("searched") ? parse_level(plan.at("searched").get<std::string>()) : std::nullopt;
-  auto configuration_of = [&](Level l) {
-    return bo::Configuration{
-        plan.at("levels").at(std::string(to_string(l))).get<std::vector<std::vector<int>>>()};
-  };
+  bool ok = done.outcome == Outcome::ok;
+  bo::Outcome outcome = ok ? bo::Outcome::success(done.seconds)
+                          : bo::Outcome::failed(std::string(to_string(done.outcome)));
+  const std::optional<Level> level = plan.searched;
+  auto configuration_of = [&](Level l) { return plan.levels.at(l); };
   if (level) {
     optimizer(source, *level).observe(configuration_of(*level), outcome);
   } else {
@@ -551,8 +551,8 @@ void Search::observe(const run::CandidateRecord& done) {
     kernel.archive.add(source.island, evolve::Elite{done.id, source.hash, done.seconds,
                                                     evolve::behaviour_of(resources)});
   } else {
-    kernel.recent_failures.push_back("candidate " + std::to_string(done.id) + " (" + done.level +
-                                     ", " + done.description + "): " + done.outcome + ": " +
+    kernel.recent_failures.push_back("candidate " + std::to_string(done.id) + " (" + std::string(to_string(done.level)) +
+                                     ", " + done.description + "): " + std::string(to_string(done.outcome)) + ": " +
                                      first_lines(done.message));
     if (kernel.recent_failures.size() > kRecentFailures) kernel.recent_failures.pop_front();
   }
@@ -676,7 +676,7 @@ std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) 
     for (std::size_t i = first; i < at; ++i) {
       const run::CandidateRecord& c = record.candidates[i];
       // Sources the LLM gave come back from the database, in the order they were used.
-      if (c.level == "source" && c.description.starts_with("LLM rewrite") &&
+      if (c.level == run::CandidateLevel::source && c.description.starts_with("LLM rewrite") &&
           c.kernel < states_.size()) {
         KernelState& kernel = *states_[c.kernel];
         Hash128 parent = kernel.sources.front()->hash;
@@ -685,12 +685,14 @@ std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) 
         }
         kernel.llm_sources.emplace_back(record.sources.at(c.source), parent);
       }
-      json plan = json::parse(c.plan, nullptr, false);
-      if (plan.is_discarded() || !plan.contains("searched")) continue;
-      std::optional<Level> level = parse_level(plan.at("searched").get<std::string>());
-      if (!level) continue;
-      replayed_[{c.kernel, c.source, *level}].push_back(bo::Configuration{
-          plan.at("levels").at(std::string(to_string(*level))).get<std::vector<std::vector<int>>>()});
+      Plan plan;
+      try {
+        plan = Plan::decode(c.plan);
+      } catch (const FormatError& e) {
+        throw FormatError("candidate " + std::to_string(c.id) + " of the run database: " + e.what());
+      }
+      if (!plan.searched) continue;
+      replayed_[{c.kernel, c.source, *plan.searched}].push_back(plan.levels.at(*plan.searched));
     }
     // Committed generations take the optimizers' proposals from the database; the others
     // (proposed but not committed before the stop, or proposals that found nothing then) are

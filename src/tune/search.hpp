@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "levels.hpp"
+#include "plan.hpp"
 #include "r3/bo/optimizer.hpp"
 #include "r3/capture.hpp"
 #include "r3/evolve/archive.hpp"
@@ -74,6 +75,7 @@ std::string entry_in_source(const KernelTarget& target);
 
 struct Planned {
   run::CandidateRecord record;  // with id, generation, parent, kernel, source, level, plan
+  Plan plan;                    // what record.plan encodes
   replay::Request request;      // request.kernel: the kernel's index in tune.yaml
 };
 
@@ -120,8 +122,8 @@ class Search {
                           std::size_t island);
   std::vector<Planned> propose_now(std::uint32_t generation, std::size_t count);
   Planned plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
-               const bo::Configuration* searched_configuration, std::string level_name,
-               std::uint32_t generation);
+               const bo::Configuration* searched_configuration,
+               run::CandidateLevel candidate_level, std::uint32_t generation);
   // The first candidates of a kernel: the application's own code as recorded ("original") and,
   // where candidates are rebuilt from source or PTX, the same code rebuilt ("rebuilt").
   void propose_originals(KernelState& kernel, std::uint32_t generation, std::vector<Planned>& out);

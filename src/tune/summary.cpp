@@ -28,10 +28,10 @@ std::string progress_line(const Master& m, const GenerationFigures& f,
   int ok = 0;
   for (std::size_t i = first; i < m.record.candidates.size(); ++i) {
     const auto& c = m.record.candidates[i];
-    if (c.outcome == "ok")
+    if (c.outcome == Outcome::ok)
       ++ok;
     else
-      ++failed[c.outcome];
+      ++failed[std::string(to_string(c.outcome))];
   }
   std::ostringstream line;
   line << "generation " << generation << ": " << (m.record.candidates.size() - first)
@@ -78,7 +78,7 @@ std::string final_summary(const Master& m, const std::string& stop_reason,
   std::ostringstream summary;
   summary << "finished after " << m.record.generations << " generation(s): " << stop_reason << "\n";
   std::map<std::string, int> outcomes;
-  for (const auto& cand : m.record.candidates) ++outcomes[cand.outcome];
+  for (const auto& cand : m.record.candidates) ++outcomes[std::string(to_string(cand.outcome))];
   summary << "  " << m.record.candidates.size() << " candidates:";
   for (const auto& [why, n] : outcomes) summary << " " << n << " " << why << ";";
   summary << "\n";

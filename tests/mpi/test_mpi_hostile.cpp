@@ -86,10 +86,10 @@ TEST(MpiHostile, LlmCandidatesAreContainedAndNoSecretLeaves) {
   std::set<std::string> outcomes;
   std::size_t source_candidates = 0;
   for (const auto& c : run.candidates) {
-    if (c.level != "source") continue;
+    if (c.level != r3::run::CandidateLevel::source) continue;
     ++source_candidates;
-    outcomes.insert(c.outcome);
-    EXPECT_NE(c.outcome, "wrong result") << "an attempt got out: " << c.description << ": "
+    outcomes.insert(std::string(to_string(c.outcome)));
+    EXPECT_NE(c.outcome, r3::Outcome::wrong_result) << "an attempt got out: " << c.description << ": "
                                           << c.message;
   }
   EXPECT_GE(source_candidates, 8u) << result.err;

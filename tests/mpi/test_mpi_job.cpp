@@ -90,12 +90,12 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
   ASSERT_GE(run.candidates.size(), 12u);
   EXPECT_LE(run.candidates.size(), 24u);
   const r3::run::CandidateRecord& original = run.candidates.at(0);
-  ASSERT_EQ(original.level, "original");
-  ASSERT_EQ(original.outcome, "ok") << original.message;
+  ASSERT_EQ(original.level, r3::run::CandidateLevel::original);
+  ASSERT_EQ(original.outcome, r3::Outcome::ok) << original.message;
   const r3::run::CandidateRecord* best = nullptr;
   std::set<int> evaluators;
   for (const auto& c : run.candidates) {
-    if (c.outcome == "ok" && (!best || c.seconds < best->seconds)) best = &c;
+    if (c.outcome == r3::Outcome::ok && (!best || c.seconds < best->seconds)) best = &c;
     evaluators.insert(c.evaluator);
   }
   ASSERT_NE(best, nullptr);
@@ -104,7 +104,7 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
       << original.seconds << " s";
   EXPECT_EQ(evaluators, (std::set<int>{1, 2})) << "both evaluators should have worked";
   std::set<std::string> levels;
-  for (const auto& c : run.candidates) levels.insert(c.level);
+  for (const auto& c : run.candidates) levels.insert(std::string(to_string(c.level)));
   EXPECT_TRUE(levels.contains("source")) << "no mutated source was tried";
   EXPECT_TRUE(levels.contains("compiler"));
   EXPECT_TRUE(levels.contains("parameters"));
@@ -177,9 +177,9 @@ TEST_F(MpiJob, CrashingHangingAndWrongCandidatesAreClassifiedAndTheRunFinishes) 
   std::map<std::string, std::string> outcome_of_mode;
   for (const auto& c : run.candidates) {
     std::smatch mode;
-    std::string text = c.level == "original" ? "MODE=0" : c.description;
+    std::string text = c.level == r3::run::CandidateLevel::original ? "MODE=0" : c.description;
     if (std::regex_search(text, mode, std::regex("MODE=(\\d)")))
-      outcome_of_mode[mode[1]] = c.outcome;
+      outcome_of_mode[mode[1]] = std::string(to_string(c.outcome));
   }
   ASSERT_EQ(outcome_of_mode.size(), 9u) << "every MODE should have been evaluated: " << result.err;
   for (std::string m : {"0", "1", "2", "3", "4", "5"}) EXPECT_EQ(outcome_of_mode[m], "ok") << m;
@@ -205,7 +205,7 @@ TEST_F(MpiJob, OneSlowGenerationDoesNotEndARunEarly) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   r3::run::RunRecord run = database();
   bool timed_out = false;
-  for (const auto& c : run.candidates) timed_out = timed_out || c.outcome == "timeout";
+  for (const auto& c : run.candidates) timed_out = timed_out || c.outcome == r3::Outcome::timeout;
   ASSERT_TRUE(timed_out) << "no candidate hung: the run had no slow generation to test with\n"
                          << result.err;
   EXPECT_NE(result.err.find("budget.wall_time"), std::string::npos)

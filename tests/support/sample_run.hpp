@@ -28,10 +28,10 @@ inline run::RunRecord sample_run(std::size_t candidates) {
     c.generation = static_cast<std::uint32_t>(i / 4);
     c.parent = i == 0 ? -1 : 0;
     c.source = hash_string(i % 2 ? b : a);
-    c.level = i == 0 ? "original" : "compiler";
+    c.level = i == 0 ? r3::run::CandidateLevel::original : r3::run::CandidateLevel::compiler;
     c.plan = R"({"levels":{"compiler":[[2],[0]]}})";
     c.description = "opt=3 fast_math=" + std::string(i % 3 ? "on" : "off");
-    c.outcome = i % 5 == 4 ? "crash" : "ok";
+    c.outcome = i % 5 == 4 ? r3::Outcome::crash : r3::Outcome::ok;
     c.message = i % 5 == 4 ? "killed by signal 11 (Segmentation fault)" : "";
     c.seconds = 1e-3 * (i + 1);
     c.min_seconds = c.seconds * 0.9;
@@ -50,7 +50,7 @@ inline run::RunRecord sample_run(std::size_t candidates) {
     c.round = round;
     c.evaluator = 2;
     c.repeats = 50;
-    c.outcome = round == 2 ? "timeout" : "ok";
+    c.outcome = round == 2 ? r3::Outcome::timeout : r3::Outcome::ok;
     c.message = round == 2 ? "took longer than 30 s" : "";
     c.seconds = 1e-3 * (round + 1);
     c.min_seconds = 0.9e-3;

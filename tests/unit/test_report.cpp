@@ -101,9 +101,9 @@ RunRecord sample_run(const fs::path& dir) {
     c.generation = id < 2 ? 0 : 1;
     c.parent = parent;
     c.source = r3::hash_string(text);
-    c.level = level;
+    c.level = *r3::run::candidate_level_from_string(level);
     c.description = level + " #" + std::to_string(id);
-    c.outcome = outcome;
+    c.outcome = *r3::outcome_from_string(outcome);
     c.seconds = seconds;
     c.evaluator = 1 + static_cast<int>(id % 2);
     c.run_seconds = 3.0 * (c.generation + 1);
@@ -129,7 +129,7 @@ RunRecord sample_run(const fs::path& dir) {
         c.round = round;
         c.evaluator = evaluator;
         c.repeats = 50;
-        c.outcome = outcome;
+        c.outcome = *r3::outcome_from_string(outcome);
         c.seconds = outcome == "ok" ? seconds : 0;
         r.confirmations.push_back(c);
       };
@@ -144,7 +144,7 @@ RunRecord sample_run(const fs::path& dir) {
   old.candidate = 1;
   old.after_generation = 1;
   old.evaluator = 1;
-  old.outcome = "ok";
+  old.outcome = r3::Outcome::ok;
   old.seconds = 1e-3;
   r.confirmations.push_back(old);
   return r;
@@ -224,7 +224,7 @@ TEST(ReportAnalysis, TheRebuiltOriginalIsComparedWithTheRecordedCode) {
   run.candidates[0].source = r3::hash_string("");  // the recorded cubin
   CandidateRecord rebuilt = run.candidates[1];
   rebuilt.id = 5;
-  rebuilt.level = "rebuilt";
+  rebuilt.level = r3::run::CandidateLevel::rebuilt;
   rebuilt.source = r3::hash_string(source);
   rebuilt.seconds = 12.5e-3;
   run.candidates.insert(run.candidates.begin() + 1, rebuilt);
@@ -235,7 +235,7 @@ TEST(ReportAnalysis, TheRebuiltOriginalIsComparedWithTheRecordedCode) {
       c.after_generation = 2;
       c.round = round;
       c.evaluator = evaluator;
-      c.outcome = "ok";
+      c.outcome = r3::Outcome::ok;
       c.seconds = 12.5e-3;
       run.confirmations.push_back(c);
     }

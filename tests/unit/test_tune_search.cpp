@@ -7,7 +7,9 @@
 #include <random>
 #include <set>
 
+#include "plan.hpp"
 #include "r3/capture.hpp"
+#include "r3/error.hpp"
 #include "r3/tune_config.hpp"
 #include "search.hpp"
 #include "support/temp_dir.hpp"
@@ -36,6 +38,31 @@ void write_cuda_capture(const std::filesystem::path& path, int kernels) {
     writer.add_launch(id, launch);
   }
   writer.close();
+}
+
+// A candidate's plan is typed in the job and text only in the run database: what an earlier
+// version wrote reads back as the same plan and is written again byte for byte (a resumed run
+// compares them), and text it did not write is a FormatError.
+TEST(TunePlan, ReadsAndWritesTheRunDatabasesTextUnchanged) {
+  for (const std::string text :
+       {R"({"levels":{"compiler":[[2],[0],[]],"launch":[[3],[1]]},"searched":"launch"})",
+        R"({"levels":{},"recorded":true})", R"({"levels":{"parameters":[[1]]}})"}) {
+    SCOPED_TRACE(text);
+    const Plan plan = Plan::decode(text);
+    EXPECT_EQ(plan.encode(), text);
+  }
+  const Plan searched = Plan::decode(
+      R"({"levels":{"compiler":[[2],[0],[]],"launch":[[3],[1]]},"searched":"launch"})");
+  EXPECT_FALSE(searched.recorded);
+  ASSERT_EQ(searched.searched, Level::launch);
+  EXPECT_EQ(searched.levels.at(Level::launch), (bo::Configuration{{{3}, {1}}}));
+  EXPECT_EQ(searched.levels.at(Level::compiler), (bo::Configuration{{{2}, {0}, {}}}));
+  for (const char* bad : {"", "[]", R"({"levels":{"blocks":[[1]]}})",
+                          R"({"levels":{},"searched":"launch"})",
+                          R"({"levels":{"launch":[[1]]},"searched":"shape"})"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(Plan::decode(bad), FormatError);
+  }
 }
 
 TEST(TuneSearch, FairSharesCarryTheRoundingAcrossCalls) {
@@ -101,15 +128,15 @@ Split run_search(int kernels, std::size_t batch, int generations, bool with_para
     std::vector<Planned> planned = search.propose(static_cast<std::uint32_t>(g), batch);
     for (const Planned& p : planned) {
       run::CandidateRecord done = p.record;
-      done.outcome = "ok";
+      done.outcome = r3::Outcome::ok;
       done.seconds = 1e-3 * (1 + std::uniform_real_distribution<double>(0, 1)(rng));
       search.observe(done);
-      if (done.level == "original" || done.level == "rebuilt") {
+      if (done.level == run::CandidateLevel::original || done.level == run::CandidateLevel::rebuilt) {
         ++split.originals;
         continue;
       }
       ++split.per_kernel[done.kernel];
-      ++split.per_level[{done.kernel, done.level}];
+      ++split.per_level[{done.kernel, std::string(to_string(done.level))}];
     }
     search.end_generation();
   }
@@ -166,7 +193,7 @@ void run_generations(Search& search, std::uint32_t generations, std::size_t batc
     for (const Planned& p : search.propose(g, batch)) {
       seen(p);
       run::CandidateRecord done = p.record;
-      done.outcome = "ok";
+      done.outcome = r3::Outcome::ok;
       done.seconds = 1e-3;
       search.observe(done);
     }
@@ -207,8 +234,8 @@ TEST(TuneSearch, AResumeReplaysTheOrderInWhichGenerationsWereProposedAndObserved
   auto observe = [&](std::uint32_t g) {
     for (const Planned& p : proposed.at(g)) {
       run::CandidateRecord done = p.record;
-      done.outcome = p.record.id % 7 == 3 ? "compile_error" : "ok";
-      done.seconds = done.outcome == "ok" ? 1e-3 * (1 + 0.1 * static_cast<double>(p.record.id % 5)) : 0;
+      done.outcome = p.record.id % 7 == 3 ? r3::Outcome::compile_error : r3::Outcome::ok;
+      done.seconds = done.outcome == r3::Outcome::ok ? 1e-3 * (1 + 0.1 * static_cast<double>(p.record.id % 5)) : 0;
       live.observe(done);
       record.candidates.push_back(done);
     }
@@ -261,7 +288,7 @@ TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
   EXPECT_EQ(entry_in_source(t), "kernel0");
   Search search(config, config::Backend::cuda, capture, {t});
   std::size_t rewrites = 0;
-  run_generations(search, 4, 8, [&](const Planned& p) { rewrites += p.record.level == "source"; });
+  run_generations(search, 4, 8, [&](const Planned& p) { rewrites += p.record.level == run::CandidateLevel::source; });
   EXPECT_GT(rewrites, 0u) << "no mutator rewrote the kernel";
 }
 
@@ -291,11 +318,11 @@ TEST(TuneSearch, ASourceCoupledToItsBlockIsLaunchedWithTheBlockItsValuesGive) {
     std::set<std::uint32_t> blocks;
     std::size_t from_source = 0;
     run_generations(search, 12, 4, [&](const Planned& p) {
-      EXPECT_NE(p.record.level, "launch") << "the launch level would change a coupled block";
+      EXPECT_NE(p.record.level, run::CandidateLevel::launch) << "the launch level would change a coupled block";
       if (p.record.source == hash_string("")) return;  // the recorded code
       ++from_source;
       const replay::Variant& v = p.request.variant;
-      ASSERT_TRUE(v.block.has_value()) << p.record.level << ": " << p.record.description;
+      ASSERT_TRUE(v.block.has_value()) << to_string(p.record.level) << ": " << p.record.description;
       const std::string tile = v.defines.contains("TILE") ? v.defines.at("TILE") : "16";
       EXPECT_EQ(v.block->x, std::stoul(tile)) << p.record.description;
       EXPECT_EQ(v.block->y, std::stoul(tile));

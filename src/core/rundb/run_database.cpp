@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,30 @@
 #include "r3/version.hpp"
 
 namespace r3::run {
+
+namespace {
+constexpr std::array<std::pair<CandidateLevel, std::string_view>, 6> kLevels{{
+    {CandidateLevel::original, "original"},
+    {CandidateLevel::rebuilt, "rebuilt"},
+    {CandidateLevel::source, "source"},
+    {CandidateLevel::compiler, "compiler"},
+    {CandidateLevel::launch, "launch"},
+    {CandidateLevel::parameters, "parameters"},
+}};
+}  // namespace
+
+std::string_view to_string(CandidateLevel level) {
+  for (const auto& [value, text] : kLevels)
+    if (value == level) return text;
+  return "?";
+}
+
+std::optional<CandidateLevel> candidate_level_from_string(std::string_view text) {
+  for (const auto& [value, spelled] : kLevels)
+    if (spelled == text) return value;
+  return std::nullopt;
+}
+
 namespace {
 
 using h5::Handle;
@@ -111,6 +136,21 @@ Column<Record> text_column(const char* name, std::string Record::*field, std::ui
           [field](Record& c, ColumnReader& r) { c.*field = r.text(); }, since};
 }
 
+// An enum stored as its text (to_string), read back by `parse`; an unknown text is an error
+// naming the column.
+template <class Record, class Enum, class Parse>
+Column<Record> enum_column(const char* name, Enum Record::*field, Parse parse) {
+  return {name, [field](const Record& c, ColumnWriter& w) { w.text(to_string(c.*field)); },
+          [field, parse, name](Record& c, ColumnReader& r) {
+            const std::string text = r.text();
+            auto value = parse(text);
+            if (!value)
+              throw FormatError("column '" + std::string(name) + "' holds '" + text +
+                                "', which is none of its values");
+            c.*field = *value;
+          }};
+}
+
 const std::vector<Column<CandidateRecord>>& candidate_columns() {
   using C = CandidateRecord;
   static const std::vector<Column<C>> all = {
@@ -125,10 +165,10 @@ const std::vector<Column<CandidateRecord>>& candidate_columns() {
          if (!hash) throw FormatError("column 'source' holds '" + hex + "', not a hash");
          c.source = *hash;
        }},
-      text_column("level", &C::level),
+      enum_column("level", &C::level, candidate_level_from_string),
       text_column("plan", &C::plan),
       text_column("description", &C::description),
-      text_column("outcome", &C::outcome),
+      enum_column("outcome", &C::outcome, outcome_from_string),
       text_column("message", &C::message),
       number_column("seconds", &C::seconds),
       number_column("min_seconds", &C::min_seconds),
@@ -155,7 +195,7 @@ const std::vector<Column<ConfirmationRecord>>& confirmation_columns() {
       word_column("round", &C::round),
       word_column("evaluator", &C::evaluator),
       word_column("repeats", &C::repeats),
-      text_column("outcome", &C::outcome),
+      enum_column("outcome", &C::outcome, outcome_from_string),
       text_column("message", &C::message),
       number_column("seconds", &C::seconds),
       number_column("min_seconds", &C::min_seconds),

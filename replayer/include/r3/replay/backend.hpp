@@ -14,13 +14,14 @@
 
 #include "r3/capture.hpp"
 #include "r3/hash.hpp"
+#include "r3/outcome.hpp"
 #include "r3/tune_config.hpp"
 
 namespace r3::replay {
 
-// How a candidate ended; anything but `ok` means it is not a valid result.
-enum class Outcome { ok, compile_error, launch_error, wrong_result, timeout, crash };
-std::string_view to_string(Outcome outcome);
+// How a candidate ended (r3/outcome.hpp): the same enum all the way to the run database.
+using Outcome = r3::Outcome;
+using r3::to_string;
 
 enum class AddressMode {
   same_address,  // every region lies at the address it had when recorded

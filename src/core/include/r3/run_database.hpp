@@ -8,10 +8,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "r3/hash.hpp"
+#include "r3/outcome.hpp"
 
 namespace r3::run {
 
@@ -19,16 +22,22 @@ inline constexpr const char* kRunFormat = "r3-run";
 inline constexpr std::uint32_t kRunVersion =
     3;  // 2 added configuration, run_seconds and /confirmations; 3 a hash on every dataset
 
+// What a candidate is to the search: the application's code (original; rebuilt: the same code
+// through another compiler path), a new source, or a point of one level of a source.
+enum class CandidateLevel { original, rebuilt, source, compiler, launch, parameters };
+std::string_view to_string(CandidateLevel level);
+std::optional<CandidateLevel> candidate_level_from_string(std::string_view text);
+
 struct CandidateRecord {
   std::uint64_t id = 0;
   std::uint32_t generation = 0;
   std::int64_t parent = -1;  // the candidate whose source this one's came from; -1: none
   std::uint32_t kernel = 0;  // index in tune.yaml's kernels
   Hash128 source;            // its source text, in RunRecord::sources
-  std::string level;         // original, source, compiler, launch, parameters
+  CandidateLevel level = CandidateLevel::original;
   std::string plan;          // the search's own encoding of the candidate (for resume)
   std::string description;   // the configuration for people ("opt=3 passes=[licm] TILE=16")
-  std::string outcome;       // ok, compile error, launch error, wrong result, timeout, crash
+  Outcome outcome = Outcome::ok;
   std::string message;       // why, when not ok
   double seconds = 0;        // median time over the recorded launches (summed); 0 unless ok
   double min_seconds = 0;
@@ -56,7 +65,7 @@ struct ConfirmationRecord {
   std::uint32_t round = 0;  // interleaving round: same round, same evaluator = neighbours
   std::int32_t evaluator = -1;
   std::uint32_t repeats = 0;
-  std::string outcome;  // as for candidates
+  Outcome outcome = Outcome::ok;
   std::string message;
   double seconds = 0;  // median over `repeats` runs, summed over the recorded launches
   double min_seconds = 0;
