@@ -314,7 +314,10 @@ class HostBackend final : public Backend {
   std::vector<PreparedLaunch> prepared_;
   std::string kernel_name_;
   std::string recorded_source_;
-  CompiledCache cache_;
+  // Few: each compiled kernel keeps its own JIT (about 0.7 MB resident), and every run forks this
+  // process twice (keeper, candidate process), at a cost that grows with its memory. With 256
+  // kept, a 2000-candidate demo run's evaluations went from 0.36 s to 1.6 s each.
+  CompiledCache cache_{16};
 };
 
 }  // namespace

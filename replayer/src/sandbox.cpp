@@ -121,6 +121,7 @@ Sandbox::~Sandbox() {
 }
 
 void Sandbox::start() {
+  evaluated_by_child_ = 0;
   const std::string helper = setup_.helper.string();
   const HelperProcess child = spawn_helper(setup_.helper, "--serve");
   child_ = child.pid;
@@ -200,7 +201,8 @@ void Sandbox::precompile(const std::vector<Request>& requests) {
   if (setup_.compile_threads == 0 || requests.empty()) return;
   if (child_ < 0) {
     start();
-    ++restarts_;
+    if (!renewing_) ++restarts_;
+    renewing_ = false;
   }
   // A child that died here is found, and restarted, by the next evaluate().
   if (wire::write_message(to_child_, wire::encode_precompile(requests))) compiling_ahead_ = true;
@@ -223,7 +225,8 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   child_died_ = false;
   if (child_ < 0) {
     start();
-    ++restarts_;
+    if (!renewing_) ++restarts_;
+    renewing_ = false;
     compiling_ahead_ = false;
   }
   Evaluation failed;
@@ -284,7 +287,16 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   evaluation.seconds = seconds_since(start_time);
   if (evaluation.process_lost) stop();  // a sticky CUDA error: the next candidate gets a new child
   // Host code never runs in the child (each run is a process of its own, on memory the child
-  // restores), and the CUDA backend resets its device state itself: the child goes on.
+  // restores), and the CUDA backend resets its device state itself: the child goes on. But the
+  // host child grows with every compile (Clang and the JIT keep about 0.3 MB each that they do
+  // not give back), and each run forks it twice, at a cost that grows with its memory: from time
+  // to time it is replaced by a fresh one (the next evaluation starts it).
+  // (Candidates it was compiling ahead are compiled again by the new one when they come.)
+  if (setup_.backend == "host" && ++evaluated_by_child_ >= kHostChildEvaluations) {
+    stop();
+    renewing_ = true;
+    ++renewals_;
+  }
   return evaluation;
 }
 

@@ -186,6 +186,22 @@ TEST_F(SandboxTest, CandidatesCompiledAheadComeBackAsIfCompiledInTurn) {
   EXPECT_EQ(sandbox.restarts(), 0u);
 }
 
+// The host child grows with every compile, and each run forks it: after its share of evaluations
+// it is replaced by a fresh one, which is not a restart (nothing failed) and loses no result.
+TEST_F(SandboxTest, AHostChildIsRenewedAfterItsShareOfEvaluations) {
+  Sandbox sandbox(setup());
+  const Request candidate = request("job/stencil_faulty.cpp", {{"MODE", "1"}});
+  for (std::size_t i = 0; i < Sandbox::kHostChildEvaluations + 2; ++i) {
+    Evaluation e = sandbox.evaluate(candidate);
+    ASSERT_EQ(e.outcome, Outcome::ok) << "evaluation " << i << ": " << e.message;
+    // The first evaluation in each child compiles; the others find the compile kept.
+    const bool first_in_child = i % Sandbox::kHostChildEvaluations == 0;
+    EXPECT_EQ(e.from_cache, !first_in_child) << "evaluation " << i;
+  }
+  EXPECT_EQ(sandbox.renewals(), 1u);
+  EXPECT_EQ(sandbox.restarts(), 0u);
+}
+
 TEST_F(SandboxTest, ACaptureThatCannotBePreparedIsAnErrorNotACandidateFailure) {
   SandboxSetup s = setup();
   s.capture = dir_ / "missing.h5";

@@ -86,7 +86,11 @@ class Sandbox {
   // once: it runs again alone in a fresh child, and only a second death is its own.
   void precompile(const std::vector<Request>& requests);
 
+  // Children started again after one died or was killed (not those renewed: renewals()).
   std::size_t restarts() const { return restarts_; }
+  // Host backend: children replaced by a fresh one after kHostChildEvaluations evaluations.
+  std::size_t renewals() const { return renewals_; }
+  static constexpr std::size_t kHostChildEvaluations = 100;
   const std::string& placement() const { return placement_; }
   bool confined() const { return confined_; }
   // The confinement layers the child could not put in place, with why (docs/security.md).
@@ -103,6 +107,9 @@ class Sandbox {
   int to_child_ = -1;
   int from_child_ = -1;
   std::size_t restarts_ = 0;
+  std::size_t renewals_ = 0;
+  std::size_t evaluated_by_child_ = 0;
+  bool renewing_ = false;  // the child was stopped to be renewed, not lost
   std::uint64_t sequence_ = 0;  // of the last request sent
   std::string placement_;
   bool confined_ = false;
