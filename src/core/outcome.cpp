@@ -1,11 +1,10 @@
 #include "r3/outcome.hpp"
 
-#include <array>
-#include <utility>
+#include "r3/enum_names.hpp"
 
 namespace r3 {
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 6> kOutcomes{{
+constexpr EnumNames<Outcome, 6> kOutcomes{{
     {Outcome::ok, "ok"},
     {Outcome::compile_error, "compile error"},
     {Outcome::launch_error, "launch error"},
@@ -15,16 +14,10 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 6> kOutcomes{{
 }};
 }  // namespace
 
-std::string_view to_string(Outcome outcome) {
-  for (const auto& [value, text] : kOutcomes)
-    if (value == outcome) return text;
-  return "?";
-}
+std::string_view to_string(Outcome outcome) { return name_of(kOutcomes, outcome); }
 
 std::optional<Outcome> outcome_from_string(std::string_view text) {
-  for (const auto& [value, spelled] : kOutcomes)
-    if (spelled == text) return value;
-  return std::nullopt;
+  return value_named(kOutcomes, text);
 }
 
 }  // namespace r3

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "../capture/h5.hpp"
+#include "r3/enum_names.hpp"
 #include "r3/error.hpp"
 #include "r3/files.hpp"
 #include "r3/version.hpp"
@@ -21,7 +22,7 @@
 namespace r3::run {
 
 namespace {
-constexpr std::array<std::pair<CandidateLevel, std::string_view>, 6> kLevels{{
+constexpr EnumNames<CandidateLevel, 6> kLevels{{
     {CandidateLevel::original, "original"},
     {CandidateLevel::rebuilt, "rebuilt"},
     {CandidateLevel::source, "source"},
@@ -31,16 +32,10 @@ constexpr std::array<std::pair<CandidateLevel, std::string_view>, 6> kLevels{{
 }};
 }  // namespace
 
-std::string_view to_string(CandidateLevel level) {
-  for (const auto& [value, text] : kLevels)
-    if (value == level) return text;
-  return "?";
-}
+std::string_view to_string(CandidateLevel level) { return name_of(kLevels, level); }
 
 std::optional<CandidateLevel> candidate_level_from_string(std::string_view text) {
-  for (const auto& [value, spelled] : kLevels)
-    if (spelled == text) return value;
-  return std::nullopt;
+  return value_named(kLevels, text);
 }
 
 namespace {
