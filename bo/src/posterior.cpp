@@ -35,52 +35,42 @@ double Posterior::entry(std::size_t i, double k, const std::vector<double>& v) c
   return (k - dot(l_[i].data(), v.data(), i)) / l_[i][i];
 }
 
-void Posterior::extend(Column& c) const {
-  const std::size_t i = x_.size() - 1;
+void Posterior::add_entry(Column& c) const {
+  const std::size_t i = c.v.size();
   const double value = entry(i, h_.signal_variance * correlation(x_[i], c.point, h_), c.v);
   c.v.push_back(value);
   c.squared += value * value;
 }
 
-const Posterior::Column& Posterior::column(const Encoded& point, const Hash128& key) {
+Posterior::Column* Posterior::claim(const Encoded& point, const Hash128& key) {
   auto [it, added] = columns_.try_emplace(key);
   Column& c = it->second;
   c.used = round_;
-  if (!added) return c;
+  if (!added) return nullptr;
   ++computed_;
   c.point = point;
   c.v.reserve(x_.size() + 16);
-  for (std::size_t i = 0; i < x_.size(); ++i) {
-    const double value = entry(i, h_.signal_variance * correlation(x_[i], point, h_), c.v);
-    c.v.push_back(value);
-    c.squared += value * value;
+  return &c;
+}
+
+const Posterior::Column& Posterior::column(const Encoded& point, const Hash128& key) {
+  if (Column* c = claim(point, key)) {
+    while (c->v.size() < x_.size()) add_entry(*c);
+    return *c;
   }
-  return c;
+  return columns_.at(key);
 }
 
 void Posterior::compute(const std::vector<Encoded>& points, const std::vector<Hash128>& keys) {
   std::vector<Column*> fresh;
-  for (std::size_t k = 0; k < points.size(); ++k) {
-    auto [it, added] = columns_.try_emplace(keys[k]);
-    it->second.used = round_;
-    if (!added) continue;
-    ++computed_;
-    it->second.point = points[k];
-    it->second.v.reserve(x_.size() + 16);
-    fresh.push_back(&it->second);
-  }
+  for (std::size_t k = 0; k < points.size(); ++k)
+    if (Column* c = claim(points[k], keys[k])) fresh.push_back(c);
   // In blocks whose columns stay in the cache together while the rows of L go past.
   constexpr std::size_t kBlock = 32;
   for (std::size_t from = 0; from < fresh.size(); from += kBlock) {
     const std::size_t to = std::min(fresh.size(), from + kBlock);
-    for (std::size_t i = 0; i < x_.size(); ++i) {
-      for (std::size_t k = from; k < to; ++k) {
-        Column& c = *fresh[k];
-        const double value = entry(i, h_.signal_variance * correlation(x_[i], c.point, h_), c.v);
-        c.v.push_back(value);
-        c.squared += value * value;
-      }
-    }
+    for (std::size_t i = 0; i < x_.size(); ++i)
+      for (std::size_t k = from; k < to; ++k) add_entry(*fresh[k]);
   }
 }
 
@@ -98,7 +88,7 @@ void Posterior::append(const Encoded& x, const Hash128& key) {
   row.push_back(std::sqrt(std::max(prior - own.squared, 1e-9 * prior)));
   l_.push_back(std::move(row));
   x_.push_back(x);
-  for (auto& [k, c] : columns_) extend(c);
+  for (auto& [k, c] : columns_) add_entry(c);
 }
 
 std::vector<double> Posterior::whiten(const std::vector<double>& y) const {

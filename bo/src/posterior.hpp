@@ -71,7 +71,12 @@ class Posterior {
   // The entry of row `i` for a point whose kernel with row i's point is `k`, given the point's
   // entries of rows 0..i-1 in `v`.
   double entry(std::size_t i, double k, const std::vector<double>& v) const;
-  void extend(Column& c) const;  // appends the entry of the last row
+  // Appends the column's entry for the next row it lacks: the one computation of every entry,
+  // whether a column is computed whole or extended as rows are appended.
+  void add_entry(Column& c) const;
+  // A new column for `key`, counted and with no entries yet; null when one is kept already
+  // (either way the column counts as asked for in this round).
+  Column* claim(const Encoded& point, const Hash128& key);
 
   Hyperparameters h_;
   std::vector<Encoded> x_;

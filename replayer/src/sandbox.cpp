@@ -172,6 +172,12 @@ void Sandbox::start() {
   }
 }
 
+void Sandbox::start_again() {
+  start();
+  if (!renewing_) ++restarts_;
+  renewing_ = false;
+}
+
 void Sandbox::stop() {
   if (child_ < 0) return;
   ::kill(child_, SIGKILL);
@@ -199,11 +205,7 @@ std::string Sandbox::reap() {
 
 void Sandbox::precompile(const std::vector<Request>& requests) {
   if (setup_.compile_threads == 0 || requests.empty()) return;
-  if (child_ < 0) {
-    start();
-    if (!renewing_) ++restarts_;
-    renewing_ = false;
-  }
+  if (child_ < 0) start_again();
   // A child that died here is found, and restarted, by the next evaluate().
   if (wire::write_message(to_child_, wire::encode_precompile(requests))) compiling_ahead_ = true;
 }
@@ -224,9 +226,7 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   auto start_time = Clock::now();
   child_died_ = false;
   if (child_ < 0) {
-    start();
-    if (!renewing_) ++restarts_;
-    renewing_ = false;
+    start_again();
     compiling_ahead_ = false;
   }
   Evaluation failed;

@@ -242,7 +242,7 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
     // the original is the recorded code (whatever their outcome).
     const run::CandidateRecord* first = nullptr;
     for (const auto& c : record.candidates) {
-      if (c.kernel == i && (c.level == run::CandidateLevel::original || c.level == run::CandidateLevel::rebuilt) &&
+      if (c.kernel == i && run::is_original(c.level) &&
           !record.sources.at(c.source).empty()) {
         first = &c;
         break;

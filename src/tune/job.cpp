@@ -156,9 +156,7 @@ class SearchLoop {
       if (m_.record.generations > 0 || in_flight_.empty()) return false;
       const Generation& first = in_flight_.front();
       for (const Planned& p : first.batch) {
-        if (p.record.level != run::CandidateLevel::original &&
-            p.record.level != run::CandidateLevel::rebuilt)
-          continue;
+        if (!run::is_original(p.record.level)) continue;
         auto done = first.results.find(p.record.id);
         if (done == first.results.end() || done->second.evaluation.outcome != replay::Outcome::ok)
           return true;

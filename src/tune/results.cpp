@@ -12,9 +12,7 @@ namespace {
 // source at its defaults) failed; "" when it may. The recorded PTX through the JIT failing is
 // only a warning: the recorded code still runs, and the compiler level learns what fails.
 std::string original_failure(const Master& m, const run::CandidateRecord& c, std::string& key) {
-  if (c.outcome == Outcome::ok ||
-      (c.level != run::CandidateLevel::original && c.level != run::CandidateLevel::rebuilt))
-    return "";
+  if (c.outcome == Outcome::ok || !run::is_original(c.level)) return "";
   const config::KernelSelection& selection = m.config.kernels.at(c.kernel);
   const std::string kernel = "kernel '" + selection.name + "'";
   const std::string source = m.record.sources.count(c.source) ? m.record.sources.at(c.source) : "";

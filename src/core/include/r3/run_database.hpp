@@ -27,6 +27,10 @@ inline constexpr std::uint32_t kRunVersion =
 enum class CandidateLevel { original, rebuilt, source, compiler, launch, parameters };
 std::string_view to_string(CandidateLevel level);
 std::optional<CandidateLevel> candidate_level_from_string(std::string_view text);
+// The application's own code, as recorded or rebuilt: what every other candidate is compared with.
+constexpr bool is_original(CandidateLevel level) {
+  return level == CandidateLevel::original || level == CandidateLevel::rebuilt;
+}
 
 struct CandidateRecord {
   std::uint64_t id = 0;
