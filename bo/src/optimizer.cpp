@@ -226,8 +226,8 @@ class Model {
                                           observations.begin() + static_cast<long>(classifier_at));
       std::size_t then_successes = 0;
       for (const Observation& o : then) then_successes += o.outcome.ok ? 1 : 0;
-      const double then_rate = (static_cast<double>(then_successes) + 1) /
-                               (static_cast<double>(then.size()) + 2);
+      const double then_rate =
+          (static_cast<double>(then_successes) + 1) / (static_cast<double>(then.size()) + 2);
       std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
       std::vector<std::size_t> fit_rows;
       for (std::size_t k = 0; k < then_rows.size();
@@ -465,7 +465,8 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     // fit point): from one proposal to the next the local searches mostly meet the same points,
     // which the posterior keeps.
     auto neighbours = [&](const Configuration& c) {
-      std::mt19937_64 point_rng(options_.seed ^ c.hash().low ^ (0x9e3779b97f4a7c15ull * memo.gp_at));
+      std::mt19937_64 point_rng(options_.seed ^ c.hash().low ^
+                                (0x9e3779b97f4a7c15ull * memo.gp_at));
       return space_.neighbours(c, point_rng);
     };
     std::vector<std::size_t> by_time;

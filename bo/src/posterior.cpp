@@ -12,9 +12,11 @@ namespace {
 // an AVX2 copy is chosen at load time where the CPU has it: four lanes, the same sums (without
 // FMA, which would round differently).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-[[gnu::target_clones("avx2", "default")]]
+#define R3_BO_DOT_CLONES [[gnu::target_clones("avx2", "default")]]
+#else
+#define R3_BO_DOT_CLONES
 #endif
-[[gnu::noinline]] double dot(const double* a, const double* b, std::size_t n) {
+R3_BO_DOT_CLONES [[gnu::noinline]] double dot(const double* a, const double* b, std::size_t n) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   std::size_t k = 0;
   for (; k + 4 <= n; k += 4) {

@@ -23,7 +23,9 @@
 namespace r3::bo {
 
 struct Hash128Hasher {
-  std::size_t operator()(const Hash128& h) const { return static_cast<std::size_t>(h.low ^ h.high); }
+  std::size_t operator()(const Hash128& h) const {
+    return static_cast<std::size_t>(h.low ^ h.high);
+  }
 };
 
 class Posterior {

@@ -693,7 +693,9 @@ class CudaBackend final : public Backend {
       if (moved.regions.empty()) continue;
       SecondInput second;
       for (std::size_t r = 0; r < launch.regions.size(); ++r)
-        second.before.push_back(moved.regions[r] ? std::make_shared<Copy>(Copy{moved.regions[r], 0, 0}) : launch.regions[r].before);
+        second.before.push_back(moved.regions[r]
+                                    ? std::make_shared<Copy>(Copy{moved.regions[r], 0, 0})
+                                    : launch.regions[r].before);
       second.expected.resize(launch.regions.size());
       launch.second = std::move(second);
       bytes += moved.bytes;

@@ -79,8 +79,8 @@ std::string speedup_table(const std::vector<KernelResult>& results, const Result
     if (k.keep_original)
       out << "</td><td><b>keep the application's code</b>: no candidate was faster";
     else
-      out << "</td><td>#" << k.winner->id << " " << escape(std::string(to_string(k.winner->level))) << ": "
-          << escape(k.winner->description);
+      out << "</td><td>#" << k.winner->id << " " << escape(std::string(to_string(k.winner->level)))
+          << ": " << escape(k.winner->description);
     // The rebuilt original's speed relative to the recorded code: below 1x the rebuild (another
     // compiler, the JIT) is slower than what the application runs.
     out << "</td><td>" << (k.rebuilt_ratio > 0 ? number(k.rebuilt_ratio) + "x" : "-")
@@ -155,8 +155,9 @@ std::string lineage_section(const std::vector<KernelResult>& results) {
     if (k.lineage.empty()) continue;
     out << "<h3>" << escape(k.name) << "</h3><ol class=\"lineage\">";
     for (const run::CandidateRecord* c : k.lineage) {
-      out << "<li><b>#" << c->id << "</b> generation " << c->generation << ", " << escape(std::string(to_string(c->level)))
-          << ": " << escape(c->description) << " &mdash; ";
+      out << "<li><b>#" << c->id << "</b> generation " << c->generation << ", "
+          << escape(std::string(to_string(c->level))) << ": " << escape(c->description)
+          << " &mdash; ";
       if (c->outcome == Outcome::ok) {
         out << format_seconds(c->seconds);
         if (k.original && c->seconds > 0)

@@ -69,7 +69,8 @@ std::string candidates_csv(const run::RunRecord& record, const std::vector<Kerne
         c.kernel < results.size() ? results[c.kernel].name : std::to_string(c.kernel);
     std::string message = c.message.substr(0, c.message.find('\n'));
     out << c.id << ',' << c.generation << ',' << csv_field(name) << ',' << to_string(c.level) << ','
-        << c.parent << ',' << c.source.hex() << ',' << csv_field(std::string(to_string(c.outcome))) << ',';
+        << c.parent << ',' << c.source.hex() << ',' << csv_field(std::string(to_string(c.outcome)))
+        << ',';
     if (c.outcome == Outcome::ok) {
       out << c.seconds << ',' << c.min_seconds << ',' << c.max_seconds << ',';
       if (original > 0 && c.seconds > 0) out << original / c.seconds;
@@ -94,9 +95,10 @@ std::string confirmations_csv(const run::RunRecord& record,
     std::string name =
         c.kernel < results.size() ? results[c.kernel].name : std::to_string(c.kernel);
     out << csv_field(name) << ',' << c.candidate << ',' << c.after_generation << ',' << c.round
-        << ',' << c.evaluator << ',' << c.repeats << ',' << csv_field(std::string(to_string(c.outcome))) << ',' << c.seconds
-        << ',' << c.min_seconds << ',' << c.max_seconds << ','
-        << csv_field(c.message.substr(0, c.message.find('\n'))) << '\n';
+        << ',' << c.evaluator << ',' << c.repeats << ','
+        << csv_field(std::string(to_string(c.outcome))) << ',' << c.seconds << ',' << c.min_seconds
+        << ',' << c.max_seconds << ',' << csv_field(c.message.substr(0, c.message.find('\n')))
+        << '\n';
   }
   return out.str();
 }
@@ -109,8 +111,8 @@ std::string fragment(const config::TuneConfig& config, const config::KernelSelec
       json::parse(w.configuration.empty() ? std::string("{}") : w.configuration, nullptr, false);
   if (c.is_discarded()) c = json::object();
   std::ostringstream out;
-  out << "# r3 result for kernel '" << k.name << "': candidate " << w.id << " (" << to_string(w.level) << ": "
-      << w.description << ")\n";
+  out << "# r3 result for kernel '" << k.name << "': candidate " << w.id << " ("
+      << to_string(w.level) << ": " << w.description << ")\n";
   if (k.keep_original)
     out << "# keep the application's code: no candidate was faster than it, run for run\n";
   if (k.rebuilt_ratio > 0)
@@ -242,8 +244,7 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
     // the original is the recorded code (whatever their outcome).
     const run::CandidateRecord* first = nullptr;
     for (const auto& c : record.candidates) {
-      if (c.kernel == i && run::is_original(c.level) &&
-          !record.sources.at(c.source).empty()) {
+      if (c.kernel == i && run::is_original(c.level) && !record.sources.at(c.source).empty()) {
         first = &c;
         break;
       }

@@ -252,9 +252,8 @@ class SearchLoop {
       const Dispatcher::Finished& done = g.results.at(r.id);
       record_result(m_, r, &done.evaluation, done.evaluator);
       if (r.outcome != Outcome::ok)
-        log::debug("candidate ", r.id, " (", to_string(r.level), ": ", r.description, "): ",
-                   to_string(r.outcome), ": ",
-                   r.message.substr(0, 600));
+        log::debug("candidate ", r.id, " (", to_string(r.level), ": ", r.description,
+                   "): ", to_string(r.outcome), ": ", r.message.substr(0, 600));
       m_.search->observe(r);
       m_.record.candidates.push_back(std::move(r));
     }

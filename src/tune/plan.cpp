@@ -26,7 +26,8 @@ Plan Plan::decode(std::string_view text) {
     if (j.contains("searched")) {
       const std::string name = j.at("searched").get<std::string>();
       plan.searched = parse_level(name);
-      if (!plan.searched) throw FormatError("a candidate's plan names an unknown level '" + name + "'");
+      if (!plan.searched)
+        throw FormatError("a candidate's plan names an unknown level '" + name + "'");
     }
     for (const auto& [name, values] : j.at("levels").items()) {
       std::optional<Level> level = parse_level(name);

@@ -14,8 +14,9 @@
 namespace r3::tune {
 
 struct Plan {
-  bool recorded = false;          // the recorded code at the recorded shape: no level's point
-  std::optional<Level> searched;  // the level whose optimiser proposed it; none: a source's defaults
+  bool recorded = false;  // the recorded code at the recorded shape: no level's point
+  // The level whose optimiser proposed it; none: a source at its defaults.
+  std::optional<Level> searched;
   std::map<Level, bo::Configuration> levels;  // every level of the source: the point it ran with
 
   // {"levels":{"compiler":[[...]],...},"recorded":true,"searched":"compiler"}, keys sorted.

@@ -22,8 +22,8 @@ std::string original_failure(const Master& m, const run::CandidateRecord& c, std
   if (recorded && c.level == run::CandidateLevel::original) {
     what = "the application's code as recorded";
   } else if (recorded) {
-    log::warning(kernel, ": the recorded PTX does not run through the JIT (", to_string(c.outcome), ": ",
-                 first_diagnostic(c.message), "); the compiler level goes on without it");
+    log::warning(kernel, ": the recorded PTX does not run through the JIT (", to_string(c.outcome),
+                 ": ", first_diagnostic(c.message), "); the compiler level goes on without it");
     return "";
   } else {
     what = "its source " + selection.source.filename().string() + " at its defaults";
@@ -31,12 +31,10 @@ std::string original_failure(const Master& m, const run::CandidateRecord& c, std
   const std::string compiler =
       recorded ? "the CUDA driver"
                : (m.backend == config::Backend::cuda ? "NVRTC" : "Clang (host backend)");
-  std::string verb =
-      c.outcome == Outcome::compile_error
-          ? "does not compile with " + compiler
-      : c.outcome == Outcome::wrong_result
-          ? "does not reproduce the recorded results"
-          : "fails to run (" + std::string(to_string(c.outcome)) + ")";
+  std::string verb = c.outcome == Outcome::compile_error ? "does not compile with " + compiler
+                     : c.outcome == Outcome::wrong_result
+                         ? "does not reproduce the recorded results"
+                         : "fails to run (" + std::string(to_string(c.outcome)) + ")";
   return kernel + ": " + what + " " + verb + ": " + first_diagnostic(c.message) +
          " (fix the set-up: nothing else of this kernel can be compared with it)";
 }

@@ -193,8 +193,7 @@ std::string Search::describe_source(const Hash128& source) const {
 
 Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
                      const bo::Configuration* searched_configuration,
-                     run::CandidateLevel candidate_level,
-                     std::uint32_t generation) {
+                     run::CandidateLevel candidate_level, std::uint32_t generation) {
   const KernelTarget& target = kernels_[kernel.index];
   Planned p;
   replay::Variant& v = p.request.variant;
@@ -429,9 +428,9 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
     // The application's code as recorded, then its source through NVRTC at its defaults.
     const bool recorded = target.has_recorded_cubin || target.has_recorded_ptx;
     if (recorded) out.push_back(plan_recorded(kernel, generation));
-    out.push_back(
-        plan(kernel, first, std::nullopt, nullptr,
-             recorded ? run::CandidateLevel::rebuilt : run::CandidateLevel::original, generation));
+    out.push_back(plan(kernel, first, std::nullopt, nullptr,
+                       recorded ? run::CandidateLevel::rebuilt : run::CandidateLevel::original,
+                       generation));
     return;
   }
   // The recorded path: the cubin as it is, then the recorded PTX through the JIT. The source's
@@ -448,7 +447,8 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
   const bo::Configuration& jit = *found;
   const bo::Space& s = space->second.space;
   optimizer(first, Level::compiler).add_pending(jit);
-  out.push_back(plan(kernel, first, Level::compiler, &jit, run::CandidateLevel::rebuilt, generation));
+  out.push_back(
+      plan(kernel, first, Level::compiler, &jit, run::CandidateLevel::rebuilt, generation));
   out.back().record.description = "the recorded PTX through the JIT: " + s.describe(jit);
   outstanding_[out.back().record.id].record.description = out.back().record.description;
 }
@@ -522,7 +522,7 @@ void Search::observe(const run::CandidateRecord& done) {
   SourceEntry& source = *kernel.by_hash.at(planned.record.source);
   bool ok = done.outcome == Outcome::ok;
   bo::Outcome outcome = ok ? bo::Outcome::success(done.seconds)
-                          : bo::Outcome::failed(std::string(to_string(done.outcome)));
+                           : bo::Outcome::failed(std::string(to_string(done.outcome)));
   const std::optional<Level> level = plan.searched;
   auto configuration_of = [&](Level l) { return plan.levels.at(l); };
   if (level) {
@@ -551,8 +551,9 @@ void Search::observe(const run::CandidateRecord& done) {
     kernel.archive.add(source.island, evolve::Elite{done.id, source.hash, done.seconds,
                                                     evolve::behaviour_of(resources)});
   } else {
-    kernel.recent_failures.push_back("candidate " + std::to_string(done.id) + " (" + std::string(to_string(done.level)) +
-                                     ", " + done.description + "): " + std::string(to_string(done.outcome)) + ": " +
+    kernel.recent_failures.push_back("candidate " + std::to_string(done.id) + " (" +
+                                     std::string(to_string(done.level)) + ", " + done.description +
+                                     "): " + std::string(to_string(done.outcome)) + ": " +
                                      first_lines(done.message));
     if (kernel.recent_failures.size() > kRecentFailures) kernel.recent_failures.pop_front();
   }
@@ -689,7 +690,8 @@ std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) 
       try {
         plan = Plan::decode(c.plan);
       } catch (const FormatError& e) {
-        throw FormatError("candidate " + std::to_string(c.id) + " of the run database: " + e.what());
+        throw FormatError("candidate " + std::to_string(c.id) +
+                          " of the run database: " + e.what());
       }
       if (!plan.searched) continue;
       replayed_[{c.kernel, c.source, *plan.searched}].push_back(plan.levels.at(*plan.searched));

@@ -122,8 +122,8 @@ class Search {
                           std::size_t island);
   std::vector<Planned> propose_now(std::uint32_t generation, std::size_t count);
   Planned plan(KernelState& kernel, SourceEntry& source, std::optional<Level> searched,
-               const bo::Configuration* searched_configuration,
-               run::CandidateLevel candidate_level, std::uint32_t generation);
+               const bo::Configuration* searched_configuration, run::CandidateLevel candidate_level,
+               std::uint32_t generation);
   // The first candidates of a kernel: the application's own code as recorded ("original") and,
   // where candidates are rebuilt from source or PTX, the same code rebuilt ("rebuilt").
   void propose_originals(KernelState& kernel, std::uint32_t generation, std::vector<Planned>& out);

@@ -89,8 +89,8 @@ TEST(MpiHostile, LlmCandidatesAreContainedAndNoSecretLeaves) {
     if (c.level != r3::run::CandidateLevel::source) continue;
     ++source_candidates;
     outcomes.insert(std::string(to_string(c.outcome)));
-    EXPECT_NE(c.outcome, r3::Outcome::wrong_result) << "an attempt got out: " << c.description << ": "
-                                          << c.message;
+    EXPECT_NE(c.outcome, r3::Outcome::wrong_result)
+        << "an attempt got out: " << c.description << ": " << c.message;
   }
   EXPECT_GE(source_candidates, 8u) << result.err;
   EXPECT_EQ(outcomes.count("crash"), 1u) << "no hostile candidate was stopped: " << result.err;

@@ -14,10 +14,10 @@ using namespace r3::bo;
 
 // Numbers, a category, and a pass sequence: every kind of kernel term.
 Space mixed_space() {
-  return Space({Parameter::ordinal("x", {1, 2, 4, 8, 16, 32, 64}),
-                Parameter::ordinal("y", {0, 1, 2, 3, 4, 5}),
-                Parameter::categorical("mode", {"a", "b", "c"}),
-                Parameter::sequence("passes", {"p0", "p1", "p2", "p3", "p4", "p5", "p6"}, 5, true)});
+  return Space(
+      {Parameter::ordinal("x", {1, 2, 4, 8, 16, 32, 64}),
+       Parameter::ordinal("y", {0, 1, 2, 3, 4, 5}), Parameter::categorical("mode", {"a", "b", "c"}),
+       Parameter::sequence("passes", {"p0", "p1", "p2", "p3", "p4", "p5", "p6"}, 5, true)});
 }
 
 double synthetic(const Space& space, const Configuration& c) {
@@ -51,7 +51,8 @@ TEST(BoPosterior, SaysWhatTheGaussianProcessSays) {
     y.push_back(std::sin(0.3 * i) + 0.1 * c.values[1][0]);
     posterior.append(x.back(), c.hash());
   }
-  const GaussianProcess gp(x, Eigen::Map<Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size())), h);
+  const GaussianProcess gp(
+      x, Eigen::Map<Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size())), h);
   const std::vector<double> whitened = posterior.whiten(y);
   std::vector<Encoded> points;
   std::vector<const Posterior::Column*> columns;
@@ -88,8 +89,10 @@ TEST(BoPosterior, AColumnKeptWhileRowsWereAddedIsTheColumnComputedAfterwards) {
   Posterior kept(h), fresh(h);
   for (int i = 0; i < 90; ++i) {
     if (i == 17) kept.column(encoder.encode(point), point.hash());
-    kept.append(encoder.encode(rows[static_cast<std::size_t>(i)]), rows[static_cast<std::size_t>(i)].hash());
-    fresh.append(encoder.encode(rows[static_cast<std::size_t>(i)]), rows[static_cast<std::size_t>(i)].hash());
+    kept.append(encoder.encode(rows[static_cast<std::size_t>(i)]),
+                rows[static_cast<std::size_t>(i)].hash());
+    fresh.append(encoder.encode(rows[static_cast<std::size_t>(i)]),
+                 rows[static_cast<std::size_t>(i)].hash());
   }
   EXPECT_EQ(kept.cached(), fresh.cached() + 1);
   const std::size_t computed = kept.computed();

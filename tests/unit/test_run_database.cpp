@@ -47,13 +47,16 @@ TEST(RunDatabase, RoundTripsEveryField) {
 // as the text docs/run-database.md lists and comes back as itself; other text is no value.
 TEST(RunDatabase, EveryLevelAndOutcomeIsWrittenAsItsTextAndReadBack) {
   const std::vector<std::pair<CandidateLevel, std::string>> levels = {
-      {CandidateLevel::original, "original"},     {CandidateLevel::rebuilt, "rebuilt"},
-      {CandidateLevel::source, "source"},         {CandidateLevel::compiler, "compiler"},
-      {CandidateLevel::launch, "launch"},         {CandidateLevel::parameters, "parameters"}};
+      {CandidateLevel::original, "original"}, {CandidateLevel::rebuilt, "rebuilt"},
+      {CandidateLevel::source, "source"},     {CandidateLevel::compiler, "compiler"},
+      {CandidateLevel::launch, "launch"},     {CandidateLevel::parameters, "parameters"}};
   const std::vector<std::pair<r3::Outcome, std::string>> outcomes = {
-      {r3::Outcome::ok, "ok"},           {r3::Outcome::compile_error, "compile error"},
-      {r3::Outcome::launch_error, "launch error"}, {r3::Outcome::wrong_result, "wrong result"},
-      {r3::Outcome::timeout, "timeout"}, {r3::Outcome::crash, "crash"}};
+      {r3::Outcome::ok, "ok"},
+      {r3::Outcome::compile_error, "compile error"},
+      {r3::Outcome::launch_error, "launch error"},
+      {r3::Outcome::wrong_result, "wrong result"},
+      {r3::Outcome::timeout, "timeout"},
+      {r3::Outcome::crash, "crash"}};
   for (const auto& [level, text] : levels) {
     EXPECT_EQ(to_string(level), text);
     EXPECT_EQ(candidate_level_from_string(text), level);

@@ -57,9 +57,9 @@ TEST(TunePlan, ReadsAndWritesTheRunDatabasesTextUnchanged) {
   ASSERT_EQ(searched.searched, Level::launch);
   EXPECT_EQ(searched.levels.at(Level::launch), (bo::Configuration{{{3}, {1}}}));
   EXPECT_EQ(searched.levels.at(Level::compiler), (bo::Configuration{{{2}, {0}, {}}}));
-  for (const char* bad : {"", "[]", R"({"levels":{"blocks":[[1]]}})",
-                          R"({"levels":{},"searched":"launch"})",
-                          R"({"levels":{"launch":[[1]]},"searched":"shape"})"}) {
+  for (const char* bad :
+       {"", "[]", R"({"levels":{"blocks":[[1]]}})", R"({"levels":{},"searched":"launch"})",
+        R"({"levels":{"launch":[[1]]},"searched":"shape"})"}) {
     SCOPED_TRACE(bad);
     EXPECT_THROW(Plan::decode(bad), FormatError);
   }
@@ -131,7 +131,7 @@ Split run_search(int kernels, std::size_t batch, int generations, bool with_para
       done.outcome = r3::Outcome::ok;
       done.seconds = 1e-3 * (1 + std::uniform_real_distribution<double>(0, 1)(rng));
       search.observe(done);
-      if (done.level == run::CandidateLevel::original || done.level == run::CandidateLevel::rebuilt) {
+      if (run::is_original(done.level)) {
         ++split.originals;
         continue;
       }
@@ -235,7 +235,9 @@ TEST(TuneSearch, AResumeReplaysTheOrderInWhichGenerationsWereProposedAndObserved
     for (const Planned& p : proposed.at(g)) {
       run::CandidateRecord done = p.record;
       done.outcome = p.record.id % 7 == 3 ? r3::Outcome::compile_error : r3::Outcome::ok;
-      done.seconds = done.outcome == r3::Outcome::ok ? 1e-3 * (1 + 0.1 * static_cast<double>(p.record.id % 5)) : 0;
+      done.seconds = done.outcome == r3::Outcome::ok
+                         ? 1e-3 * (1 + 0.1 * static_cast<double>(p.record.id % 5))
+                         : 0;
       live.observe(done);
       record.candidates.push_back(done);
     }
@@ -288,7 +290,9 @@ TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
   EXPECT_EQ(entry_in_source(t), "kernel0");
   Search search(config, config::Backend::cuda, capture, {t});
   std::size_t rewrites = 0;
-  run_generations(search, 4, 8, [&](const Planned& p) { rewrites += p.record.level == run::CandidateLevel::source; });
+  run_generations(search, 4, 8, [&](const Planned& p) {
+    rewrites += p.record.level == run::CandidateLevel::source;
+  });
   EXPECT_GT(rewrites, 0u) << "no mutator rewrote the kernel";
 }
 
@@ -318,7 +322,8 @@ TEST(TuneSearch, ASourceCoupledToItsBlockIsLaunchedWithTheBlockItsValuesGive) {
     std::set<std::uint32_t> blocks;
     std::size_t from_source = 0;
     run_generations(search, 12, 4, [&](const Planned& p) {
-      EXPECT_NE(p.record.level, run::CandidateLevel::launch) << "the launch level would change a coupled block";
+      EXPECT_NE(p.record.level, run::CandidateLevel::launch)
+          << "the launch level would change a coupled block";
       if (p.record.source == hash_string("")) return;  // the recorded code
       ++from_source;
       const replay::Variant& v = p.request.variant;

@@ -110,7 +110,7 @@ class Sandbox {
   std::size_t restarts_ = 0;
   std::size_t renewals_ = 0;
   std::size_t evaluated_by_child_ = 0;
-  bool renewing_ = false;  // the child was stopped to be renewed, not lost
+  bool renewing_ = false;       // the child was stopped to be renewed, not lost
   std::uint64_t sequence_ = 0;  // of the last request sent
   std::string placement_;
   bool confined_ = false;
