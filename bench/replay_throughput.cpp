@@ -7,7 +7,8 @@
 //     CompilePool of 1 and of 8 threads while the evaluating thread runs the earlier ones (as an
 //     evaluator does with the candidates it holds), the threads compiling in this process and
 //     then in compile worker processes (r3-sandbox --compile-worker, as evaluators do for NVRTC;
-//     Clang compiles in the threads either way), and the compiles alone (no runs) likewise,
+//     Clang compiles in the threads either way), and the compiles alone (no runs) likewise;
+//     each pool warmed up first (its workers started, NVRTC loaded), as in a tuning job,
 // each with 2 warm-up and 10 timed runs. It prints evaluations per second for each kind with the
 // split of their time (compile+load or the wait for it, restore, run, verify), the restore
 // bandwidth as a fraction of a plain device-to-device copy of the same bytes, and the kernel time
@@ -100,12 +101,25 @@ std::vector<replay::Variant> fresh_variants(config::Compiler compiler, const std
   return variants;
 }
 
+// Brings a pool to the state it has in a tuning job, where it lives as long as the evaluator:
+// its worker processes started and each past its first compile (NVRTC's own start-up). Two
+// variants per thread, new to every cache and none of them measured, so that a thread whose
+// worker started late still gets one.
+void warm_up(replay::CompilePool& pool) {
+  static int round = 0;
+  const auto variants = fresh_variants(config::Compiler::nvrtc, "-" + std::to_string(++round),
+                                       2 * int(pool.threads()));
+  for (const replay::Variant& v : variants) pool.submit(v);
+  for (const replay::Variant& v : variants) pool.get(v);
+}
+
 // Evaluates the variants one after the other while a pool of `threads` compiles them ahead (in
-// worker processes when `workers` names the program).
+// worker processes when `workers` names the program), from a pool warmed up (warm_up).
 Split pooled(replay::Backend& backend, const std::vector<replay::Variant>& variants,
              unsigned threads, const std::filesystem::path& workers = {}) {
   Split split;
   replay::CompilePool pool(backend, threads, workers);
+  warm_up(pool);
   const auto start = Clock::now();
   for (const replay::Variant& variant : variants) pool.submit(variant);
   for (const replay::Variant& variant : variants)
@@ -183,7 +197,7 @@ int measure(int mib) {
         int column = 0;
         const std::string unit = processes ? "compile worker" : "compile thread";
         for (unsigned threads : {1u, 8u}) {
-          const int count = compilers[c].first == config::Compiler::clang ? 24 : 48;
+          const int count = compilers[c].first == config::Compiler::clang ? 24 : 96;
           Split split = pooled(*backend,
                                fresh_variants(compilers[c].first, std::to_string(salt++), count),
                                threads, processes ? worker_program : std::filesystem::path());
@@ -199,9 +213,10 @@ int measure(int mib) {
         for (int k = 0; k < 2; ++k) {
           const unsigned threads = k == 0 ? 1 : 8;
           const auto variants =
-              fresh_variants(compilers[c].first, std::to_string(salt++), threads == 1 ? 16 : 64);
+              fresh_variants(compilers[c].first, std::to_string(salt++), threads == 1 ? 32 : 128);
           replay::CompilePool pool(*backend, threads,
                                    processes ? worker_program : std::filesystem::path());
+          warm_up(pool);
           const auto start = Clock::now();
           for (const replay::Variant& v : variants) pool.submit(v);
           for (const replay::Variant& v : variants) pool.get(v);

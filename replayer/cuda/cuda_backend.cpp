@@ -53,11 +53,13 @@ struct PreparedRegion {
 };
 
 // A launch's second input (second_input.hpp), region by region: what each region holds before
-// the launch (moved, or as recorded), and what the application's own code leaves there. Host
-// memory only, out of reach of the kernels it judges.
+// the launch (moved, or as recorded), and what the application's own code leaves there. Copies
+// like the recorded contents (on the device where it has room, keyed-hashed against a kernel
+// that changes them), so a candidate is judged on it without leaving the GPU.
 struct SecondInput {
-  std::vector<std::shared_ptr<Copy>> before;  // null where the launch did not read the region
-  std::vector<std::vector<std::byte>> expected;
+  std::vector<std::shared_ptr<Copy>> before;    // null where the launch did not read the region
+  std::vector<std::shared_ptr<Copy>> expected;  // null where the recorded code has no such global
+  std::vector<SecondInputReference> references;
 };
 
 struct PreparedLaunch {
@@ -656,23 +658,24 @@ class CudaBackend final : public Backend {
     const SecondInput& second = *launch.second;
     restore(launch, loaded, /*all=*/true, /*second=*/true);
     launch_kernel(loaded.function, shape, launch);
-    R3_CU(driver().cuStreamSynchronize(stream_.get()));
     bool passed = true;
     for (std::size_t r = 0; r < launch.regions.size(); ++r) {
       const PreparedRegion& region = launch.regions[r];
-      const std::vector<std::byte>& expected = second.expected[r];
       const CUdeviceptr target = live(region, loaded);
-      if (target == 0 || expected.empty()) continue;
-      std::vector<std::byte> actual(expected.size());
-      R3_CU(driver().cuMemcpyDtoH(actual.data(), target, actual.size()));
-      std::span<const std::byte> before;
-      if (second.before[r]) before = *second.before[r]->host;
-      RegionCheck check = check_on_second_input(actual, expected, before, region.recorded, options);
+      if (target == 0 || !second.expected[r]) continue;
+      const Copy& expected = *second.expected[r];
+      const SecondInputReference& reference = second.references[r];
+      const SecondInputRule rule =
+          second_input_rule(reference, *expected.host, region.recorded, options);
+      RegionCheck check = compare(target, expected, reference.changes ? second.before[r].get() : nullptr,
+                                  rule.type, rule.tolerance);
+      label_second_input_check(check, region.recorded, reference);
       passed = passed && check.passed;
       out.regions.push_back(std::move(check));
     }
     out.verified = passed;
     passed = check_unrecorded(out) && passed;
+    check_reference_copies();
     restore(launch, loaded, /*all=*/true);
     out.verify_seconds = seconds_since(start);
     return passed;
@@ -684,6 +687,7 @@ class CudaBackend final : public Backend {
   void prepare_second_inputs() {
     bool any = false;
     std::uint64_t bytes = 0;
+    const std::size_t first_second_input_copy = copies_.size();
     for (PreparedLaunch& launch : prepared_) {
       std::vector<RegionBefore> regions;
       for (const PreparedRegion& region : launch.regions)
@@ -693,10 +697,10 @@ class CudaBackend final : public Backend {
       if (moved.regions.empty()) continue;
       SecondInput second;
       for (std::size_t r = 0; r < launch.regions.size(); ++r)
-        second.before.push_back(moved.regions[r]
-                                    ? std::make_shared<Copy>(Copy{moved.regions[r], 0, 0})
-                                    : launch.regions[r].before);
+        second.before.push_back(moved.regions[r] ? add_copy(moved.regions[r])
+                                                 : launch.regions[r].before);
       second.expected.resize(launch.regions.size());
+      second.references.resize(launch.regions.size());
       launch.second = std::move(second);
       bytes += moved.bytes;
       any = true;
@@ -704,6 +708,7 @@ class CudaBackend final : public Backend {
     if (!any) return;
     auto drop = [&](const std::string& why) {
       for (PreparedLaunch& launch : prepared_) launch.second.reset();
+      drop_copies_from(first_second_input_copy);
       warn_no_second_input(kernel_name_, why);
     };
     if (std::string why = second_input_memory_short(bytes); !why.empty()) return drop(why);
@@ -723,12 +728,18 @@ class CudaBackend final : public Backend {
         restore(launch, loaded, /*all=*/true, /*second=*/true);
         launch_kernel(loaded.function, shape, launch);
         R3_CU(driver().cuStreamSynchronize(stream_.get()));
+        SecondInput& second = *launch.second;
         for (std::size_t r = 0; r < launch.regions.size(); ++r) {
-          const CUdeviceptr target = live(launch.regions[r], loaded);
+          const PreparedRegion& region = launch.regions[r];
+          const CUdeviceptr target = live(region, loaded);
           if (target == 0) continue;
-          std::vector<std::byte>& expected = launch.second->expected[r];
-          expected.resize(launch.regions[r].recorded.size);
-          R3_CU(driver().cuMemcpyDtoH(expected.data(), target, expected.size()));
+          auto expected = std::make_shared<std::vector<std::byte>>(region.recorded.size);
+          R3_CU(driver().cuMemcpyDtoH(expected->data(), target, expected->size()));
+          std::span<const std::byte> before;
+          if (second.before[r]) before = *second.before[r]->host;
+          second.references[r] =
+              second_input_reference(*expected, before, region.recorded.element_type);
+          second.expected[r] = add_copy(std::move(expected));
         }
         restore(launch, loaded, /*all=*/true);
       }
@@ -748,11 +759,20 @@ class CudaBackend final : public Backend {
   // that changed them (to make its wrong result compare equal, or to spoil the next
   // candidate's inputs) fails, and they are put back from the host.
   void check_reference_copies() {
+    std::vector<cuda::GpuCompare::Buffer> buffers;
+    std::vector<std::uint64_t> as_uploaded;
+    for (const auto& c : copies_) {
+      if (!c->device) continue;
+      buffers.push_back({c->device, c->host->size()});
+      as_uploaded.push_back(c->device_hash);
+    }
+    if (zeros_) {
+      buffers.push_back({zeros_, zeros_bytes_});
+      as_uploaded.push_back(zeros_hash_);
+    }
+    const std::vector<std::uint64_t> now = compare_.keyed_hashes(buffers, stream_.get());
     std::size_t changed = 0;
-    for (const auto& c : copies_)
-      if (c->device && compare_.keyed_hash(c->device, c->host->size(), stream_.get()) != c->device_hash)
-        ++changed;
-    if (zeros_ && compare_.keyed_hash(zeros_, zeros_bytes_, stream_.get()) != zeros_hash_) ++changed;
+    for (std::size_t i = 0; i < now.size(); ++i) changed += now[i] != as_uploaded[i];
     if (changed > 0)
       throw Error(std::to_string(changed) +
                   " of r3's reference copies on the device changed while the candidate ran (its "
@@ -890,21 +910,40 @@ class CudaBackend final : public Backend {
         zeros_hash_ = compare_.keyed_hash(zeros_, zeros_bytes_, nullptr);
       }
     }
-    for (auto& c : copies_) {
-      if (c->host->empty()) continue;
-      CUresult status = d.cuMemAlloc(&c->device, c->host->size());
-      if (status == CUDA_ERROR_OUT_OF_MEMORY) {
-        c->device = 0;
-        short_of_memory_ = true;
-        continue;
-      }
-      R3_CU(status);
-      R3_CU(d.cuMemcpyHtoD(c->device, c->host->data(), c->host->size()));
-      c->device_hash = compare_.keyed_hash(c->device, c->host->size(), nullptr);
-    }
+    for (auto& c : copies_) upload(*c);
     if (short_of_memory_)
       log::warning("kernel '", kernel_name_,
                    "': device memory is short; some regions are restored from host memory");
+  }
+
+  // A content on the device too, where it has room.
+  void upload(Copy& c) {
+    const cuda::Driver& d = driver();
+    if (c.host->empty()) return;
+    CUresult status = d.cuMemAlloc(&c.device, c.host->size());
+    if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+      c.device = 0;
+      short_of_memory_ = true;
+      return;
+    }
+    R3_CU(status);
+    R3_CU(d.cuMemcpyHtoD(c.device, c.host->data(), c.host->size()));
+    c.device_hash = compare_.keyed_hash(c.device, c.host->size(), nullptr);
+  }
+
+  // A content made after the recorded ones (a second input's), kept and checked like them.
+  std::shared_ptr<Copy> add_copy(Bytes host) {
+    auto c = std::make_shared<Copy>(Copy{std::move(host), 0, 0});
+    upload(*c);
+    copies_.push_back(c);
+    return c;
+  }
+
+  // Forgets the copies from `first` on (a second input given up), with their device memory.
+  void drop_copies_from(std::size_t first) {
+    for (std::size_t i = first; i < copies_.size(); ++i)
+      if (copies_[i]->device && !device_.lost()) driver().cuMemFree(copies_[i]->device);
+    copies_.resize(std::min(first, copies_.size()));
   }
 
   void release_copies() {

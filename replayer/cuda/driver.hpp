@@ -22,7 +22,7 @@ namespace r3::replay::cuda {
           X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent)               \
               X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)       \
                   X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD8) X(        \
-                      cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemAddressReserve)                 \
+                      cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemAddressReserve)               \
                       X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) \
                           X(cuMemSetAccess) X(cuMemGetAllocationGranularity) X(cuModuleLoadDataEx) \
                               X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal)        \

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
+#include <vector>
 #include <iterator>
 #include <string>
 
@@ -36,9 +38,20 @@ class GpuCompare {
   // a context) cannot make the sums agree without the key.
   std::uint64_t keyed_hash(CUdeviceptr bytes, std::uint64_t size, CUstream stream);
 
+  // The keyed hashes of several buffers (address, size), in their order: one launch each and a
+  // single synchronisation for all of them (r3 checks every reference copy after each
+  // candidate, and a round trip to the GPU per copy cost more than the hashing).
+  struct Buffer {
+    CUdeviceptr bytes = 0;
+    std::uint64_t size = 0;
+  };
+  std::vector<std::uint64_t> keyed_hashes(std::span<const Buffer> buffers, CUstream stream);
+
  private:
-  static constexpr int kResultWords = 6;  // five for compare, one for keyed_hash
+  static constexpr int kResultWords = 5;  // compare's
   void load();
+  CUdeviceptr hashes_ = 0;  // keyed_hashes' sums, hash_words_ 64-bit words
+  std::size_t hash_words_ = 0;
   CUmodule module_ = nullptr;
   CUfunction functions_[std::size(capture::kAllElementTypes)] = {};  // by element type
   CUfunction keyed_hash_ = nullptr;

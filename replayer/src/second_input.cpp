@@ -104,29 +104,58 @@ double mean_magnitude(std::span<const std::byte> bytes, capture::ElementType typ
 
 }  // namespace
 
-RegionCheck check_on_second_input(std::span<const std::byte> actual,
+SecondInputReference second_input_reference(std::span<const std::byte> expected,
+                                            std::span<const std::byte> before,
+                                            capture::ElementType type) {
+  SecondInputReference reference;
+  reference.changes = before.size() != expected.size() ||
+                      std::memcmp(before.data(), expected.data(), expected.size()) != 0;
+  reference.type = type;
+  reference.mean_magnitude = mean_magnitude(expected, type);
+  return reference;
+}
+
+SecondInputRule second_input_rule(const SecondInputReference& reference,
                                   std::span<const std::byte> expected,
-                                  std::span<const std::byte> before,
                                   const capture::Region& recorded, const RunOptions& options) {
-  const capture::ElementType type = options.verify.type_of(recorded.name, recorded.element_type);
-  const bool changes = before.size() != expected.size() ||
-                       std::memcmp(before.data(), expected.data(), expected.size()) != 0;
+  SecondInputRule rule;
+  rule.type = options.verify.type_of(recorded.name, recorded.element_type);
+  if (!reference.changes) {
+    rule.tolerance = config::Tolerance::exact();
+    return rule;
+  }
   // This input judges whether the candidate does the application's work, not how precisely:
   // moved data brings out rounding differences the recorded data may hide (fast math on a sum
   // of differences), so the tolerance is loosened to 1e-3, relative and of the region's mean
   // magnitude. Skipped work still shows: elements the application's code changed and the
   // candidate left alone are counted bitwise.
-  config::Tolerance tolerance =
-      changes ? options.verify.for_region(recorded.name, type) : config::Tolerance::exact();
-  if (changes && !tolerance.bitwise) {
-    tolerance.rtol = std::max(tolerance.rtol, kSecondInputLooseness);
-    tolerance.atol = std::max(tolerance.atol, kSecondInputLooseness * mean_magnitude(expected, type));
+  rule.tolerance = options.verify.for_region(recorded.name, rule.type);
+  if (!rule.tolerance.bitwise) {
+    const double magnitude = rule.type == reference.type ? reference.mean_magnitude
+                                                         : mean_magnitude(expected, rule.type);
+    rule.tolerance.rtol = std::max(rule.tolerance.rtol, kSecondInputLooseness);
+    rule.tolerance.atol = std::max(rule.tolerance.atol, kSecondInputLooseness * magnitude);
   }
-  RegionCheck check =
-      compare_region(actual, expected, type, tolerance, changes ? before : std::span<const std::byte>{});
+  return rule;
+}
+
+void label_second_input_check(RegionCheck& check, const capture::Region& recorded,
+                              const SecondInputReference& reference) {
   check.name = recorded.name;
   check.address = recorded.address;
-  check.expected_to_change = changes;
+  check.expected_to_change = reference.changes;
+}
+
+RegionCheck check_on_second_input(std::span<const std::byte> actual,
+                                  std::span<const std::byte> expected,
+                                  std::span<const std::byte> before,
+                                  const capture::Region& recorded, const RunOptions& options) {
+  const capture::ElementType type = options.verify.type_of(recorded.name, recorded.element_type);
+  const SecondInputReference reference = second_input_reference(expected, before, type);
+  const SecondInputRule rule = second_input_rule(reference, expected, recorded, options);
+  RegionCheck check = compare_region(actual, expected, rule.type, rule.tolerance,
+                                     reference.changes ? before : std::span<const std::byte>{});
+  label_second_input_check(check, recorded, reference);
   return check;
 }
 

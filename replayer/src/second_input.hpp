@@ -60,11 +60,39 @@ std::string second_input_memory_short(std::uint64_t bytes);
 // region's mean magnitude): it judges the work done, the recorded data the precision.
 inline constexpr double kSecondInputLooseness = 1e-3;
 
+// What a region's check on the second input needs to know of what the application's code left
+// there (`expected`), computed once per launch rather than once per candidate: whether the code
+// changed the region (`before`: what it held before), and the mean magnitude of its elements as
+// `type` (f32 and f64; 0 for other types).
+struct SecondInputReference {
+  bool changes = false;
+  capture::ElementType type = capture::ElementType::unknown;
+  double mean_magnitude = 0;
+};
+SecondInputReference second_input_reference(std::span<const std::byte> expected,
+                                            std::span<const std::byte> before,
+                                            capture::ElementType type);
+
+// How a region is compared on the second input: as `type` (the one tune.yaml's verify section
+// gives it, else the recorded one); where the application's code changed it, with the type's
+// tolerance loosened to kSecondInputLooseness and no more than 1% of the elements it changed
+// left alone (verify.hpp); bitwise where it did not change it. `expected` is read only when
+// `reference` was computed for another type.
+struct SecondInputRule {
+  capture::ElementType type = capture::ElementType::unknown;
+  config::Tolerance tolerance;
+};
+SecondInputRule second_input_rule(const SecondInputReference& reference,
+                                  std::span<const std::byte> expected,
+                                  const capture::Region& recorded, const RunOptions& options);
+
+// A check's name, address and whether it was expected to change, as the second input's are.
+void label_second_input_check(RegionCheck& check, const capture::Region& recorded,
+                              const SecondInputReference& reference);
+
 // A region after the candidate ran on the second input (`actual`) against what the
-// application's code left there (`expected`), `before` being what it held before both runs:
-// where the application's code changed it, with the type's tolerance loosened to
-// kSecondInputLooseness and no more than 1% of the elements it changed left alone (verify.hpp);
-// bitwise where it did not change it.
+// application's code left there (`expected`), `before` being what it held before both runs,
+// compared on the host by second_input_rule.
 RegionCheck check_on_second_input(std::span<const std::byte> actual,
                                   std::span<const std::byte> expected,
                                   std::span<const std::byte> before,

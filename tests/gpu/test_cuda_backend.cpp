@@ -1057,5 +1057,18 @@ TEST(GpuCompare, AKeyedHashSeesAChangeOfAnyByte) {
   cuda::GpuCompare other;
   R3_CU(d.cuMemcpyHtoD(buffer, bytes.data(), 16));
   EXPECT_NE(other.keyed_hash(buffer, bytes.size(), nullptr), as_uploaded);
+  // Several at once (after each candidate): each the hash of its own buffer, in their order.
+  const std::vector<cuda::GpuCompare::Buffer> parts = {
+      {buffer, bytes.size()}, {buffer + 8, 4096}, {buffer, 13}, {buffer + 4096, 65536}};
+  std::vector<std::uint64_t> one_by_one;
+  for (const auto& part : parts) one_by_one.push_back(compare.keyed_hash(part.bytes, part.size, nullptr));
+  EXPECT_EQ(compare.keyed_hashes(parts, nullptr), one_by_one);
+  unsigned char changed = bytes[20] ^ 0x80;
+  R3_CU(d.cuMemcpyHtoD(buffer + 20, &changed, 1));
+  const std::vector<std::uint64_t> after = compare.keyed_hashes(parts, nullptr);
+  EXPECT_NE(after[0], one_by_one[0]);
+  EXPECT_NE(after[1], one_by_one[1]);
+  EXPECT_EQ(after[2], one_by_one[2]) << "byte 20 is not among the first 13";
+  EXPECT_EQ(after[3], one_by_one[3]);
   d.cuMemFree(buffer);
 }

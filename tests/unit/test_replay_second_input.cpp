@@ -105,6 +105,45 @@ TEST(SecondInput, ComparesLooselyButCountsSkippedWorkAndUntouchedRegionsBitwise)
   EXPECT_FALSE(untouched.expected_to_change);
 }
 
+// The CUDA backend computes what a region's check needs once per launch (whether the
+// application's code changed it, its mean magnitude) and the rule per candidate: the rule is the
+// one check_on_second_input applies, also where tune.yaml gives the region another type than the
+// one the reference was computed for.
+TEST(SecondInput, TheRuleFromAReferenceComputedOnceIsTheRuleOfEachCheck) {
+  r3::capture::Region region;
+  region.name = "w";
+  region.element_type = ElementType::unknown;  // recorded as raw bytes
+  std::vector<float> before(256), expected(256);
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    before[i] = 4.0f + float(i % 7);
+    expected[i] = before[i] * 2.0f;
+  }
+  const auto reference = r3::replay::second_input_reference(bytes(expected), bytes(before),
+                                                            region.element_type);
+  EXPECT_TRUE(reference.changes);
+  RunOptions options;
+  const auto as_recorded =
+      r3::replay::second_input_rule(reference, bytes(expected), region, options);
+  EXPECT_EQ(as_recorded.type, ElementType::unknown);
+  EXPECT_TRUE(as_recorded.tolerance.bitwise);
+  options.verify.region_types["w"] = ElementType::f32;
+  const auto as_f32 = r3::replay::second_input_rule(reference, bytes(expected), region, options);
+  EXPECT_EQ(as_f32.type, ElementType::f32);
+  double mean = 0;
+  for (float v : expected) mean += v;
+  mean /= double(expected.size());
+  EXPECT_NEAR(as_f32.tolerance.atol, r3::replay::kSecondInputLooseness * mean, 1e-9)
+      << "the mean magnitude of the elements as f32, not the reference's (computed as bytes)";
+  std::vector<float> off = expected;
+  off[9] += float(0.5 * r3::replay::kSecondInputLooseness * mean);
+  EXPECT_TRUE(check_on_second_input(bytes(off), bytes(expected), bytes(before), region, options).passed);
+  off[9] += float(4 * r3::replay::kSecondInputLooseness * mean);
+  EXPECT_FALSE(check_on_second_input(bytes(off), bytes(expected), bytes(before), region, options).passed);
+  const auto unchanged = r3::replay::second_input_reference(bytes(before), bytes(before), ElementType::f32);
+  EXPECT_FALSE(unchanged.changes);
+  EXPECT_TRUE(r3::replay::second_input_rule(unchanged, bytes(before), region, options).tolerance.bitwise);
+}
+
 // Second inputs that would take more than half the host memory available are not kept.
 TEST(SecondInput, IsLeftOutWhenHostMemoryWouldBeShort) {
   EXPECT_EQ(second_input_memory_short(1 << 20), "");
