@@ -92,7 +92,10 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
     out << "capture: " << fs::absolute(o.capture).string() << "\n"
         << "kernels:\n  - name: " << o.kernel << "\n    source: " << fs::absolute(o.source).string()
         << "\n"
-        << "budget:\n  evaluations: " << o.per_evaluator * k << "\n  wall_time: 30m\n"
+        // The evaluations end the run, not the default of 100 generations: with candidates of
+        // a few tens of ms that would end it before the first LLM answer.
+        << "budget:\n  evaluations: " << o.per_evaluator * k
+        << "\n  generations: 1000000\n  wall_time: 30m\n"
         << "timing:\n  confirm_top: 0\n"
         << "output:\n  directory: " << (dir / yaml.stem()).string() << "\n";
     if (o.simulate)

@@ -22,6 +22,8 @@ void Budget::add_generation(double seconds, std::size_t candidates) {
 
 double Budget::typical_generation() const { return median(generations_); }
 
+double Budget::typical_candidate() const { return median(per_candidate_); }
+
 std::string Budget::stop_reason(std::size_t evaluated, std::uint32_t generation, double elapsed,
                                 double reserve, double now, std::size_t ahead) const {
   // With generations in flight, the work ahead is their candidates and the next batch: one slow

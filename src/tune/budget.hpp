@@ -24,6 +24,9 @@ class Budget {
   void add_generation(double seconds, std::size_t candidates = 0);
   // The median of this session's generation times (0 before the first).
   double typical_generation() const;
+  // The median time between two commits over the candidates the commit held: the wall time a
+  // candidate takes with all the evaluators at work (0 before the first commit).
+  double typical_candidate() const;
 
   // Why the job stops now, or "" to propose another generation. `evaluated`: candidates
   // evaluated or in flight; `elapsed`: the run's wall time so far (all sessions); `reserve`:

@@ -147,8 +147,21 @@ class SearchLoop {
     return n;
   }
 
-  // Proposes generations while fewer candidates wait than there are evaluators, so that none
-  // waits for the search.
+  // How many candidates should wait in the queue: one per evaluator, or as many as the
+  // evaluators get through while the search makes its slowest recent proposal, whichever is
+  // more. A proposal can take long (the mutators parse and compile a new parent: 0.3-0.9 s for
+  // a CUDA kernel, against candidates of 50 ms on an H100), and the queue must outlast it.
+  std::size_t queue_target() const {
+    const double per_candidate = budget_.typical_candidate();
+    if (recent_proposals_.empty() || per_candidate <= 0) return evaluators_;
+    const double slowest = *std::max_element(recent_proposals_.begin(), recent_proposals_.end());
+    const double covering = std::ceil(slowest / per_candidate);
+    return std::max<std::size_t>(evaluators_,
+                                 static_cast<std::size_t>(std::min(covering, 1e6)));
+  }
+
+  // Proposes generations while fewer candidates wait than queue_target() (at most
+  // kMostGenerationsInFlight), so that no evaluator waits for the search.
   void propose_while_the_queue_is_low() {
     // Nothing is proposed before the originals (in the first generation) have run: a set-up in
     // which they fail stops the job, at the first generation's commit, before more is evaluated.
@@ -165,7 +178,7 @@ class SearchLoop {
     };
     while (proposing_ && !waiting_for_commit_ && !originals_pending() &&
            in_flight_.size() < kMostGenerationsInFlight &&
-           dispatcher_.queued() < evaluators_) {
+           dispatcher_.queued() < queue_target()) {
       const auto start = Clock::now();
       const std::size_t evaluated = m_.record.candidates.size() + pending();
       const std::size_t count =
@@ -209,6 +222,8 @@ class SearchLoop {
       }
       enqueue(std::move(batch));
       search_seconds_ += seconds_since(start);
+      recent_proposals_.push_back(seconds_since(start));
+      if (recent_proposals_.size() > kRecentProposals) recent_proposals_.pop_front();
     }
   }
 
@@ -307,6 +322,8 @@ class SearchLoop {
   const Clock::time_point session_start_ = Clock::now();
   Clock::time_point last_commit_ = Clock::now();
   std::deque<Generation> in_flight_;
+  static constexpr std::size_t kRecentProposals = 16;
+  std::deque<double> recent_proposals_;  // the last proposals' times (queue_target)
   std::map<std::uint64_t, std::uint32_t> generation_of_;  // candidate in flight -> generation
   std::uint32_t next_generation_ = 0;
   bool proposing_ = true;

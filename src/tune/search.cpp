@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "r3/error.hpp"
@@ -121,6 +122,7 @@ struct Search::KernelState {
   evolve::Archive archive;
   evolve::NoveltyFilter novelty;
   std::map<Hash128, std::vector<evolve::Mutation>> mutations;  // per parent, made once
+  std::set<Hash128> mutated_ahead;  // parents the mutation worker was asked for ahead
   std::deque<std::pair<std::string, Hash128>> llm_sources;     // answers waiting: text, parent
   std::deque<std::string> recent_failures;
   std::vector<double> received;  // candidates each slot (source, then kLevels) got so far
@@ -140,7 +142,8 @@ Search::Search(const config::TuneConfig& config, config::Backend backend,
   for (std::size_t k = 0; k < kernels_.size(); ++k) {
     auto state = std::make_unique<KernelState>(config_);
     state->index = k;
-    add_source(*state, kernels_[k].source, -1, 0);
+    SourceEntry& original = add_source(*state, kernels_[k].source, -1, 0);
+    mutate_ahead(*state, original);
     states_.push_back(std::move(state));
   }
   if (config_.llm.enabled())
@@ -290,12 +293,7 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     out.push_back(std::move(p));
     ++made;
   }
-  if (made >= count || target.source.empty() || !evolve::mutators_available() ||
-      config_.search.source.mutators.empty())
-    return;
-  auto language = backend_ == config::Backend::cuda ? evolve::SourceLanguage::cuda
-                                                    : evolve::SourceLanguage::cpp;
-  const std::string entry = entry_in_source(target);
+  if (made >= count || !mutating(kernel)) return;
   std::size_t islands = std::max<std::size_t>(1, kernel.archive.islands());
   std::size_t failures = 0;
   while (made < count && failures < 2 * islands + 2) {
@@ -311,15 +309,8 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     }
     auto [it, fresh] = kernel.mutations.try_emplace(parent->hash);
     if (fresh) {
-      evolve::MutationContext context;
-      if (target.original_block)
-        context.recorded_block = {target.original_block->x, target.original_block->y,
-                                  target.original_block->z};
-      for (const evolve::Tunable& t : parent->tunables) context.declared_tunables.push_back(t.name);
-      context.launch_coupled = parent->block.has_value();
-      context.template_arguments = target.template_arguments;
-      evolve::MutationReport report = evolve::mutate(
-          parent->text, target.source_name, entry, language, config_.search.source.mutators, context);
+      if (!mutation_worker_) mutation_worker_ = std::make_unique<MutationWorker>();
+      evolve::MutationReport report = mutation_worker_->take(mutation_request(kernel, *parent));
       if (!report.diagnostics.empty())
         log::debug("mutators: ", target.source_name, ": ", first_lines(report.diagnostics));
       it->second = std::move(report.mutations);
@@ -342,6 +333,40 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     out.push_back(std::move(p));
     ++made;
   }
+}
+
+bool Search::mutating(const KernelState& kernel) const {
+  return !kernels_[kernel.index].source.empty() && evolve::mutators_available() &&
+         !config_.search.source.mutators.empty();
+}
+
+MutationRequest Search::mutation_request(const KernelState& kernel,
+                                         const SourceEntry& parent) const {
+  const KernelTarget& target = kernels_[kernel.index];
+  MutationRequest request;
+  request.parent = parent.hash;
+  request.text = parent.text;
+  request.file_name = target.source_name;
+  request.entry = entry_in_source(target);
+  request.language = backend_ == config::Backend::cuda ? evolve::SourceLanguage::cuda
+                                                       : evolve::SourceLanguage::cpp;
+  request.mutators = config_.search.source.mutators;
+  evolve::MutationContext& context = request.context;
+  if (target.original_block)
+    context.recorded_block = {target.original_block->x, target.original_block->y,
+                              target.original_block->z};
+  for (const evolve::Tunable& t : parent.tunables) context.declared_tunables.push_back(t.name);
+  context.launch_coupled = parent.block.has_value();
+  context.template_arguments = target.template_arguments;
+  return request;
+}
+
+void Search::mutate_ahead(KernelState& kernel, const SourceEntry& parent) {
+  if (!mutating(kernel) || kernel.mutations.contains(parent.hash) ||
+      !kernel.mutated_ahead.insert(parent.hash).second)
+    return;
+  if (!mutation_worker_) mutation_worker_ = std::make_unique<MutationWorker>();
+  mutation_worker_->prefetch(mutation_request(kernel, parent));
 }
 
 bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {
@@ -550,6 +575,7 @@ void Search::observe(const run::CandidateRecord& done) {
     if (!level) source.resources = resources;
     kernel.archive.add(source.island, evolve::Elite{done.id, source.hash, done.seconds,
                                                     evolve::behaviour_of(resources)});
+    mutate_ahead(kernel, source);  // a parent the mutators may be asked for from now on
   } else {
     kernel.recent_failures.push_back("candidate " + std::to_string(done.id) + " (" +
                                      std::string(to_string(done.level)) + ", " + done.description +

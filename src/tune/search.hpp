@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "levels.hpp"
+#include "mutation_worker.hpp"
 #include "plan.hpp"
 #include "r3/bo/optimizer.hpp"
 #include "r3/capture.hpp"
@@ -135,6 +136,11 @@ class Search {
                                       const std::vector<double>& weights);
   void propose_sources(KernelState& kernel, std::size_t count, std::uint32_t generation,
                        std::vector<Planned>& out);
+  // Whether the built-in mutators make new sources of this kernel.
+  bool mutating(const KernelState& kernel) const;
+  MutationRequest mutation_request(const KernelState& kernel, const SourceEntry& parent) const;
+  // Asks the mutation worker for a source's mutations before the search picks it as a parent.
+  void mutate_ahead(KernelState& kernel, const SourceEntry& parent);
   void propose_levels(KernelState& kernel, Level level, std::size_t count, std::uint32_t generation,
                       std::vector<Planned>& out);
   std::vector<SourceEntry*> ranked_sources(KernelState& kernel);
@@ -159,6 +165,7 @@ class Search {
   bool replaying_ = false;
   std::map<std::uint64_t, Planned> outstanding_;  // proposed, not yet observed
   std::unique_ptr<evolve::PromptBuilder> prompts_;
+  std::unique_ptr<MutationWorker> mutation_worker_;  // made when a kernel is mutated
   capture::DeviceInfo device_;
   std::size_t rejected_answers_ = 0;
   std::map<std::uint64_t, std::pair<std::size_t, Hash128>> llm_parents_;  // tag -> kernel, parent

@@ -47,6 +47,19 @@ TEST(TuneBudget, WorkInFlightIsCountedByItsCandidates) {
   EXPECT_NE(budget.stop_reason(40, 10, 50, 2.0, 0, 4 * 9).find("budget.wall_time"),
             std::string::npos);  // 50 + 9 s + 2 s
   EXPECT_EQ(budget.stop_reason(40, 10, 56.5, 2.0, 0), "");  // no count: one generation, 1 s
+  EXPECT_DOUBLE_EQ(budget.typical_candidate(), 0.25);
+}
+
+// The job keeps enough candidates queued to outlast its slowest proposal (job.cpp, queue_target)
+// at the time a candidate typically takes: the median, which one stalled commit does not move.
+TEST(TuneBudget, TheTypicalCandidateIsTheMedianTimePerCandidateBetweenCommits) {
+  Budget budget(config::BudgetConfig{}, std::nullopt);
+  EXPECT_EQ(budget.typical_candidate(), 0.0) << "before the first commit";
+  budget.add_generation(0.1, 2);
+  budget.add_generation(0.9, 2);  // a commit that waited for the search
+  budget.add_generation(0.12, 2);
+  budget.add_generation(2.0, 0);  // holding nothing: not a candidate's time
+  EXPECT_DOUBLE_EQ(budget.typical_candidate(), 0.06);
 }
 
 TEST(TuneBudget, EvaluationsGenerationsAndTheJobsEnd) {

@@ -1,0 +1,72 @@
+// The built-in mutators on a background thread of rank 0. evolve::mutate parses a parent source
+// with Clang and compiles every rewrite before offering it: 0.3-1 s for a CUDA kernel, during
+// which the search's thread proposed nothing and the evaluators ran dry (busy 10-22% in those
+// generations on an H100). The search asks for a parent's mutations ahead of need — the original
+// at the start, each source as it enters the archive — and takes them when it picks that parent.
+// A parent's mutations are the same whichever thread made them and whenever, so what the search
+// proposes, and what --resume replays, do not depend on the timing.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "r3/evolve/mutators.hpp"
+#include "r3/hash.hpp"
+
+namespace r3::tune {
+
+// What evolve::mutate takes, for one parent source.
+struct MutationRequest {
+  Hash128 parent;  // the source's hash: requests for the same parent are made once
+  std::string text;
+  std::string file_name;
+  std::string entry;
+  evolve::SourceLanguage language = evolve::SourceLanguage::cpp;
+  std::vector<std::string> mutators;
+  evolve::MutationContext context;
+};
+
+class MutationWorker {
+ public:
+  // Requests made ahead and not yet started beyond this are dropped, the oldest first (the
+  // newest sources are the likeliest parents; a dropped one is made when it is taken).
+  static constexpr std::size_t kQueued = 16;
+
+  MutationWorker();
+  ~MutationWorker();  // finishes the parent it is mutating, drops the rest
+  MutationWorker(const MutationWorker&) = delete;
+  MutationWorker& operator=(const MutationWorker&) = delete;
+
+  // Made when the thread has time, newest first; nothing if that parent was asked for before.
+  void prefetch(MutationRequest request);
+  // The parent's mutations, now: made ahead, or made first of all while the caller waits (on
+  // the worker's thread, so Clang never runs for mutators on two threads at once). Rethrows
+  // what evolve::mutate threw.
+  evolve::MutationReport take(MutationRequest request);
+
+  std::size_t made_ahead() const;  // taken without waiting for them to be started
+
+ private:
+  struct Made {
+    evolve::MutationReport report;
+    std::exception_ptr error;
+  };
+  void loop();
+
+  mutable std::mutex mutex_;  // guards everything below but thread_; no other lock is taken with it
+  std::condition_variable changed_;
+  std::deque<MutationRequest> queued_;  // front: next to be made
+  std::map<Hash128, std::optional<Made>> made_;  // asked for; empty while queued or being made
+  std::size_t made_ahead_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace r3::tune

@@ -1,0 +1,72 @@
+// The built-in mutators on rank 0's background thread (src/tune/mutation_worker.hpp): a parent's
+// mutations are the ones evolve::mutate makes, whether they were asked for ahead, taken at once,
+// or asked for ahead and then dropped from a full queue.
+#include <gtest/gtest.h>
+
+#include "mutation_worker.hpp"
+#include "r3/hash.hpp"
+#include "support/files.hpp"
+
+namespace r3::tune {
+namespace {
+
+MutationRequest request_for(const std::string& text, std::vector<std::string> mutators) {
+  MutationRequest r;
+  r.parent = hash_string(text);
+  r.text = text;
+  r.file_name = "stencil.cpp";
+  r.entry = "stencil2d";
+  r.language = evolve::SourceLanguage::cpp;
+  r.mutators = std::move(mutators);
+  return r;
+}
+
+std::vector<std::string> sources_of(const evolve::MutationReport& report) {
+  std::vector<std::string> out;
+  for (const evolve::Mutation& m : report.mutations) out.push_back(m.mutator + "|" + m.source);
+  return out;
+}
+
+TEST(MutationWorker, MakesWhatTheMutatorsMakeWhetherAskedAheadOrNot) {
+  if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
+  const std::string text =
+      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  const MutationRequest request = request_for(text, {"restrict", "unroll", "hoist_loads"});
+  const auto direct = sources_of(evolve::mutate(request.text, request.file_name, request.entry,
+                                                request.language, request.mutators));
+  ASSERT_FALSE(direct.empty()) << "the demo's stencil has mutations";
+
+  MutationWorker taken_at_once;
+  EXPECT_EQ(sources_of(taken_at_once.take(request)), direct);
+  EXPECT_EQ(taken_at_once.made_ahead(), 0u);
+
+  MutationWorker ahead;
+  ahead.prefetch(request);
+  ahead.prefetch(request);  // once per parent
+  EXPECT_EQ(sources_of(ahead.take(request)), direct);
+  EXPECT_LE(ahead.made_ahead(), 1u);
+  // Taken, it is forgotten: asked for again, it is made again, the same.
+  EXPECT_EQ(sources_of(ahead.take(request)), direct);
+}
+
+TEST(MutationWorker, AParentDroppedFromAFullQueueIsMadeWhenTaken) {
+  if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
+  const std::string text =
+      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  std::vector<MutationRequest> requests;
+  for (std::size_t i = 0; i < MutationWorker::kQueued + 3; ++i)
+    requests.push_back(request_for(text + "// variant " + std::to_string(i) + "\n", {"restrict"}));
+  MutationWorker worker;
+  for (const MutationRequest& r : requests) worker.prefetch(r);
+  // The oldest requests were dropped (unless the thread had started them): each is still made.
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}, requests.size() - 1}) {
+    const auto expected = sources_of(evolve::mutate(requests[i].text, requests[i].file_name,
+                                                    requests[i].entry, requests[i].language,
+                                                    requests[i].mutators));
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(sources_of(worker.take(requests[i])), expected) << "request " << i;
+  }
+}
+
+}  // namespace
+}  // namespace r3::tune
