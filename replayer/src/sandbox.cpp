@@ -284,8 +284,11 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
     failed.seconds = seconds_since(start_time);
     return failed;
   }
+  // A sticky CUDA error: the next candidate gets a new child. The old one's end (the driver
+  // tears its context down: up to 2 s on an H100) is this candidate's cost, and counted in its
+  // time like a timeout's kill, not left as time the evaluator seemed idle.
+  if (evaluation.process_lost) stop();
   evaluation.seconds = seconds_since(start_time);
-  if (evaluation.process_lost) stop();  // a sticky CUDA error: the next candidate gets a new child
   // Host code never runs in the child (each run is a process of its own, on memory the child
   // restores), and the CUDA backend resets its device state itself: the child goes on. But the
   // host child grows with every compile (Clang and the JIT keep about 0.3 MB each that they do
