@@ -667,8 +667,9 @@ class CudaBackend final : public Backend {
       const SecondInputReference& reference = second.references[r];
       const SecondInputRule rule =
           second_input_rule(reference, *expected.host, region.recorded, options);
-      RegionCheck check = compare(target, expected, reference.changes ? second.before[r].get() : nullptr,
-                                  rule.type, rule.tolerance);
+      RegionCheck check =
+          compare(target, expected, reference.changes ? second.before[r].get() : nullptr, rule.type,
+                  rule.tolerance);
       label_second_input_check(check, region.recorded, reference);
       passed = passed && check.passed;
       out.regions.push_back(std::move(check));

@@ -17,21 +17,22 @@ namespace r3::replay::cuda {
   X(cuInit)                                                                                        \
   X(cuDriverGetVersion)                                                                            \
   X(cuGetErrorName)                                                                                \
-  X(cuGetErrorString) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)                        \
-      X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                      \
-          X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent)               \
-              X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)       \
-                  X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD8) X(        \
-                      cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemAddressReserve)               \
-                      X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) \
-                          X(cuMemSetAccess) X(cuMemGetAllocationGranularity) X(cuModuleLoadDataEx) \
-                              X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal)        \
-                                  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)    \
-                                      X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)  \
-                                          X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)      \
-                                              X(cuEventSynchronize) X(cuEventElapsedTime)          \
-                                                  X(cuLinkCreate) X(cuLinkAddData)                 \
-                                                      X(cuLinkComplete) X(cuLinkDestroy)
+  X(cuGetErrorString)                                                                              \
+  X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)                    \
+      X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                 \
+          X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemGetInfo)        \
+              X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync)      \
+                  X(cuMemsetD32Async) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(     \
+                      cuMemcpyDtoHAsync) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) \
+                      X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)                  \
+                          X(cuMemGetAllocationGranularity) X(cuModuleLoadDataEx) X(cuModuleUnload) \
+                              X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute)    \
+                                  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate)        \
+                                      X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)   \
+                                          X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) \
+                                              X(cuEventElapsedTime) X(cuLinkCreate)                \
+                                                  X(cuLinkAddData) X(cuLinkComplete)               \
+                                                      X(cuLinkDestroy)
 
 struct Driver {
 #define R3_CUDA_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

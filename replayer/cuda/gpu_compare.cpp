@@ -211,8 +211,7 @@ std::vector<std::uint64_t> GpuCompare::keyed_hashes(std::span<const Buffer> buff
     CUdeviceptr result = hashes_ + i * sizeof(std::uint64_t);
     void* params[] = {&bytes, &size, &key, &result};
     const std::uint64_t wanted = (size / 8 + threads - 1) / threads;
-    const unsigned blocks =
-        static_cast<unsigned>(wanted == 0 ? 1 : wanted < 4096 ? wanted : 4096);
+    const unsigned blocks = static_cast<unsigned>(wanted == 0 ? 1 : wanted < 4096 ? wanted : 4096);
     R3_CU(d.cuLaunchKernel(keyed_hash_, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr));
   }
   R3_CU(d.cuMemcpyDtoHAsync(sums.data(), hashes_, sums.size() * sizeof(std::uint64_t), stream));

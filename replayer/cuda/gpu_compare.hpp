@@ -7,11 +7,11 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <span>
-#include <vector>
-#include <iterator>
 #include <string>
+#include <vector>
 
 #include "r3/replay/backend.hpp"
 

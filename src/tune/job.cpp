@@ -156,8 +156,7 @@ class SearchLoop {
     if (recent_proposals_.empty() || per_candidate <= 0) return evaluators_;
     const double slowest = *std::max_element(recent_proposals_.begin(), recent_proposals_.end());
     const double covering = std::ceil(slowest / per_candidate);
-    return std::max<std::size_t>(evaluators_,
-                                 static_cast<std::size_t>(std::min(covering, 1e6)));
+    return std::max<std::size_t>(evaluators_, static_cast<std::size_t>(std::min(covering, 1e6)));
   }
 
   // Proposes generations while fewer candidates wait than queue_target() (at most
@@ -177,8 +176,7 @@ class SearchLoop {
       return false;
     };
     while (proposing_ && !waiting_for_commit_ && !originals_pending() &&
-           in_flight_.size() < kMostGenerationsInFlight &&
-           dispatcher_.queued() < queue_target()) {
+           in_flight_.size() < kMostGenerationsInFlight && dispatcher_.queued() < queue_target()) {
       const auto start = Clock::now();
       const std::size_t evaluated = m_.record.candidates.size() + pending();
       const std::size_t count =

@@ -62,7 +62,7 @@ class MutationWorker {
 
   mutable std::mutex mutex_;  // guards everything below but thread_; no other lock is taken with it
   std::condition_variable changed_;
-  std::deque<MutationRequest> queued_;  // front: next to be made
+  std::deque<MutationRequest> queued_;           // front: next to be made
   std::map<Hash128, std::optional<Made>> made_;  // asked for; empty while queued or being made
   std::size_t made_ahead_ = 0;
   bool stopping_ = false;

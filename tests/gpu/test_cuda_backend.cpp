@@ -1061,7 +1061,8 @@ TEST(GpuCompare, AKeyedHashSeesAChangeOfAnyByte) {
   const std::vector<cuda::GpuCompare::Buffer> parts = {
       {buffer, bytes.size()}, {buffer + 8, 4096}, {buffer, 13}, {buffer + 4096, 65536}};
   std::vector<std::uint64_t> one_by_one;
-  for (const auto& part : parts) one_by_one.push_back(compare.keyed_hash(part.bytes, part.size, nullptr));
+  for (const auto& part : parts)
+    one_by_one.push_back(compare.keyed_hash(part.bytes, part.size, nullptr));
   EXPECT_EQ(compare.keyed_hashes(parts, nullptr), one_by_one);
   unsigned char changed = bytes[20] ^ 0x80;
   R3_CU(d.cuMemcpyHtoD(buffer + 20, &changed, 1));

@@ -118,8 +118,8 @@ TEST(SecondInput, TheRuleFromAReferenceComputedOnceIsTheRuleOfEachCheck) {
     before[i] = 4.0f + float(i % 7);
     expected[i] = before[i] * 2.0f;
   }
-  const auto reference = r3::replay::second_input_reference(bytes(expected), bytes(before),
-                                                            region.element_type);
+  const auto reference =
+      r3::replay::second_input_reference(bytes(expected), bytes(before), region.element_type);
   EXPECT_TRUE(reference.changes);
   RunOptions options;
   const auto as_recorded =
@@ -136,12 +136,16 @@ TEST(SecondInput, TheRuleFromAReferenceComputedOnceIsTheRuleOfEachCheck) {
       << "the mean magnitude of the elements as f32, not the reference's (computed as bytes)";
   std::vector<float> off = expected;
   off[9] += float(0.5 * r3::replay::kSecondInputLooseness * mean);
-  EXPECT_TRUE(check_on_second_input(bytes(off), bytes(expected), bytes(before), region, options).passed);
+  EXPECT_TRUE(
+      check_on_second_input(bytes(off), bytes(expected), bytes(before), region, options).passed);
   off[9] += float(4 * r3::replay::kSecondInputLooseness * mean);
-  EXPECT_FALSE(check_on_second_input(bytes(off), bytes(expected), bytes(before), region, options).passed);
-  const auto unchanged = r3::replay::second_input_reference(bytes(before), bytes(before), ElementType::f32);
+  EXPECT_FALSE(
+      check_on_second_input(bytes(off), bytes(expected), bytes(before), region, options).passed);
+  const auto unchanged =
+      r3::replay::second_input_reference(bytes(before), bytes(before), ElementType::f32);
   EXPECT_FALSE(unchanged.changes);
-  EXPECT_TRUE(r3::replay::second_input_rule(unchanged, bytes(before), region, options).tolerance.bitwise);
+  EXPECT_TRUE(
+      r3::replay::second_input_rule(unchanged, bytes(before), region, options).tolerance.bitwise);
 }
 
 // Second inputs that would take more than half the host memory available are not kept.

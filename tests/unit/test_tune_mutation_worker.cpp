@@ -60,9 +60,9 @@ TEST(MutationWorker, AParentDroppedFromAFullQueueIsMadeWhenTaken) {
   for (const MutationRequest& r : requests) worker.prefetch(r);
   // The oldest requests were dropped (unless the thread had started them): each is still made.
   for (std::size_t i : {std::size_t{0}, std::size_t{1}, requests.size() - 1}) {
-    const auto expected = sources_of(evolve::mutate(requests[i].text, requests[i].file_name,
-                                                    requests[i].entry, requests[i].language,
-                                                    requests[i].mutators));
+    const auto expected =
+        sources_of(evolve::mutate(requests[i].text, requests[i].file_name, requests[i].entry,
+                                  requests[i].language, requests[i].mutators));
     ASSERT_FALSE(expected.empty());
     EXPECT_EQ(sources_of(worker.take(requests[i])), expected) << "request " << i;
   }
