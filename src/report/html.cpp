@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "r3/version.hpp"
 #include "svg.hpp"
@@ -24,12 +26,16 @@ namespace {
 const std::vector<std::string> kColours = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                            "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
 
-const std::vector<std::string> kOutcomes = {"ok",           "compile error", "launch error",
-                                            "wrong result", "timeout",       "crash"};
-const std::vector<std::string> kOutcomeColours = {"#59a14f", "#edc948", "#f28e2b",
-                                                  "#e15759", "#b07aa1", "#7f0000"};
-const std::vector<std::string> kLevels = {"original", "rebuilt",  "source",
-                                          "compiler", "launch",   "parameters"};
+// Each outcome's colour in the charts, which list the outcomes in this order (names from
+// r3/outcome.hpp's one table).
+constexpr std::pair<Outcome, const char*> kOutcomeColours[] = {
+    {Outcome::ok, "#59a14f"},           {Outcome::compile_error, "#edc948"},
+    {Outcome::launch_error, "#f28e2b"}, {Outcome::wrong_result, "#e15759"},
+    {Outcome::timeout, "#b07aa1"},      {Outcome::crash, "#7f0000"}};
+// The levels' rows, in this order.
+constexpr run::CandidateLevel kLevelRows[] = {
+    run::CandidateLevel::original, run::CandidateLevel::rebuilt,  run::CandidateLevel::source,
+    run::CandidateLevel::compiler, run::CandidateLevel::launch,   run::CandidateLevel::parameters};
 
 // The best speedup over the original found so far, after each candidate of a kernel, against
 // its index among the kernel's candidates (by_wall false) or the run's wall time (by_wall true).
@@ -106,7 +112,8 @@ std::string levels_section(const std::vector<KernelResult>& results) {
     out << "<table><tr><th>" << escape(k.name)
         << " level</th><th>evaluated</th><th>verified</th><th>best</th><th>over the "
            "original</th></tr>";
-    for (const std::string& name : kLevels) {
+    for (run::CandidateLevel level : kLevelRows) {
+      const std::string name(to_string(level));
       auto it = k.levels.find(name);
       if (it == k.levels.end()) continue;
       const LevelFinding& f = it->second;
@@ -114,7 +121,7 @@ std::string levels_section(const std::vector<KernelResult>& results) {
       out << "<tr><td>" << name << "</td><td>" << f.evaluated << "</td><td>" << f.ok << "</td><td>"
           << format_seconds(f.best_seconds) << "</td><td>"
           << (speedup > 0 ? number(speedup) + "x" : "-") << "</td></tr>";
-      if (name != "original")
+      if (level != run::CandidateLevel::original)
         bars.push_back({name, speedup, speedup, speedup,
                         speedup > 0 ? number(speedup) + "x" : "none verified"});
     }
@@ -131,12 +138,10 @@ std::string failures_section(const run::RunRecord& record) {
   std::map<std::string, std::size_t> totals;
   for (const auto& c : record.candidates) {
     auto& counts = per_generation[c.generation];
-    counts.resize(kOutcomes.size());
-    const std::string outcome(to_string(c.outcome));
-    auto it = std::find(kOutcomes.begin(), kOutcomes.end(), outcome);
-    counts[it == kOutcomes.end() ? kOutcomes.size() - 1
-                                 : static_cast<std::size_t>(it - kOutcomes.begin())] += 1;
-    ++totals[outcome];
+    counts.resize(std::size(kOutcomeColours));
+    for (std::size_t i = 0; i < std::size(kOutcomeColours); ++i)
+      if (kOutcomeColours[i].first == c.outcome) counts[i] += 1;
+    ++totals[std::string(to_string(c.outcome))];
   }
   std::vector<svg::Stack> stacks;
   for (const auto& [g, counts] : per_generation) stacks.push_back({std::to_string(g), counts});
@@ -144,8 +149,13 @@ std::string failures_section(const run::RunRecord& record) {
   out << "<p>";
   for (const auto& [outcome, n] : totals) out << escape(outcome) << ": " << n << ". ";
   out << "</p>";
+  std::vector<std::string> names, colours;
+  for (const auto& [outcome, colour] : kOutcomeColours) {
+    names.emplace_back(to_string(outcome));
+    colours.emplace_back(colour);
+  }
   out << svg::stacked_columns({"Outcomes per generation", "generation", "candidates", false},
-                              kOutcomes, kOutcomeColours, stacks);
+                              names, colours, stacks);
   return out.str();
 }
 

@@ -365,6 +365,14 @@ TEST(ReportResults, TheDirectoryHoldsEverySectionAndFileAndTheFragmentParses) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_NE(html.find("1.97x"), std::string::npos) << "the confirmed speedup, median of 4 pairs";
+  // The levels' rows in their order, only those with candidates; the outcomes counted by name.
+  const auto row = [&](const char* level) { return html.find("<tr><td>" + std::string(level) + "</td>"); };
+  ASSERT_NE(row("original"), std::string::npos);
+  EXPECT_LT(row("original"), row("source"));
+  EXPECT_LT(row("source"), row("compiler"));
+  EXPECT_LT(row("compiler"), row("parameters"));
+  EXPECT_EQ(row("launch"), std::string::npos) << "no candidate of the launch level";
+  EXPECT_NE(html.find("crash: 1. ok: 4."), std::string::npos);
   std::string csv = read_text_file(files.candidates_csv);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6) << csv;
   EXPECT_NE(csv.find(",crash,"), std::string::npos);
