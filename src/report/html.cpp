@@ -1,8 +1,8 @@
 #include "html.hpp"
 
 #include <algorithm>
-#include <map>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -34,8 +34,8 @@ constexpr std::pair<Outcome, const char*> kOutcomeColours[] = {
     {Outcome::timeout, "#b07aa1"},      {Outcome::crash, "#7f0000"}};
 // The levels' rows, in this order.
 constexpr run::CandidateLevel kLevelRows[] = {
-    run::CandidateLevel::original, run::CandidateLevel::rebuilt,  run::CandidateLevel::source,
-    run::CandidateLevel::compiler, run::CandidateLevel::launch,   run::CandidateLevel::parameters};
+    run::CandidateLevel::original, run::CandidateLevel::rebuilt, run::CandidateLevel::source,
+    run::CandidateLevel::compiler, run::CandidateLevel::launch,  run::CandidateLevel::parameters};
 
 // The best speedup over the original found so far, after each candidate of a kernel, against
 // its index among the kernel's candidates (by_wall false) or the run's wall time (by_wall true).
@@ -154,8 +154,8 @@ std::string failures_section(const run::RunRecord& record) {
     names.emplace_back(to_string(outcome));
     colours.emplace_back(colour);
   }
-  out << svg::stacked_columns({"Outcomes per generation", "generation", "candidates", false},
-                              names, colours, stacks);
+  out << svg::stacked_columns({"Outcomes per generation", "generation", "candidates", false}, names,
+                              colours, stacks);
   return out.str();
 }
 

@@ -366,7 +366,9 @@ TEST(ReportResults, TheDirectoryHoldsEverySectionAndFileAndTheFragmentParses) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_NE(html.find("1.97x"), std::string::npos) << "the confirmed speedup, median of 4 pairs";
   // The levels' rows in their order, only those with candidates; the outcomes counted by name.
-  const auto row = [&](const char* level) { return html.find("<tr><td>" + std::string(level) + "</td>"); };
+  const auto row = [&](const char* level) {
+    return html.find("<tr><td>" + std::string(level) + "</td>");
+  };
   ASSERT_NE(row("original"), std::string::npos);
   EXPECT_LT(row("original"), row("source"));
   EXPECT_LT(row("source"), row("compiler"));
