@@ -19,6 +19,7 @@
 // Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
 //                     [--simulate [--compile-time 1] [--run-time 2]] [--no-llm | --llm-only]
+//                     [--keep DIR]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +50,7 @@ struct Options {
   double llm_delay = 5;
   std::string mpirun = "mpirun";
   bool simulate = false;
+  fs::path keep;  // where the runs' tune files, logs and results stay; empty: a temporary folder
   double compile_time = 1, run_time = 2;
   std::vector<bool> llm = {false, true};
 };
@@ -184,6 +186,8 @@ int main(int argc, char** argv) {
       o.compile_time = std::stod(value());
     } else if (arg == "--run-time") {
       o.run_time = std::stod(value());
+    } else if (arg == "--keep") {
+      o.keep = value();
     } else if (arg == "--no-llm") {
       o.llm = {false};
     } else if (arg == "--llm-only") {
@@ -193,11 +197,13 @@ int main(int argc, char** argv) {
           "usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]\n"
           "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
           "                    [--simulate [--compile-time 1] [--run-time 2]] [--no-llm | --llm-only]\n"
+          "                    [--keep DIR]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
           "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
           "  efficiency and the LLM answers evaluated. --simulate: the simulate backend, candidates of --compile-time\n"
-          "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine\n");
+          "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine.\n"
+          "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -210,7 +216,9 @@ int main(int argc, char** argv) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
   }
   const std::string source = read_file(o.source);
-  const fs::path dir = fs::temp_directory_path() / ("r3-tune-scaling-" + std::to_string(getpid()));
+  const fs::path dir = !o.keep.empty() ? fs::absolute(o.keep)
+                                       : fs::temp_directory_path() /
+                                             ("r3-tune-scaling-" + std::to_string(getpid()));
   fs::create_directories(dir);
 
   const auto delay = std::chrono::milliseconds(static_cast<long>(o.llm_delay * 1000));
@@ -251,6 +259,6 @@ int main(int argc, char** argv) {
   }
   std::printf("chat requests answered by the local endpoint: %zu\n", server.requests().size());
   std::error_code ignored;
-  fs::remove_all(dir, ignored);
+  if (o.keep.empty()) fs::remove_all(dir, ignored);
   return 0;
 }
