@@ -49,6 +49,11 @@ class HostBackend final : public Backend {
   std::string_view name() const override { return "host"; }
   AddressMode address_mode() const override { return memory_.mode(); }
   std::string placement() const override { return memory_.describe(); }
+  // Clang and the JIT keep about 0.3 MB per compile that they do not give back, and each run
+  // forks this process twice, at a cost that grows with its memory: a fresh one every 100
+  // evaluations keeps the evaluation time flat (364 ms -> 1584 ms over a 2000-evaluation run
+  // without it).
+  std::size_t evaluations_per_process() const override { return 100; }
 
   void prepare(const capture::CaptureReader& capture, std::size_t kernel_index,
                std::vector<std::size_t> launches) override {

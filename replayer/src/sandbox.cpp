@@ -160,6 +160,7 @@ void Sandbox::start() {
     throw Error("the evaluation sandbox could not prepare the capture: " + why);
   }
   placement_ = reply.value("placement", "");
+  renew_after_ = reply.value("renew_after", std::size_t{0});
   confined_ = reply.value("confined", false);
   missing_layers_.clear();
   // (Held here: items() of the temporary value() returns would outlive it.)
@@ -295,12 +296,11 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   if (evaluation.process_lost) stop();
   evaluation.seconds = seconds_since(start_time);
   // Host code never runs in the child (each run is a process of its own, on memory the child
-  // restores), and the CUDA backend resets its device state itself: the child goes on. But the
-  // host child grows with every compile (Clang and the JIT keep about 0.3 MB each that they do
-  // not give back), and each run forks it twice, at a cost that grows with its memory: from time
-  // to time it is replaced by a fresh one (the next evaluation starts it).
+  // restores), and the CUDA backend resets its device state itself: the child goes on, unless
+  // its backend asked to be renewed after so many evaluations (the host backend's grows); the
+  // next evaluation starts a fresh one.
   // (Candidates it was compiling ahead are compiled again by the new one when they come.)
-  if (setup_.backend == "host" && ++evaluated_by_child_ >= kHostChildEvaluations) {
+  if (renew_after_ > 0 && ++evaluated_by_child_ >= renew_after_) {
     stop();
     renewing_ = true;
     ++renewals_;

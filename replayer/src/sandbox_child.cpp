@@ -28,6 +28,7 @@ struct Prepared {
   std::vector<std::unique_ptr<Backend>> backends;   // one per requested kernel
   std::vector<std::unique_ptr<CompilePool>> pools;  // one per backend
   std::string placement;
+  std::size_t renew_after = 0;  // the fewest evaluations_per_process() of its backends (0: never)
 };
 
 Prepared prepare(const json& request) {
@@ -41,6 +42,9 @@ Prepared prepare(const json& request) {
     b->prepare(*prepared.capture, k.at("kernel").get<std::size_t>(),
                k.at("launches").get<std::vector<std::size_t>>());
     prepared.placement += (prepared.placement.empty() ? "" : "; ") + b->placement();
+    if (const std::size_t n = b->evaluations_per_process();
+        n > 0 && (prepared.renew_after == 0 || n < prepared.renew_after))
+      prepared.renew_after = n;
     prepared.backends.push_back(std::move(b));
   }
   return prepared;
@@ -166,7 +170,8 @@ int sandbox_child_main(int in_fd, int out_fd) {
   if (!wire::write_message(out_fd, json{{"ok", true},
                                         {"placement", prepared.placement},
                                         {"confined", confined},
-                                        {"missing", missing}}
+                                        {"missing", missing},
+                                        {"renew_after", prepared.renew_after}}
                                        .dump()))
     return 0;
 

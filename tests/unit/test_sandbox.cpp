@@ -190,12 +190,14 @@ TEST_F(SandboxTest, CandidatesCompiledAheadComeBackAsIfCompiledInTurn) {
 // it is replaced by a fresh one, which is not a restart (nothing failed) and loses no result.
 TEST_F(SandboxTest, AHostChildIsRenewedAfterItsShareOfEvaluations) {
   Sandbox sandbox(setup());
+  const std::size_t share = sandbox.renew_after();
+  ASSERT_EQ(share, 100u) << "the host backend's evaluations_per_process()";
   const Request candidate = request("job/stencil_faulty.cpp", {{"MODE", "1"}});
-  for (std::size_t i = 0; i < Sandbox::kHostChildEvaluations + 2; ++i) {
+  for (std::size_t i = 0; i < share + 2; ++i) {
     Evaluation e = sandbox.evaluate(candidate);
     ASSERT_EQ(e.outcome, Outcome::ok) << "evaluation " << i << ": " << e.message;
     // The first evaluation in each child compiles; the others find the compile kept.
-    const bool first_in_child = i % Sandbox::kHostChildEvaluations == 0;
+    const bool first_in_child = i % share == 0;
     EXPECT_EQ(e.from_cache, !first_in_child) << "evaluation " << i;
   }
   EXPECT_EQ(sandbox.renewals(), 1u);

@@ -164,6 +164,9 @@ class Backend {
   // True once an error left the device unusable for the rest of this process (a sticky CUDA
   // error): nothing more runs here, and the sandbox replaces its child process.
   virtual bool lost() const { return false; }
+  // After how many evaluations the process holding this backend is best replaced by a fresh
+  // one (0: never). The sandbox asks its child once, when it starts.
+  virtual std::size_t evaluations_per_process() const { return 0; }
 
   // Candidate code from now on runs held by these (the sandbox sets them once confined).
   virtual void set_candidate_limits(const CandidateLimits&) {}

@@ -88,9 +88,10 @@ class Sandbox {
 
   // Children started again after one died or was killed (not those renewed: renewals()).
   std::size_t restarts() const { return restarts_; }
-  // Host backend: children replaced by a fresh one after kHostChildEvaluations evaluations.
+  // Children replaced by a fresh one after renew_after() evaluations.
   std::size_t renewals() const { return renewals_; }
-  static constexpr std::size_t kHostChildEvaluations = 100;
+  // What the child's backends ask for (Backend::evaluations_per_process; 0: never renewed).
+  std::size_t renew_after() const { return renew_after_; }
   const std::string& placement() const { return placement_; }
   bool confined() const { return confined_; }
   // The confinement layers the child could not put in place, with why (docs/security.md).
@@ -109,6 +110,7 @@ class Sandbox {
   int from_child_ = -1;
   std::size_t restarts_ = 0;
   std::size_t renewals_ = 0;
+  std::size_t renew_after_ = 0;
   std::size_t evaluated_by_child_ = 0;
   bool renewing_ = false;       // the child was stopped to be renewed, not lost
   std::uint64_t sequence_ = 0;  // of the last request sent
