@@ -8,6 +8,10 @@
 #include <limits>
 #include <map>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "r3/error.hpp"
 
 namespace r3::bo {
@@ -58,7 +62,8 @@ Encoded Encoder::encode(const Configuration& c) const {
     const Parameter& p = parameters[i];
     std::vector<std::uint8_t> counts;
     if (p.pool.size() <= Encoded::kCountedPool && p.max_length < 256) {
-      counts.assign(p.pool.size(), 0);
+      const std::size_t align = Encoded::kCountsAlign;
+      counts.assign((p.pool.size() + align - 1) / align * align, 0);
       for (int item : c.values[i]) ++counts[static_cast<std::size_t>(item)];
     }
     e.sequence_counts.push_back(std::move(counts));
@@ -134,14 +139,27 @@ std::size_t shared_items(const std::vector<int>& a, const std::vector<int>& b) {
 }  // namespace
 
 namespace {
-// The same from the items' counts (Encoded::sequence_counts).
+// The same from the items' counts (Encoded::sequence_counts: a multiple of 16 long). The
+// kernel takes this for every pair of points: 16 minima and their sum are two SSE2 instructions.
 std::size_t shared_items(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+#if defined(__SSE2__)
+  __m128i sum = _mm_setzero_si128();
+  for (std::size_t i = 0; i < a.size(); i += Encoded::kCountsAlign) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data() + i));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.data() + i));
+    sum = _mm_add_epi64(sum, _mm_sad_epu8(_mm_min_epu8(x, y), _mm_setzero_si128()));
+  }
+  return static_cast<std::size_t>(_mm_cvtsi128_si64(sum) +
+                                  _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum)));
+#else
   unsigned shared = 0;
   for (std::size_t i = 0; i < a.size(); ++i) shared += std::min(a[i], b[i]);
   return shared;
+#endif
 }
 
-double distance_of(const std::vector<int>& a, const std::vector<int>& b, std::size_t shared) {
+inline double distance_of(const std::vector<int>& a, const std::vector<int>& b,
+                          std::size_t shared) {
   const std::size_t longer = std::max(a.size(), b.size());
   if (longer == 0) return 0;
   std::size_t same_position = 0;
@@ -154,40 +172,81 @@ double sequence_distance(const std::vector<int>& a, const std::vector<int>& b) {
   return distance_of(a, b, shared_items(a, b));
 }
 
-double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h) {
+namespace {
+
+// What the kernel makes of a pair's differences, whoever computed them: `numeric(d)` the
+// difference in numeric dimension d (1 where one side is inactive), `differs(d)` whether
+// categorical dimension d differs, `distance(d)` sequence d's distance. One copy of the
+// arithmetic, so that correlation() and a fit's pair table give the same bits.
+template <typename Numeric, typename Differs, typename Distance>
+inline double kernel_of(const Hyperparameters& h, Numeric numeric, Differs differs,
+                        Distance distance) {
   double r2 = 0;
-  for (std::size_t d = 0; d < a.numeric.size(); ++d) {
-    const double x = a.numeric[d], y = b.numeric[d];
-    const bool x_on = !std::isnan(x), y_on = !std::isnan(y);
-    double diff = 0;
-    if (x_on && y_on) {
-      diff = x - y;
-    } else if (x_on != y_on) {
-      diff = 1;
-    }
-    const double scaled = diff / h.lengthscales[d];
+  for (std::size_t d = 0; d < h.lengthscales.size(); ++d) {
+    const double scaled = numeric(d) / h.lengthscales[d];
     r2 += scaled * scaled;
   }
   const double r = std::sqrt(5.0 * r2);
   double exponent = r;  // one exp for the Matern term and the others
-  for (std::size_t d = 0; d < a.categorical.size(); ++d) {
-    if (a.categorical[d] != b.categorical[d]) exponent += h.categorical_weights[d];
+  for (std::size_t d = 0; d < h.categorical_weights.size(); ++d) {
+    if (differs(d)) exponent += h.categorical_weights[d];
   }
-  for (std::size_t d = 0; d < a.sequences.size(); ++d) {
-    double distance;
-    if (a.sequence_active[d] != b.sequence_active[d]) {
-      distance = 1;
-    } else if (!a.sequence_active[d]) {
-      distance = 0;
-    } else if (!a.sequence_counts[d].empty()) {
-      distance = distance_of(a.sequences[d], b.sequences[d],
-                             shared_items(a.sequence_counts[d], b.sequence_counts[d]));
-    } else {
-      distance = sequence_distance(a.sequences[d], b.sequences[d]);
-    }
-    exponent += h.sequence_weights[d] * distance;
-  }
+  for (std::size_t d = 0; d < h.sequence_weights.size(); ++d)
+    exponent += h.sequence_weights[d] * distance(d);
   return (1.0 + r + r * r / 3.0) * std::exp(-exponent);
+}
+
+double numeric_difference(const Encoded& a, const Encoded& b, std::size_t d) {
+  const double x = a.numeric[d], y = b.numeric[d];
+  const bool x_on = !std::isnan(x), y_on = !std::isnan(y);
+  if (x_on && y_on) return x - y;
+  return x_on != y_on ? 1.0 : 0.0;
+}
+
+double sequence_distance_of(const Encoded& a, const Encoded& b, std::size_t d) {
+  if (a.sequence_active[d] != b.sequence_active[d]) return 1;
+  if (!a.sequence_active[d]) return 0;
+  if (!a.sequence_counts[d].empty()) {
+    return distance_of(a.sequences[d], b.sequences[d],
+                       shared_items(a.sequence_counts[d], b.sequence_counts[d]));
+  }
+  return sequence_distance(a.sequences[d], b.sequences[d]);
+}
+
+}  // namespace
+
+double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h) {
+  return kernel_of(
+      h, [&](std::size_t d) { return numeric_difference(a, b, d); },
+      [&](std::size_t d) { return a.categorical[d] != b.categorical[d]; },
+      [&](std::size_t d) { return sequence_distance_of(a, b, d); });
+}
+
+PairTable::PairTable(const std::vector<Encoded>& x) : size_(x.size()) {
+  if (!x.empty()) {
+    numeric_count_ = x[0].numeric.size();
+    categorical_count_ = x[0].categorical.size();
+    sequence_count_ = x[0].sequences.size();
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      for (std::size_t d = 0; d < numeric_count_; ++d)
+        numeric_differences_.push_back(numeric_difference(x[i], x[j], d));
+      for (std::size_t d = 0; d < categorical_count_; ++d)
+        differs_.push_back(x[i].categorical[d] != x[j].categorical[d] ? 1 : 0);
+      for (std::size_t d = 0; d < sequence_count_; ++d)
+        distances_.push_back(sequence_distance_of(x[i], x[j], d));
+    }
+  }
+}
+
+double PairTable::correlation(std::size_t pair, const Hyperparameters& h) const {
+  const double* n = numeric_differences_.data() + pair * numeric_count_;
+  const std::uint8_t* c = differs_.data() + pair * categorical_count_;
+  const double* s = distances_.data() + pair * sequence_count_;
+  return kernel_of(
+      h, [&](std::size_t d) { return n[d]; }, [&](std::size_t d) { return c[d] != 0; },
+      [&](std::size_t d) { return s[d]; });
 }
 
 WarpedTimes warp_times(const std::vector<double>& times) {
@@ -237,16 +296,27 @@ WarpedTimes warp_times(const std::vector<double>& times) {
 
 namespace {
 
-Eigen::MatrixXd covariance(const std::vector<Encoded>& x, const Hyperparameters& h) {
-  const Eigen::Index n = static_cast<Eigen::Index>(x.size());
+Eigen::MatrixXd covariance(const PairTable& pairs, const Hyperparameters& h) {
+  const Eigen::Index n = static_cast<Eigen::Index>(pairs.size());
   Eigen::MatrixXd k(n, n);
+  std::size_t pair = 0;  // the table's order: (1,0), (2,0), (2,1), (3,0), ...
   for (Eigen::Index i = 0; i < n; ++i) {
     k(i, i) = h.signal_variance + h.noise_variance;
     for (Eigen::Index j = 0; j < i; ++j) {
-      k(i, j) = k(j, i) = h.signal_variance * correlation(x[i], x[j], h);
+      k(i, j) = k(j, i) = h.signal_variance * pairs.correlation(pair++, h);
     }
   }
   return k;
+}
+
+double log_marginal_likelihood_of(const PairTable& pairs, const Eigen::VectorXd& y,
+                                  const Hyperparameters& h) {
+  Eigen::LLT<Eigen::MatrixXd> llt(covariance(pairs, h));
+  if (llt.info() != Eigen::Success) return -1e30;
+  const Eigen::VectorXd alpha = llt.solve(y);
+  const double log_det = 2.0 * llt.matrixLLT().diagonal().array().log().sum();
+  return -0.5 * y.dot(alpha) - 0.5 * log_det -
+         0.5 * static_cast<double>(y.size()) * std::log(2 * M_PI);
 }
 
 // Weak log-normal priors that keep the fit away from degenerate corners with little data.
@@ -267,7 +337,7 @@ double log_prior(const std::vector<double>& log_values, const Encoder& encoder) 
 }
 
 struct FitProblem {
-  const std::vector<Encoded>* x;
+  const PairTable* pairs;
   const Eigen::VectorXd* y;
   const Encoder* encoder;
 };
@@ -278,7 +348,7 @@ double objective(unsigned n, const double* values, double* gradient, void* data)
   std::vector<double> log_values(values, values + n);
   try {
     Hyperparameters h = Hyperparameters::from_log(log_values, *problem->encoder);
-    return GaussianProcess::log_marginal_likelihood(*problem->x, *problem->y, h) +
+    return log_marginal_likelihood_of(*problem->pairs, *problem->y, h) +
            log_prior(log_values, *problem->encoder);
   } catch (...) {  // never let an exception cross NLopt's C frames
     return -1e30;
@@ -290,12 +360,7 @@ double objective(unsigned n, const double* values, double* gradient, void* data)
 double GaussianProcess::log_marginal_likelihood(const std::vector<Encoded>& x,
                                                 const Eigen::VectorXd& y,
                                                 const Hyperparameters& h) {
-  Eigen::LLT<Eigen::MatrixXd> llt(covariance(x, h));
-  if (llt.info() != Eigen::Success) return -1e30;
-  const Eigen::VectorXd alpha = llt.solve(y);
-  const double log_det = 2.0 * llt.matrixLLT().diagonal().array().log().sum();
-  return -0.5 * y.dot(alpha) - 0.5 * log_det -
-         0.5 * static_cast<double>(y.size()) * std::log(2 * M_PI);
+  return log_marginal_likelihood_of(PairTable(x), y, h);
 }
 
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
@@ -319,7 +384,10 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
 
   nlopt_opt optimiser = nlopt_create(NLOPT_LN_BOBYQA, n);
   if (optimiser == nullptr) throw Error("NLopt could not create a BOBYQA optimiser");
-  FitProblem problem{&x, &y, &encoder};
+  // The pairs' differences do not depend on the hyperparameters: taken once for every
+  // likelihood evaluation of the fit.
+  const PairTable pairs(x);
+  FitProblem problem{&pairs, &y, &encoder};
   nlopt_set_lower_bounds(optimiser, lower.data());
   nlopt_set_upper_bounds(optimiser, upper.data());
   nlopt_set_max_objective(optimiser, objective, &problem);
@@ -334,7 +402,7 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
 
 GaussianProcess::GaussianProcess(std::vector<Encoded> x, Eigen::VectorXd y, Hyperparameters h)
     : x_(std::move(x)), y_(std::move(y)), h_(std::move(h)) {
-  Eigen::MatrixXd k = covariance(x_, h_);
+  Eigen::MatrixXd k = covariance(PairTable(x_), h_);
   cholesky_.compute(k);
   // Duplicated points with little noise can make K singular: add jitter until it factors.
   double jitter = 1e-8;

@@ -18,9 +18,11 @@ struct Encoded {
   std::vector<std::vector<int>> sequences;  // per sequence parameter: items
   std::vector<char> sequence_active;
   // Per sequence parameter whose pool has at most kCountedPool items: how often each item
-  // occurs (the items two sequences share are then a sum of minima); empty for larger pools.
+  // occurs (the items two sequences share are then a sum of minima), padded with zeros to a
+  // multiple of kCountsAlign so that the minima are taken 16 at a time; empty for larger pools.
   std::vector<std::vector<std::uint8_t>> sequence_counts;
   static constexpr std::size_t kCountedPool = 256;
+  static constexpr std::size_t kCountsAlign = 16;
 };
 
 class Encoder {
@@ -53,6 +55,23 @@ struct Hyperparameters {
 // configuration and not the other counts as the largest distance), times exp(-w) for each
 // categorical dimension that differs, times exp(-w * d) per sequence with d their distance.
 double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h);
+
+// The differences of every pair of a list of points, which the kernel turns into correlations
+// for any hyperparameters (correlation() of the pair, to the bit): a fit evaluates the
+// likelihood a hundred times on the same points.
+class PairTable {
+ public:
+  explicit PairTable(const std::vector<Encoded>& x);
+  std::size_t size() const { return size_; }  // points
+  // The pair (i, j), j < i, is number i (i - 1) / 2 + j.
+  double correlation(std::size_t pair, const Hyperparameters& h) const;
+
+ private:
+  std::size_t size_ = 0, numeric_count_ = 0, categorical_count_ = 0, sequence_count_ = 0;
+  std::vector<double> numeric_differences_;  // per pair, per numeric dimension
+  std::vector<std::uint8_t> differs_;        // per pair, per categorical dimension
+  std::vector<double> distances_;            // per pair, per sequence
+};
 
 // Distance of two sequences in [0, 1]: 1 - (items equal at the same position + items they
 // share, counted with multiplicity) / (2 * the longer length).

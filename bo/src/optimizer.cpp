@@ -261,7 +261,7 @@ class Model {
     std::vector<double> labels;
     for (std::size_t i : memo.classifier_rows)
       labels.push_back((observations[i].outcome.ok ? 1.0 : -1.0) - prior_label_);
-    classifier_whitened_ = classifier_->whiten(labels);
+    classifier_weights_ = classifier_->weights(labels);
     timing.condition += seconds_since(start);
   }
 
@@ -274,27 +274,41 @@ class Model {
       hashes.push_back(c.hash());
     }
     gp_->compute(encoded, hashes);
-    if (classifier_ != nullptr) classifier_->compute(encoded, hashes);
-    for (std::size_t k = 0; k < configurations.size(); ++k) {
-      Configuration& c = configurations[k];
-      const Hash128& hash = hashes[k];
-      const Posterior::Column& column = gp_->column(encoded[k], hash);
-      pool.columns.push_back(&column);
-      pool.mean.push_back(gp_->mean(column, gp_whitened_));
-      pool.variance.push_back(gp_->variance(column));
-      pool.log_feasible.push_back(std::log(feasibility(encoded[k], hash)));
-      pool.hashes.insert(hash);
-      pool.configurations.push_back(std::move(c));
+    const std::size_t first = pool.size(), count = configurations.size();
+    for (std::size_t k = 0; k < count; ++k)
+      pool.columns.push_back(&gp_->column(encoded[k], hashes[k]));
+    pool.mean.resize(first + count);
+    const std::vector<const Posterior::Column*> added(
+        pool.columns.begin() + static_cast<long>(first), pool.columns.end());
+    gp_->means(added, gp_whitened_, pool.mean.data() + first);
+    const std::vector<double> labels = feasibility_labels(encoded, hashes);
+    for (std::size_t k = 0; k < count; ++k) {
+      pool.variance.push_back(gp_->variance(*pool.columns[first + k]));
+      pool.log_feasible.push_back(std::log(feasibility(labels[k])));
+      pool.hashes.insert(hashes[k]);
+      pool.configurations.push_back(std::move(configurations[k]));
     }
   }
 
-  // P(feasible) of a point: 1 without failures, else Phi(2.5 E[label]) from the classifier.
+  // The classifier's mean label of each point (only means: from the points' kernels with the
+  // rows, not their columns; posterior.hpp); empty without failures.
+  std::vector<double> feasibility_labels(const std::vector<Encoded>& points,
+                                         const std::vector<Hash128>& hashes) const {
+    if (classifier_ == nullptr) return std::vector<double>(points.size(), 0.0);
+    std::vector<const Posterior::Kernel*> kernels;
+    for (std::size_t k = 0; k < points.size(); ++k)
+      kernels.push_back(&classifier_->kernel(points[k], hashes[k]));
+    std::vector<double> labels(points.size());
+    classifier_->means(kernels, classifier_weights_, labels.data());
+    for (double& label : labels) label += prior_label_;
+    return labels;
+  }
+
+  // P(feasible) of a point from its mean label: 1 without failures, else Phi(2.5 E[label]).
   // The probit link maps a label the classifier is sure of (E near -1 or +1) to a probability
   // near 0 or 1, one it knows nothing about (E near 0) to 1/2.
-  double feasibility(const Encoded& point, const Hash128& hash) const {
+  double feasibility(double label) const {
     if (classifier_ == nullptr) return 1.0;
-    const double label =
-        prior_label_ + classifier_->mean(classifier_->column(point, hash), classifier_whitened_);
     return std::clamp(0.5 * std::erfc(-2.5 * label / std::sqrt(2.0)), 1e-6, 1.0);
   }
 
@@ -321,7 +335,7 @@ class Model {
   std::vector<double> gp_whitened_;
   double best_ = 0;
   Posterior* classifier_ = nullptr;
-  std::vector<double> classifier_whitened_;
+  std::vector<double> classifier_weights_;
   double prior_label_ = 1;
 };
 

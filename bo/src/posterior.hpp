@@ -37,11 +37,20 @@ class Posterior {
     std::size_t used = 0;   // the round it was last asked for in
   };
 
+  // k(X, point) for a model that only asks for posterior means (the feasibility classifier): a
+  // mean is then kernel . weights(y), n kernel evaluations and one dot per point, where a column
+  // costs O(n^2). Kept like the columns, and extended as rows are appended.
+  struct Kernel {
+    Encoded point;
+    std::vector<double> k;  // per row
+    std::size_t used = 0;
+  };
+
   explicit Posterior(Hyperparameters h);
 
   const Hyperparameters& hyperparameters() const { return h_; }
   std::size_t rows() const { return x_.size(); }
-  std::size_t cached() const { return columns_.size(); }
+  std::size_t cached() const { return columns_.size() + kernels_.size(); }
   std::size_t computed() const { return computed_; }  // columns computed whole so far
 
   // Conditions on one more point; every kept column gains its entry for it.
@@ -55,17 +64,33 @@ class Posterior {
   // row of L is read once for all of them rather than once per point.
   void compute(const std::vector<Encoded>& points, const std::vector<Hash128>& keys);
 
+  // The kernel of a point with every row (computed and kept, unless kept already); valid as a
+  // column() reference is.
+  const Kernel& kernel(const Encoded& point, const Hash128& key);
+  // K^-1 y for targets y (one per row, in row order): the posterior mean at a point is
+  // kernel.k . weights.
+  std::vector<double> weights(const std::vector<double>& y) const;
+  double mean(const Kernel& kernel, const std::vector<double>& weights) const;
+  // mean() of several points at once (the same bits, computed four at a time).
+  void means(const std::vector<const Kernel*>& kernels, const std::vector<double>& weights,
+             double* out) const;
+
   // L^-1 y for targets y (one per row, in row order): the posterior mean at a point is
   // column.v . whitened.
   std::vector<double> whiten(const std::vector<double>& y) const;
   double mean(const Column& c, const std::vector<double>& whitened) const;
+  void means(const std::vector<const Column*>& columns, const std::vector<double>& whitened,
+             double* out) const;
   double variance(const Column& c) const;
   // Posterior covariance of two scored points.
   double covariance(const Column& a, const Column& b) const;
 
   // Drops the kept columns (they are only a cache): all, or those not asked for in the last
   // `rounds` rounds (a round: one proposal).
-  void forget() { columns_.clear(); }
+  void forget() {
+    columns_.clear();
+    kernels_.clear();
+  }
   void forget_unused(std::size_t rounds);
   void next_round() { ++round_; }
 
@@ -73,9 +98,10 @@ class Posterior {
   // The entry of row `i` for a point whose kernel with row i's point is `k`, given the point's
   // entries of rows 0..i-1 in `v`.
   double entry(std::size_t i, double k, const std::vector<double>& v) const;
-  // Appends the column's entry for the next row it lacks: the one computation of every entry,
-  // whether a column is computed whole or extended as rows are appended.
-  void add_entry(Column& c) const;
+  // Appends to each column its entry for the next row, which they all lack (they have the same
+  // length): the one computation of every entry, whether a column is computed whole or extended
+  // as rows are appended, and whether alone or with others (the same bits either way).
+  void add_entries(Column* const* columns, std::size_t count) const;
   // A new column for `key`, counted and with no entries yet; null when one is kept already
   // (either way the column counts as asked for in this round).
   Column* claim(const Encoded& point, const Hash128& key);
@@ -84,6 +110,7 @@ class Posterior {
   std::vector<Encoded> x_;
   std::vector<std::vector<double>> l_;  // row i of L: entries 0..i
   std::unordered_map<Hash128, Column, Hash128Hasher> columns_;
+  std::unordered_map<Hash128, Kernel, Hash128Hasher> kernels_;
   std::size_t computed_ = 0;
   std::size_t round_ = 0;
 };

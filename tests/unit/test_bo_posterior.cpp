@@ -68,6 +68,14 @@ TEST(BoPosterior, SaysWhatTheGaussianProcessSays) {
     EXPECT_NEAR(posterior.mean(*columns[i], whitened), mean(e), 1e-8) << "point " << i;
     EXPECT_NEAR(posterior.variance(*columns[i]), variance(e), 1e-8) << "point " << i;
   }
+  // The mean from a point's kernel and the weights K^-1 y (what the classifier asks for).
+  const std::vector<double> weights = posterior.weights(y);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const r3::Hash128 key{i + 1, 0};  // only the cache's key: any not used for another point
+    EXPECT_NEAR(posterior.mean(posterior.kernel(points[i], key), weights),
+                mean(static_cast<Eigen::Index>(i)), 1e-8)
+        << "point " << i;
+  }
   // The posterior covariance of two points: prior minus what the data explain.
   Eigen::MatrixXd v;
   gp.predict({points[0], points[1]}, mean, variance, &v);
@@ -102,6 +110,53 @@ TEST(BoPosterior, AColumnKeptWhileRowsWereAddedIsTheColumnComputedAfterwards) {
   ASSERT_EQ(a.v.size(), 90u);
   EXPECT_EQ(a.v, b.v);  // bit for bit
   EXPECT_EQ(a.squared, b.squared);
+}
+
+// Columns computed together (four at a time where there are four, the rest alone) are those
+// computed one by one, bit for bit: which way a point was first scored changes nothing.
+TEST(BoPosterior, ColumnsComputedTogetherAreTheColumnsComputedAlone) {
+  const Space space = mixed_space();
+  const Encoder encoder(space);
+  const Hyperparameters h = some_hyperparameters(encoder);
+  std::mt19937_64 rng(11);
+  Posterior together(h), alone(h);
+  for (int i = 0; i < 75; ++i) {  // not a multiple of four rows: the dots' tails are used
+    const Configuration c = space.sample(rng);
+    together.append(encoder.encode(c), c.hash());
+    alone.append(encoder.encode(c), c.hash());
+  }
+  std::vector<Encoded> points;
+  std::vector<r3::Hash128> keys;
+  for (int i = 0; i < 39; ++i) {  // a block of 32 and one of 7: groups of four and a remainder
+    const Configuration c = space.sample(rng);
+    points.push_back(encoder.encode(c));
+    keys.push_back(c.hash());
+  }
+  const std::size_t before = together.computed();
+  together.compute(points, keys);
+  // (A point may repeat a row, and is kept already: a full block and a remainder are enough.)
+  ASSERT_GT(together.computed() - before, 32u);
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    const Posterior::Column& a = together.column(points[k], keys[k]);
+    const Posterior::Column& b = alone.column(points[k], keys[k]);
+    ASSERT_EQ(a.v.size(), 75u);
+    EXPECT_EQ(a.v, b.v) << "point " << k;
+    EXPECT_EQ(a.squared, b.squared) << "point " << k;
+  }
+  // Kept columns extended together by an appended row are those computed afterwards, alone.
+  std::mt19937_64 replay(11);
+  Posterior afterwards(h);
+  for (int i = 0; i < 75; ++i) {
+    const Configuration c = space.sample(replay);
+    afterwards.append(encoder.encode(c), c.hash());
+  }
+  const Configuration row = space.sample(rng);
+  together.append(encoder.encode(row), row.hash());
+  afterwards.append(encoder.encode(row), row.hash());
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    EXPECT_EQ(together.column(points[k], keys[k]).v, afterwards.column(points[k], keys[k]).v)
+        << "point " << k;
+  }
 }
 
 // Past many fit points and with a sequence parameter, the optimizer's kept columns are those of
