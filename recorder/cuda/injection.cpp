@@ -10,7 +10,6 @@
 // and the application runs on as if it were not recorded.
 #include <cuda.h>
 #include <cupti.h>
-#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "code_images.hpp"
+#include "launched_function.hpp"
 #include "r3/capture.hpp"
 #include "r3/hash.hpp"
 #include "r3/log.hpp"
@@ -40,14 +40,6 @@ namespace {
 
 using namespace r3;
 using namespace r3::record::session;
-
-std::string demangle(const std::string& name) {
-  int status = 0;
-  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  std::string result = status == 0 && out ? out : "";
-  std::free(out);
-  return result;
-}
 
 std::string kokkos_label() {
   using LabelFn = const char* (*)();
@@ -96,11 +88,9 @@ struct Pending {
   CUevent start = nullptr, stop = nullptr;
 };
 
-// A launched function's names.
-struct Names {
-  std::string name, demangled, label;
-  bool is_library_kernel = false;
-};
+using record::cuda::names_of;
+using record::cuda::params_of;
+using Names = record::cuda::FunctionNames;
 
 // A module global or __constant__ variable of a kernel's module, where it lives in this run.
 struct ModuleGlobal {
@@ -571,20 +561,6 @@ class CudaRecorder {
     return range_containing(allocations_, address);
   }
 
-  static Names names_of(CUfunction f) {
-    Names n;
-    const char* name = nullptr;
-    if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name) {
-      n.name = name;
-    } else if (cuKernelGetName(&name, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && name) {
-      // Runtime-API launches pass a CUkernel (the library API) as the function.
-      n.name = name;
-      n.is_library_kernel = true;
-    }
-    n.demangled = demangle(n.name);
-    return n;
-  }
-
   // What the recorder knows of a launched function, found once: the names are looked up, the
   // name selection decided, and the launches counted here, so that a launch which is not
   // selected costs a hash lookup (and the Kokkos label check when the connector is loaded).
@@ -594,23 +570,6 @@ class CudaRecorder {
     bool recorded_enough = false;  // its kernel has all the launches --launches asks for
     std::uint64_t launches = 0;
   };
-
-  // The parameter layout: offsets and sizes from the driver.
-  static std::vector<capture::Param> params_of(CUfunction f, bool library_kernel) {
-    std::vector<capture::Param> params;
-    for (std::size_t i = 0;; ++i) {
-      std::size_t offset = 0, size = 0;
-      CUresult rc = library_kernel
-                        ? cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &offset, &size)
-                        : cuFuncGetParamInfo(f, i, &offset, &size);
-      if (rc != CUDA_SUCCESS) break;
-      capture::Param p;
-      p.offset = offset;
-      p.size = size;
-      params.push_back(p);
-    }
-    return params;
-  }
 
   bool selected_by_name(const Names& n) const {
     return !n.name.empty() &&

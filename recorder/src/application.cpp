@@ -92,6 +92,13 @@ std::optional<fs::path> find_cuda_injection_library() {
   return std::nullopt;
 }
 
+std::optional<fs::path> find_cuda_apply_library() {
+  if (const char* env = std::getenv("R3_APPLY_CUDA_LIBRARY"); env && *env) return fs::path(env);
+  for (const fs::path& place : library_places(kCudaApplyFile))
+    if (::access(place.c_str(), R_OK) == 0) return place;
+  return std::nullopt;
+}
+
 fs::path find_kokkos_library(const std::string& file_name) {
   std::vector<fs::path> places;
   if (const char* env = std::getenv("R3_KOKKOS_CONNECTOR"); env && *env) {

@@ -1,5 +1,8 @@
 #include "r3/apply_command.hpp"
 
+#include <stdlib.h>
+
+#include <fstream>
 #include <ostream>
 
 #include "../kokkos/tuned_values.hpp"
@@ -8,9 +11,69 @@
 
 namespace r3::record {
 
+namespace fs = std::filesystem;
+
+namespace {
+
+// A directory of our own under TMPDIR, removed with its files at the end of the scope.
+class PrivateDirectory {
+ public:
+  PrivateDirectory() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/r3-apply-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw IoError("mkdtemp", "r3 apply: cannot create a directory like " + pattern);
+    path_ = pattern;
+  }
+  ~PrivateDirectory() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  PrivateDirectory(const PrivateDirectory&) = delete;
+  PrivateDirectory& operator=(const PrivateDirectory&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write_file(const fs::path& file, const std::string& bytes) {
+  std::ofstream out(file, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw IoError("write", "r3 apply: cannot write " + file.string());
+}
+
+int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ostream& report) {
+  ApplicationEnvironment env;
+  env.dropped_prefixes.push_back("R3_APPLY_");
+  if (winners.manifest.kernels.empty()) {
+    report << "r3 apply: no kernel to substitute: the application runs as it is\n";
+    report.flush();
+    return run_application("r3 apply", options.command, env);
+  }
+  const std::optional<fs::path> library = find_cuda_apply_library();
+  if (!library)
+    throw NotAvailableError("r3 apply: this r3 was built without CUDA (no " +
+                            std::string(kCudaApplyFile) + ")");
+  PrivateDirectory dir;
+  for (std::size_t i = 0; i < winners.manifest.kernels.size(); ++i)
+    write_file(dir.path() / winners.manifest.kernels[i].code, winners.cubins.at(i));
+  const fs::path manifest = dir.path() / "manifest";
+  write_file(manifest, cuda::to_text(winners.manifest));
+  env.set.push_back("CUDA_INJECTION64_PATH=" + library->string());
+  env.set.push_back("R3_APPLY_MANIFEST=" + manifest.string());
+  report.flush();
+  const int status = run_application("r3 apply", options.command, env);
+  if (status != 0) report << "r3 apply: the application exited with status " << status << "\n";
+  return status;
+}
+
+}  // namespace
+
 int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   if (options.command.empty()) throw UsageError("r3 apply: give the application to run after --");
-  namespace fs = std::filesystem;
+  if (options.cuda) return apply_cuda(options, *options.cuda, report);
   std::error_code ec;
   if (!fs::exists(options.result, ec))
     throw ConfigError("r3 apply: " + options.result.string() +

@@ -224,6 +224,14 @@ class CudaBackend final : public Backend {
 
   bool lost() const override { return device_.lost(); }
 
+  std::optional<LoadableCode> loadable_code(const Compiled& compiled) const override {
+    if (!compiled.ok || !compiled.code) return std::nullopt;
+    auto code = std::static_pointer_cast<const CudaCode>(compiled.code);
+    return LoadableCode{
+        code->cubin, code->function, device_.architecture(),
+        std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10)};
+  }
+
  private:
   // Compiles a variant, or takes it from the cache; `translated`: its code made elsewhere (a
   // compile worker), which is only loaded here.

@@ -1,15 +1,6 @@
 #include "launch_shape.hpp"
 
 namespace r3::replay {
-namespace {
-
-std::uint32_t derived(std::uint32_t grid, std::uint32_t recorded_block, std::uint32_t block) {
-  const std::uint64_t threads = std::uint64_t{grid} * recorded_block;
-  const std::uint64_t blocks = (threads + block - 1) / block;
-  return static_cast<std::uint32_t>(blocks > 0xffffffffu ? 0xffffffffu : blocks);
-}
-
-}  // namespace
 
 std::string to_string(const capture::Dim3& dim) {
   return std::to_string(dim.x) + "x" + std::to_string(dim.y) + "x" + std::to_string(dim.z);
@@ -22,9 +13,7 @@ LaunchShape derive_shape(const capture::Launch& recorded,
   shape.block = *block;
   if (keep_grid) return shape;
   if (block->x == 0 || block->y == 0 || block->z == 0) return shape;  // check_shape says why
-  shape.grid = {derived(recorded.grid.x, recorded.block.x, block->x),
-                derived(recorded.grid.y, recorded.block.y, block->y),
-                derived(recorded.grid.z, recorded.block.z, block->z)};
+  shape.grid = capture::covering_grid(recorded.grid, recorded.block, *block);
   return shape;
 }
 

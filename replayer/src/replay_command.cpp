@@ -23,48 +23,6 @@ std::string read_file(const std::filesystem::path& path) {
   return read_text_file(path, "source");
 }
 
-std::size_t select_kernel(const capture::CaptureReader& capture, const std::string& name) {
-  if (!name.empty())
-    return static_cast<std::size_t>(&capture.kernel(name) - capture.kernels().data());
-  if (capture.kernels().size() == 1) return 0;
-  std::string known;
-  for (const capture::Kernel& k : capture.kernels()) known += (known.empty() ? "" : ", ") + k.name;
-  throw UsageError("the capture holds " + std::to_string(capture.kernels().size()) +
-                   " kernels; choose one with -k (" + known + ")");
-}
-
-Variant make_variant(const ReplayOptions& options, std::string_view backend) {
-  Variant variant;
-  if (!options.compiler.empty()) {
-    auto compiler = config::parse_compiler(options.compiler);
-    if (!compiler)
-      throw UsageError("--compiler " + options.compiler + ": expected nvrtc, clang or recorded");
-    variant.compiler = *compiler;
-  } else if (backend == "cuda") {
-    variant.compiler =
-        options.source.empty() ? config::Compiler::recorded : config::Compiler::nvrtc;
-  }
-  if (!options.source.empty()) {
-    variant.source_text = read_file(options.source);
-    variant.source_name = options.source.filename().string();
-    variant.include_dirs.push_back(std::filesystem::absolute(options.source).parent_path());
-  }
-  for (const auto& dir : options.include_dirs) variant.include_dirs.push_back(dir);
-  variant.entry = options.entry;
-  variant.passes = options.passes;
-  variant.block = options.block;
-  variant.keep_grid = options.keep_grid;
-  std::istringstream flags(options.flags);
-  for (std::string flag; flags >> flag;) variant.flags.push_back(flag);
-  for (const std::string& define : options.defines) {
-    std::size_t equals = define.find('=');
-    std::string name = define.substr(0, equals);
-    if (name.empty()) throw UsageError("-D " + define + ": expected NAME=VALUE");
-    variant.defines[name] = equals == std::string::npos ? "1" : define.substr(equals + 1);
-  }
-  return variant;
-}
-
 void print_region(const RegionCheck& check, std::ostream& out) {
   out << "      " << (check.passed ? "ok   " : "FAIL ") << check.name << "  "
       << (check.expected_to_change ? "changed, " + check.tolerance : std::string("untouched"));
@@ -120,16 +78,58 @@ ReplayOptions options_from_tune_yaml(const config::TuneConfig& config, const std
   return o;
 }
 
+std::size_t kernel_index(const capture::CaptureReader& capture, const std::string& name) {
+  if (!name.empty())
+    return static_cast<std::size_t>(&capture.kernel(name) - capture.kernels().data());
+  if (capture.kernels().size() == 1) return 0;
+  std::string known;
+  for (const capture::Kernel& k : capture.kernels()) known += (known.empty() ? "" : ", ") + k.name;
+  throw UsageError("the capture holds " + std::to_string(capture.kernels().size()) +
+                   " kernels; choose one with -k (" + known + ")");
+}
+
+Variant variant_of(const ReplayOptions& options, std::string_view backend) {
+  Variant variant;
+  if (!options.compiler.empty()) {
+    auto compiler = config::parse_compiler(options.compiler);
+    if (!compiler)
+      throw UsageError("--compiler " + options.compiler + ": expected nvrtc, clang or recorded");
+    variant.compiler = *compiler;
+  } else if (backend == "cuda") {
+    variant.compiler =
+        options.source.empty() ? config::Compiler::recorded : config::Compiler::nvrtc;
+  }
+  if (!options.source.empty()) {
+    variant.source_text = read_file(options.source);
+    variant.source_name = options.source.filename().string();
+    variant.include_dirs.push_back(std::filesystem::absolute(options.source).parent_path());
+  }
+  for (const auto& dir : options.include_dirs) variant.include_dirs.push_back(dir);
+  variant.entry = options.entry;
+  variant.passes = options.passes;
+  variant.block = options.block;
+  variant.keep_grid = options.keep_grid;
+  std::istringstream flags(options.flags);
+  for (std::string flag; flags >> flag;) variant.flags.push_back(flag);
+  for (const std::string& define : options.defines) {
+    std::size_t equals = define.find('=');
+    std::string name = define.substr(0, equals);
+    if (name.empty()) throw UsageError("-D " + define + ": expected NAME=VALUE");
+    variant.defines[name] = equals == std::string::npos ? "1" : define.substr(equals + 1);
+  }
+  return variant;
+}
+
 int replay_capture(const ReplayOptions& options, std::ostream& out) {
   auto capture = capture::CaptureReader::open(options.capture);
-  const std::size_t kernel_index = select_kernel(capture, options.kernel);
-  const capture::Kernel& kernel = capture.kernels()[kernel_index];
+  const std::size_t index = kernel_index(capture, options.kernel);
+  const capture::Kernel& kernel = capture.kernels()[index];
   std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
-  backend->prepare(capture, kernel_index, options.launches);
+  backend->prepare(capture, index, options.launches);
 
-  Variant variant = make_variant(options, backend->name());
-  out << "kernel    " << kernel.name << " (#" << kernel_index << ") from "
-      << options.capture.string() << ", backend " << backend->name() << "\n";
+  Variant variant = variant_of(options, backend->name());
+  out << "kernel    " << kernel.name << " (#" << index << ") from " << options.capture.string()
+      << ", backend " << backend->name() << "\n";
   out << "variant   " << (options.source.empty() ? "the recorded code" : options.source.string());
   if (!variant.passes.empty()) out << ", passes " << variant.passes;
   for (const auto& [name, value] : variant.defines) out << ", -D" << name << "=" << value;

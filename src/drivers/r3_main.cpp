@@ -19,6 +19,7 @@
 #include "r3/record_command.hpp"
 #include "r3/replay/extract_command.hpp"
 #include "r3/replay/replay_command.hpp"
+#include "r3/replay/winner_code.hpp"
 #include "r3/report/results.hpp"
 #include "r3/run_database.hpp"
 #include "r3/version.hpp"
@@ -85,13 +86,41 @@ void add_record(CLI::App& app, RecordArgs& a) {
 void add_apply(CLI::App& app, r3::record::ApplyOptions& o) {
   CLI::App* apply = app.add_subcommand(
       "apply",
-      "Run a Kokkos application with the tuned values of an r3 result (Kokkos Tools connector)");
+      "Run an application, unchanged, with an r3 result: a CUDA application with the winners' "
+      "code in place of its tuned kernels (compiled here for this GPU, launched with the "
+      "winners' block shape), a Kokkos application with the tuned values (Kokkos Tools "
+      "connector). Its exit status is the application's");
   apply->add_option("result", o.result, "A run's best.yaml, or its results directory")->required();
   apply->add_flag("--kokkos-without-tuning", o.kokkos_without_tuning,
                   "The application's Kokkos was built without Kokkos_ENABLE_TUNING: preload "
                   "libr3kokkos_compat.so to answer the application's own tuning variables");
   apply->add_option("command", o.command, "The application and its arguments, after --")
       ->required();
+}
+
+// A CUDA result's winners are compiled here, for this GPU, by replay's compile path; the
+// recorder's side runs the application with them.
+int run_apply(r3::record::ApplyOptions& o) {
+  if (o.command.empty()) throw r3::UsageError("r3 apply: give the application to run after --");
+  const std::vector<std::filesystem::path> files = r3::replay::result_files(o.result);
+  if (r3::replay::is_cuda_result(files, std::cerr)) {
+    const r3::replay::WinnerCodes codes = r3::replay::compile_winners(files, std::cerr);
+    r3::record::CudaWinners winners;
+    winners.manifest.architecture = codes.architecture;
+    for (const r3::replay::WinnerCode& w : codes.winners) {
+      r3::record::cuda::AppliedKernel k;
+      k.kernel = w.kernel;
+      k.code = std::to_string(winners.cubins.size()) + ".cubin";
+      k.function = w.function;
+      k.block = w.block;
+      k.keep_grid = w.keep_grid;
+      k.speedup = w.speedup;
+      winners.manifest.kernels.push_back(std::move(k));
+      winners.cubins.push_back(w.cubin);
+    }
+    o.cuda = std::move(winners);
+  }
+  return r3::record::apply_to_application(o, std::cerr);
 }
 
 void add_replay(CLI::App& app, ReplayArgs& a) {
@@ -329,7 +358,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return run_inspect(inspect);
     if (app.got_subcommand("record"))
       return r3::record::record_application(record.options, std::cerr);
-    if (app.got_subcommand("apply")) return r3::record::apply_to_application(apply, std::cerr);
+    if (app.got_subcommand("apply")) return run_apply(apply);
     if (app.got_subcommand("replay")) return run_replay(replay);
     if (app.got_subcommand("report")) return run_report(report);
     if (app.got_subcommand("extract"))

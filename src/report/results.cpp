@@ -11,6 +11,7 @@
 #include "html.hpp"
 #include "r3/error.hpp"
 #include "r3/report/diff.hpp"
+#include "r3/result_notes.hpp"
 #include "r3/tune_config.hpp"
 #include "svg.hpp"
 
@@ -114,12 +115,12 @@ std::string fragment(const config::TuneConfig& config, const config::KernelSelec
   out << "# r3 result for kernel '" << k.name << "': candidate " << w.id << " ("
       << to_string(w.level) << ": " << w.description << ")\n";
   if (k.keep_original)
-    out << "# keep the application's code: no candidate was faster than it, run for run\n";
+    out << kKeepOriginalNote << ": no candidate was faster than it, run for run\n";
   if (k.rebuilt_ratio > 0)
     out << "# the rebuilt original (" << k.rebuilt->description << ") ran at "
         << svg::number(k.rebuilt_ratio) << "x the speed of the recorded code\n";
   if (k.confirmed) {
-    out << "# confirmed speedup " << svg::number(k.speedup) << "x (" << svg::number(k.speedup_low)
+    out << kConfirmedSpeedupNote << svg::number(k.speedup) << "x (" << svg::number(k.speedup_low)
         << "-" << svg::number(k.speedup_high) << " over " << k.pairs << " neighbouring pairs), "
         << format_seconds(k.original_seconds) << " -> " << format_seconds(k.winner_seconds) << "\n";
   } else {

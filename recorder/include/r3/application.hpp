@@ -25,11 +25,15 @@ int run_application(std::string_view who, const std::vector<std::string>& comman
 inline constexpr const char* kConnectorFile = "libr3kokkos.so";
 inline constexpr const char* kCompatFile = "libr3kokkos_compat.so";
 inline constexpr const char* kCudaInjectionFile = "libr3record_cuda.so";
+inline constexpr const char* kCudaApplyFile = "libr3apply_cuda.so";
 
 // The CUDA recorder (libr3record_cuda.so, loaded by CUDA from CUDA_INJECTION64_PATH) in the lib
 // directory next to this program's bin directory, or R3_RECORD_CUDA_LIBRARY; nullopt when this
 // r3 was built without CUDA.
 std::optional<std::filesystem::path> find_cuda_injection_library();
+// r3 apply's launch substitution (libr3apply_cuda.so) in the same lib directory, or
+// R3_APPLY_CUDA_LIBRARY; nullopt when this r3 was built without CUDA.
+std::optional<std::filesystem::path> find_cuda_apply_library();
 
 // The Kokkos Tools connector (libr3kokkos.so) or its companion for Kokkos without tuning
 // (libr3kokkos_compat.so): R3_KOKKOS_CONNECTOR names the connector, else it is looked for in

@@ -180,6 +180,17 @@ class Backend {
   // whether a variant has a source to translate, and compile() of a variant translated
   // elsewhere (the cache and the loading as compile() does them).
   virtual std::string translation_context() const { return {}; }
+
+  // A compiled variant's code as another process would load it (r3 apply): the bytes, the
+  // kernel's name in them, and the architecture they are for; nullopt where the backend has no
+  // such image (host and simulate backends).
+  struct LoadableCode {
+    std::string bytes;  // a cubin
+    std::string function;
+    std::string architecture;  // "sm_90"
+    std::string toolkit;       // the CUDA toolkit it was compiled with ("13.0")
+  };
+  virtual std::optional<LoadableCode> loadable_code(const Compiled&) const { return std::nullopt; }
   virtual bool translates(const Variant&) const { return false; }
   virtual Compiled compile_translated(const Variant& variant, Translation) {
     return compile(variant);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "r3/capture.hpp"
+#include "r3/replay/backend.hpp"
 #include "r3/tune_config.hpp"
 
 namespace r3::replay {
@@ -35,6 +36,14 @@ struct ReplayOptions {
 // include directories, flags, passes, block, launches and timing — which is what the best.yaml
 // of a tuning run's results holds. `kernel`: a name in tune.yaml's kernels; empty: the only one.
 ReplayOptions options_from_tune_yaml(const config::TuneConfig& config, const std::string& kernel);
+
+// The variant the options describe: source (its directory on the include path), entry, defines,
+// include directories, flags, passes, compiler, block.
+Variant variant_of(const ReplayOptions& options, std::string_view backend);
+
+// The index of kernel `name` in the capture (empty: its only kernel). Throws UnknownKernelError,
+// or UsageError when the capture holds several and none is named.
+std::size_t kernel_index(const capture::CaptureReader& capture, const std::string& name);
 
 // Returns 0 when every launch verified, 1 otherwise (compile error, wrong result, ...).
 int replay_capture(const ReplayOptions& options, std::ostream& out);

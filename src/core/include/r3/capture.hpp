@@ -87,6 +87,19 @@ struct Dim3 {
   friend bool operator==(const Dim3&, const Dim3&) = default;
 };
 
+// The grid whose blocks of `new_block` threads cover the threads of `grid` blocks of `block`, in
+// every dimension: ceil(grid * block / new_block), at most 2^32 - 1. How replay and r3 apply
+// launch a kernel with a new block shape.
+inline Dim3 covering_grid(const Dim3& grid, const Dim3& block, const Dim3& new_block) {
+  auto one = [](std::uint32_t g, std::uint32_t b, std::uint32_t nb) {
+    const std::uint64_t threads = std::uint64_t{g} * b;
+    const std::uint64_t blocks = (threads + nb - 1) / nb;
+    return static_cast<std::uint32_t>(blocks > 0xffffffffu ? 0xffffffffu : blocks);
+  };
+  return {one(grid.x, block.x, new_block.x), one(grid.y, block.y, new_block.y),
+          one(grid.z, block.z, new_block.z)};
+}
+
 struct Launch {
   std::uint64_t sequence = 0;  // position among all launches of the application
   Dim3 grid;

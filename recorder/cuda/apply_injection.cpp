@@ -1,0 +1,259 @@
+// libr3apply_cuda.so: runs an unmodified CUDA application with the winners of an r3 result in
+// place of its tuned kernels. CUDA loads it from CUDA_INJECTION64_PATH (set by `r3 apply`, with
+// R3_APPLY_MANIFEST naming what to apply: apply_manifest.hpp) and calls InitializeInjection().
+//
+// Interception: a CUPTI callback on the driver's launch entry points (cuLaunchKernel,
+// cuLaunchKernelEx and their per-thread-stream forms), which every runtime-API launch (static or
+// shared runtime) and every driver-API launch goes through. At the callback's entry the
+// parameters the driver is about to use are rewritten: the function becomes the winner's kernel
+// (its cubin loaded once with cuLibraryLoadData, so one handle serves every context), the block
+// and grid the winner's shape. The launch's own parameter buffer is passed on unchanged: a winner
+// has its kernel's signature (checked here against the driver's parameter layouts). A launch
+// whose function is not in the manifest costs one hash lookup.
+//
+// Nothing here throws into the application or ends it: a kernel that cannot be substituted (its
+// code does not load, another GPU architecture, a different parameter layout) runs the
+// application's own code, and the reason is printed once; the counts are printed at exit.
+#include <cuda.h>
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "apply_manifest.hpp"
+#include "launched_function.hpp"
+#include "r3/error.hpp"
+#include "r3/files.hpp"
+
+namespace {
+
+using r3::capture::Dim3;
+using namespace r3::record::cuda;
+
+void say(const std::string& line) { std::fprintf(stderr, "r3 apply: %s\n", line.c_str()); }
+
+std::string to_string(const Dim3& d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
+}
+
+// One kernel of the manifest as this process uses it.
+struct Substitution {
+  AppliedKernel applied;
+  std::string image;          // the cubin, read at start
+  CUkernel winner = nullptr;  // loaded at its first launch
+  bool tried = false;         // loading was tried (winner or refusal set)
+  std::string refused;        // why the application's code runs instead
+  std::atomic<std::uint64_t> substituted{0}, kept{0};
+};
+
+class Applier {
+ public:
+  static Applier& instance() {
+    static Applier* applier = new Applier;  // never destroyed: callbacks may outlive main()
+    return *applier;
+  }
+
+  void start(const char* manifest_file) {
+    const ApplyManifest manifest = read_manifest(manifest_file);
+    architecture_ = manifest.architecture;
+    for (const AppliedKernel& k : manifest.kernels) {
+      auto s = std::make_unique<Substitution>();
+      s->applied = k;
+      s->image = r3::read_text_file(k.code, "winner's code", std::uint64_t{1} << 30);
+      by_name_[k.kernel] = s.get();
+      substitutions_.push_back(std::move(s));
+    }
+    CUpti_SubscriberHandle subscriber = nullptr;
+    if (cuptiSubscribe(&subscriber, &Applier::callback, this) != CUPTI_SUCCESS)
+      throw r3::Error("cuptiSubscribe failed (is another CUPTI tool attached?)");
+    for (CUpti_CallbackId id :
+         {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
+      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    say("substituting " + std::to_string(substitutions_.size()) + " kernel(s) (code for " +
+        architecture_ + ")");
+    std::atexit([] { instance().finish(); });
+  }
+
+ private:
+  static void CUPTIAPI callback(void* self, CUpti_CallbackDomain, CUpti_CallbackId id,
+                                const void* data) {
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (cb->callbackSite != CUPTI_API_ENTER) return;
+    try {
+      static_cast<Applier*>(self)->launch(id, cb);
+    } catch (...) {
+      ++errors_;  // never into the application: its own kernel runs
+    }
+  }
+
+  void launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+    // The parameter structs are the driver's: rewriting them at entry changes what it launches.
+    void* params = const_cast<void*>(cb->functionParams);
+    switch (id) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        auto* p = static_cast<cuLaunchKernel_params*>(params);
+        Substitution* s = substitution_for(p->f);
+        if (!s) return;
+        const CUkernel winner = winner_of(*s, p->f);
+        if (!winner) return;
+        const LaunchDims dims = winner_launch(
+            s->applied,
+            {{p->gridDimX, p->gridDimY, p->gridDimZ}, {p->blockDimX, p->blockDimY, p->blockDimZ}});
+        p->f = reinterpret_cast<CUfunction>(winner);
+        p->gridDimX = dims.grid.x, p->gridDimY = dims.grid.y, p->gridDimZ = dims.grid.z;
+        p->blockDimX = dims.block.x, p->blockDimY = dims.block.y, p->blockDimZ = dims.block.z;
+        ++s->substituted;
+        return;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        auto* p = static_cast<cuLaunchKernelEx_params*>(params);
+        Substitution* s = substitution_for(p->f);
+        if (!s || !p->config) return;
+        const CUkernel winner = winner_of(*s, p->f);
+        if (!winner) return;
+        // The application's config is its own (it may launch with it again): the driver gets a
+        // copy, kept until this thread's next launch.
+        thread_local CUlaunchConfig config;
+        config = *p->config;
+        const LaunchDims dims =
+            winner_launch(s->applied, {{config.gridDimX, config.gridDimY, config.gridDimZ},
+                                       {config.blockDimX, config.blockDimY, config.blockDimZ}});
+        config.gridDimX = dims.grid.x, config.gridDimY = dims.grid.y, config.gridDimZ = dims.grid.z;
+        config.blockDimX = dims.block.x, config.blockDimY = dims.block.y,
+        config.blockDimZ = dims.block.z;
+        p->config = &config;
+        p->f = reinterpret_cast<CUfunction>(winner);
+        ++s->substituted;
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  // The manifest's entry for a launched function, or null; looked up by name once per handle.
+  Substitution* substitution_for(CUfunction f) {
+    std::lock_guard lock(mutex_);
+    auto [it, added] = by_handle_.try_emplace(f, nullptr);
+    if (added) {
+      const FunctionNames names = names_of(f);
+      auto found = by_name_.find(names.name);
+      if (found != by_name_.end()) {
+        it->second = found->second;
+        library_kernel_[f] = names.is_library_kernel;
+      }
+    }
+    return it->second;
+  }
+
+  // The winner's kernel, loaded at its first launch; null (and the original kept, counted) when
+  // it cannot stand in for `original`.
+  CUkernel winner_of(Substitution& s, CUfunction original) {
+    std::lock_guard lock(mutex_);
+    if (!s.tried) {
+      s.tried = true;
+      s.refused = load(s, original);
+      if (!s.refused.empty())
+        say("kernel " + s.applied.kernel + ": the application's code runs: " + s.refused);
+    }
+    if (!s.winner) ++s.kept;
+    return s.winner;
+  }
+
+  // Loads the winner (callers hold the mutex); returns why it cannot be used, or "".
+  std::string load(Substitution& s, CUfunction original) {
+    CUdevice device = 0;
+    int major = 0, minor = 0;
+    if (cuCtxGetDevice(&device) != CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
+            CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) !=
+            CUDA_SUCCESS)
+      return "the launch's device cannot be asked for its architecture";
+    const std::string here = "sm_" + std::to_string(major * 10 + minor);
+    if (here != architecture_)
+      return "the result's code is for " + architecture_ + ", this GPU is " + here +
+             " (tune on this GPU, or replay the result here first)";
+    CUlibrary library = nullptr;
+    CUresult rc =
+        cuLibraryLoadData(&library, s.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (rc != CUDA_SUCCESS)
+      return "its code does not load (cuLibraryLoadData: " + describe(rc) + ")";
+    CUkernel winner = nullptr;
+    rc = cuLibraryGetKernel(&winner, library, s.applied.function.c_str());
+    if (rc != CUDA_SUCCESS)
+      return "its code has no kernel " + s.applied.function + " (" + describe(rc) + ")";
+    const auto theirs = params_of(original, library_kernel_[original]);
+    const auto ours = params_of(reinterpret_cast<CUfunction>(winner), true);
+    bool same = theirs.size() == ours.size();
+    for (std::size_t i = 0; same && i < ours.size(); ++i)
+      same = theirs[i].offset == ours[i].offset && theirs[i].size == ours[i].size;
+    if (!same)
+      return "its parameters (" + std::to_string(ours.size()) +
+             ") are not laid out as the application's kernel's (" + std::to_string(theirs.size()) +
+             ")";
+    s.winner = winner;
+    return "";
+  }
+
+  static std::string describe(CUresult rc) {
+    const char* name = nullptr;
+    cuGetErrorName(rc, &name);
+    return name ? name : "CUresult " + std::to_string(static_cast<int>(rc));
+  }
+
+  void finish() {
+    std::lock_guard lock(mutex_);
+    for (const auto& s : substitutions_) {
+      std::string line = "kernel " + s->applied.kernel + ": " + std::to_string(s->substituted) +
+                         " launch(es) ran the winner";
+      if (s->applied.block) line += " (block " + to_string(*s->applied.block) + ")";
+      if (s->kept > 0)
+        line += ", " + std::to_string(s->kept) + " the application's code (" + s->refused + ")";
+      if (!s->tried) line += "; never launched";
+      say(line);
+    }
+    if (errors_ > 0)
+      say(std::to_string(errors_.load()) +
+          " launch(es) could not be looked at and ran the application's code");
+  }
+
+  std::string architecture_;
+  std::vector<std::unique_ptr<Substitution>> substitutions_;
+  std::map<std::string, Substitution*> by_name_;  // fixed after start()
+  // The only lock here: guards by_handle_, library_kernel_ and each Substitution's loading
+  // (winner, tried, refused). No driver call made under it enters this library again: only
+  // launches do, and none is made here.
+  std::mutex mutex_;
+  std::unordered_map<CUfunction, Substitution*> by_handle_;
+  std::unordered_map<CUfunction, bool> library_kernel_;
+  static inline std::atomic<std::uint64_t> errors_{0};
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  try {
+    const char* manifest = std::getenv("R3_APPLY_MANIFEST");
+    if (manifest == nullptr || *manifest == '\0') {
+      say("R3_APPLY_MANIFEST is not set: the application runs unchanged");
+      return 1;
+    }
+    Applier::instance().start(manifest);
+  } catch (const std::exception& e) {
+    say(std::string("cannot start, the application runs unchanged: ") + e.what());
+  } catch (...) {
+    say("cannot start, the application runs unchanged");
+  }
+  return 1;
+}

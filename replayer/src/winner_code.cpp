@@ -1,0 +1,149 @@
+#include "r3/replay/winner_code.hpp"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+
+#include "r3/error.hpp"
+#include "r3/files.hpp"
+#include "r3/replay/backend.hpp"
+#include "r3/replay/replay_command.hpp"
+#include "r3/result_notes.hpp"
+#include "r3/tune_config.hpp"
+
+namespace r3::replay {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> result_files(const fs::path& result) {
+  std::error_code ec;
+  if (!fs::exists(result, ec))
+    throw ConfigError("r3 apply: " + result.string() +
+                      ": no such file or directory (give a run's best.yaml or results directory)");
+  if (fs::is_regular_file(result, ec)) return {result};
+  std::vector<fs::path> files;
+  if (fs::is_directory(result, ec)) {
+    if (fs::is_regular_file(result / "best.yaml", ec)) files.push_back(result / "best.yaml");
+    for (const auto& entry : fs::directory_iterator(result, ec)) {
+      const fs::path best = entry.path() / "best.yaml";
+      if (entry.is_directory(ec) && fs::is_regular_file(best, ec)) files.push_back(best);
+    }
+  }
+  if (files.empty())
+    throw ConfigError(result.string() +
+                      ": no best.yaml, nor <kernel>/best.yaml in it (give a tuning run's results "
+                      "directory or one of its best.yaml files)");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+namespace {
+
+config::TuneConfig load_result(const fs::path& file, std::string& text) {
+  text = read_text_file(file, "result");
+  return config::parse_tune_config(text, file);
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The factor of the result's "# confirmed speedup 1.42x ..." line; 0 without one.
+double confirmed_speedup(const std::string& text) {
+  const auto at = text.find(kConfirmedSpeedupNote);
+  if (at == std::string::npos) return 0;
+  try {
+    return std::stod(text.substr(at + kConfirmedSpeedupNote.size()));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+bool is_cuda_result(const std::vector<fs::path>& files, std::ostream& report) {
+  for (const fs::path& file : files) {
+    std::string text;
+    config::TuneConfig config;
+    try {
+      config = load_result(file, text);
+    } catch (const ConfigError&) {
+      return false;  // a Kokkos result need not be a whole tune.yaml: that path says what is wrong
+    }
+    if (config.backend != config::Backend::cuda && config.backend != config::Backend::automatic)
+      return false;
+    std::error_code ec;
+    if (!fs::is_regular_file(config.capture, ec)) {
+      if (config.backend == config::Backend::cuda)
+        report << "r3 apply: " << file.string() << ": its capture " << config.capture.string()
+               << " is not here: applied as Kokkos tuned values (a CUDA application's winners "
+                  "are compiled for this GPU from their capture)\n";
+      return false;
+    }
+    const auto capture = capture::CaptureReader::open(config.capture);
+    if (capture.info().device.backend != "cuda") return false;
+    // Kokkos kernels on CUDA are tuned through Kokkos' tuning interface, not substituted.
+    for (const config::KernelSelection& k : config.kernels)
+      if (!capture.kernel(k.name).kokkos_label.empty()) return false;
+  }
+  return !files.empty();
+}
+
+WinnerCodes compile_winners(const std::vector<fs::path>& files, std::ostream& report) {
+  WinnerCodes codes;
+  for (const fs::path& file : files) {
+    std::string text;
+    const config::TuneConfig config = load_result(file, text);
+    const ReplayOptions options = options_from_tune_yaml(config, "");
+    auto refuse = [&](const std::string& why) {
+      codes.refused.push_back(options.kernel + ": " + why);
+      report << "r3 apply: kernel " << options.kernel << " keeps the application's code: " << why
+             << "\n";
+    };
+    if (text.find(kKeepOriginalNote) != std::string::npos) {
+      refuse("no candidate was faster than it (" + file.string() + ")");
+      continue;
+    }
+    const auto capture = capture::CaptureReader::open(options.capture);
+    const std::size_t index = kernel_index(capture, options.kernel);
+    const capture::DeviceInfo& recorded = capture.info().device;
+    std::unique_ptr<Backend> backend = make_backend(recorded.backend);
+    // Compiling needs the kernel's facts, not its memory: one launch is enough.
+    backend->prepare(capture, index, {options.launches.empty() ? 0 : options.launches.front()});
+    const Compiled compiled = backend->compile(variant_of(options, backend->name()));
+    if (!compiled.ok) {
+      refuse("its winner does not compile here: " + first_line(compiled.diagnostics));
+      continue;
+    }
+    std::optional<Backend::LoadableCode> code = backend->loadable_code(compiled);
+    if (!code) {
+      refuse("the " + std::string(backend->name()) + " backend has no code to load elsewhere");
+      continue;
+    }
+    if (codes.architecture.empty()) codes.architecture = code->architecture;
+    if (recorded.architecture != code->architecture) {
+      refuse("it was tuned on " + recorded.name + " (" + recorded.architecture + "), this GPU is " +
+             code->architecture + ": tune it here");
+      continue;
+    }
+    if (!recorded.toolkit_version.empty() && recorded.toolkit_version != code->toolkit) {
+      refuse("it was recorded and tuned with CUDA " + recorded.toolkit_version +
+             ", this r3 compiles with CUDA " + code->toolkit + ": tune it again with this toolkit");
+      continue;
+    }
+    WinnerCode w;
+    w.result_file = file;
+    w.kernel = capture.kernels()[index].name;
+    w.function = code->function;
+    w.cubin = std::move(code->bytes);
+    w.block = options.block;
+    w.keep_grid = options.keep_grid;
+    w.speedup = confirmed_speedup(text);
+    report << "r3 apply: kernel " << options.kernel << ": the winner of " << file.string();
+    if (w.block) report << ", block " << w.block->x << "x" << w.block->y << "x" << w.block->z;
+    if (w.speedup > 0) report << ", " << w.speedup << "x confirmed in replay";
+    report << "\n";
+    codes.winners.push_back(std::move(w));
+  }
+  return codes;
+}
+
+}  // namespace r3::replay

@@ -1,0 +1,142 @@
+// `r3 apply RESULT -- APP` on unmodified CUDA applications (libr3apply_cuda.so): the winner's
+// code and launch shape in place of the application's kernel, the application's output and exit
+// status unchanged, and each kernel that cannot be substituted left to the application. Needs a
+// GPU.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "require_gpu.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace r3::replay {
+namespace {
+
+using test::contains;
+
+#define R3_REQUIRE_GPU() R3_REQUIRE_GPU_FOR("r3 apply on a CUDA application")
+
+const std::string kHeatKernel = "_Z9heat_stepPKfPfif";
+
+std::string example_source(const std::string& file) {
+  return std::string(R3_TEST_SOURCE_DIR) + "/examples/cuda/" + file;
+}
+
+// The line the heat application prints: its result.
+std::string total_heat(const std::string& out) {
+  const auto at = out.find("heat after");
+  return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
+class CudaApply : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    R3_REQUIRE_GPU();
+    capture_ = (dir_ / "heat.h5").string();
+    auto rec = test::run_process({R3_TEST_R3, "record", "-o", capture_, "-k", "heat_step",
+                                  "--launches", "1", "--", R3_TEST_CUDA_HEAT, "512", "2"},
+                                 std::chrono::seconds(300));
+    ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  }
+
+  // A result as a tuning run writes it: comments, then the tune.yaml that replays the winner.
+  std::string result(const std::string& name, const std::string& notes, const std::string& source,
+                     const std::string& block) {
+    const std::string file = (dir_ / name).string();
+    std::ofstream(file) << notes << "capture: \"" << capture_ << "\"\nbackend: cuda\nkernels:\n"
+                        << "  - name: heat_step\n    source: \"" << source << "\"\n"
+                        << "    entry: heat_step\n"
+                        << (block.empty() ? "" : "    block: " + block + "\n");
+    return file;
+  }
+
+  test::ProcessResult apply(const std::string& result, const std::string& application) {
+    return test::run_process({R3_TEST_R3, "apply", result, "--", application, "512", "20"},
+                             std::chrono::seconds(300));
+  }
+
+  test::TempDir dir_;
+  std::string capture_;
+};
+
+TEST_F(CudaApply, TheWinnerRunsInTheUnmodifiedApplicationWithItsBlockAndTheSameResult) {
+  const std::string best =
+      result("best.yaml", "# confirmed speedup 1.25x (1.2-1.3 over 10 neighbouring pairs)\n",
+             example_source("heat_kernels.cuh"), "[32, 8, 1]");
+  for (const char* application : {R3_TEST_CUDA_HEAT, R3_TEST_CUDA_HEAT_SHARED}) {
+    auto plain = test::run_process({application, "512", "20"}, std::chrono::seconds(120));
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    auto applied = apply(best, application);
+    ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+    EXPECT_FALSE(total_heat(plain.out).empty()) << plain.out;
+    EXPECT_EQ(total_heat(applied.out), total_heat(plain.out)) << applied.err;
+    EXPECT_TRUE(contains(applied.err, "1.25x confirmed in replay")) << applied.err;
+    EXPECT_TRUE(contains(applied.err,
+                         "kernel " + kHeatKernel + ": 20 launch(es) ran the winner (block 32x8x1)"))
+        << application << ":\n"
+        << applied.err;
+  }
+}
+
+TEST_F(CudaApply, AWinnerThatChangesTheResultChangesItInTheApplication) {
+  // Proof that the winner's code is what runs: a "winner" that doubles the diffusion.
+  std::ofstream(dir_ / "faster_heat.cuh")
+      << "__global__ void heat_step(const float* __restrict__ in, float* __restrict__ out, int n,\n"
+         "                          float alpha) {\n"
+         "  const int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  const int y = blockIdx.y * blockDim.y + threadIdx.y;\n"
+         "  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;\n"
+         "  const int i = y * n + x;\n"
+         "  out[i] = in[i] + 2.0f * alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] -\n"
+         "                                   4.0f * in[i]) + 1.0f;\n"
+         "}\n";
+  const std::string best = result("best.yaml", "", (dir_ / "faster_heat.cuh").string(), "");
+  auto plain = test::run_process({R3_TEST_CUDA_HEAT, "512", "20"}, std::chrono::seconds(120));
+  auto applied = apply(best, R3_TEST_CUDA_HEAT);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_NE(total_heat(applied.out), total_heat(plain.out)) << applied.err;
+  EXPECT_TRUE(contains(applied.err, "20 launch(es) ran the winner")) << applied.err;
+}
+
+TEST_F(CudaApply, WhatCannotBeSubstitutedLeavesTheApplicationItsOwnKernel) {
+  auto plain = test::run_process({R3_TEST_CUDA_HEAT, "512", "20"}, std::chrono::seconds(120));
+  // A result that says the application's code was fastest.
+  const std::string keep =
+      result("keep.yaml", "# keep the application's code: no candidate was faster than it\n",
+             example_source("heat_kernels.cuh"), "[32, 8, 1]");
+  auto kept = apply(keep, R3_TEST_CUDA_HEAT);
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_EQ(total_heat(kept.out), total_heat(plain.out));
+  EXPECT_TRUE(contains(kept.err, "keeps the application's code: no candidate was faster"))
+      << kept.err;
+  EXPECT_TRUE(contains(kept.err, "no kernel to substitute")) << kept.err;
+
+  // A winner whose parameters are not the application kernel's (one more): refused at its first
+  // launch, and the application's kernel runs every time.
+  std::ofstream(dir_ / "other_signature.cuh")
+      << "__global__ void heat_step(const float* in, float* out, int n, float alpha, int extra) {\n"
+         "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (i < n * n) out[i] = 0.0f;\n"
+         "}\n";
+  const std::string other = result("other.yaml", "", (dir_ / "other_signature.cuh").string(), "");
+  auto refused = apply(other, R3_TEST_CUDA_HEAT);
+  ASSERT_EQ(refused.exit_code, 0) << refused.err;
+  EXPECT_EQ(total_heat(refused.out), total_heat(plain.out)) << refused.err;
+  EXPECT_TRUE(contains(refused.err, "are not laid out as the application's kernel's"))
+      << refused.err;
+  EXPECT_TRUE(contains(refused.err, "0 launch(es) ran the winner, 20 the application's code"))
+      << refused.err;
+
+  // The application's own exit status comes back (it refuses N < 3).
+  auto failing = test::run_process({R3_TEST_R3, "apply", keep, "--", R3_TEST_CUDA_HEAT, "2"},
+                                   std::chrono::seconds(120));
+  EXPECT_NE(failing.exit_code, 0);
+  auto failing_plain = test::run_process({R3_TEST_CUDA_HEAT, "2"}, std::chrono::seconds(60));
+  EXPECT_EQ(failing.exit_code, failing_plain.exit_code) << failing.err;
+}
+
+}  // namespace
+}  // namespace r3::replay
