@@ -13,10 +13,14 @@
 //
 // Nothing here throws into the application or ends it: a kernel that cannot be substituted (its
 // code does not load, another GPU architecture, a different parameter layout) runs the
-// application's own code, and the reason is printed once; the counts are printed at exit.
+// application's own code, and the reason is printed once; the counts are printed at exit, with
+// the time the tuned kernels took on the GPU (CUPTI kernel activity records, matched to the
+// launches by correlation id). With R3_APPLY_SUBSTITUTE=0 (`r3 apply --original`) nothing is
+// substituted and only that time is measured: the baseline the applied run is compared with.
 #include <cuda.h>
 #include <cupti.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +37,12 @@
 #include "r3/files.hpp"
 
 namespace {
+
+#if CUPTI_API_VERSION >= 130000
+using KernelActivity = CUpti_ActivityKernel10;
+#else
+using KernelActivity = CUpti_ActivityKernel9;
+#endif
 
 using r3::capture::Dim3;
 using namespace r3::record::cuda;
@@ -51,6 +61,7 @@ struct Substitution {
   bool tried = false;         // loading was tried (winner or refusal set)
   std::string refused;        // why the application's code runs instead
   std::atomic<std::uint64_t> substituted{0}, kept{0};
+  std::uint64_t timed = 0, gpu_ns = 0;  // launches with an activity record, their summed time
 };
 
 class Applier {
@@ -60,7 +71,8 @@ class Applier {
     return *applier;
   }
 
-  void start(const char* manifest_file) {
+  void start(const char* manifest_file, bool substitute) {
+    substitute_ = substitute;
     const ApplyManifest manifest = read_manifest(manifest_file);
     architecture_ = manifest.architecture;
     for (const AppliedKernel& k : manifest.kernels) {
@@ -77,8 +89,12 @@ class Applier {
          {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
       cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    say("substituting " + std::to_string(substitutions_.size()) + " kernel(s) (code for " +
-        architecture_ + ")");
+    activity_ = cuptiActivityRegisterCallbacks(&Applier::buffer_requested,
+                                               &Applier::buffer_completed) == CUPTI_SUCCESS &&
+                cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS;
+    if (!activity_) say("CUPTI kernel activity is not available: no GPU times");
+    say(std::string(substitute_ ? "substituting " : "timing, without substituting, ") +
+        std::to_string(substitutions_.size()) + " kernel(s) (code for " + architecture_ + ")");
     std::atexit([] { instance().finish(); });
   }
 
@@ -103,6 +119,7 @@ class Applier {
         auto* p = static_cast<cuLaunchKernel_params*>(params);
         Substitution* s = substitution_for(p->f);
         if (!s) return;
+        timed_launch(cb->correlationId, s);
         const CUkernel winner = winner_of(*s, p->f);
         if (!winner) return;
         const LaunchDims dims = winner_launch(
@@ -119,6 +136,7 @@ class Applier {
         auto* p = static_cast<cuLaunchKernelEx_params*>(params);
         Substitution* s = substitution_for(p->f);
         if (!s || !p->config) return;
+        timed_launch(cb->correlationId, s);
         const CUkernel winner = winner_of(*s, p->f);
         if (!winner) return;
         // The application's config is its own (it may launch with it again): the driver gets a
@@ -159,6 +177,10 @@ class Applier {
   // The winner's kernel, loaded at its first launch; null (and the original kept, counted) when
   // it cannot stand in for `original`.
   CUkernel winner_of(Substitution& s, CUfunction original) {
+    if (!substitute_) {
+      ++s.kept;
+      return nullptr;
+    }
     std::lock_guard lock(mutex_);
     if (!s.tried) {
       s.tried = true;
@@ -206,6 +228,46 @@ class Applier {
     return "";
   }
 
+  // The launch's activity record, when it comes, is this kernel's.
+  void timed_launch(std::uint32_t correlation, Substitution* s) {
+    if (!activity_) return;
+    std::lock_guard lock(activity_mutex_);
+    launches_[correlation] = s;
+  }
+
+  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    constexpr std::size_t kBufferBytes = 1 << 20;
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    *size = *buffer ? kBufferBytes : 0;
+    *max_records = 0;
+  }
+
+  static void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t,
+                                        size_t valid) {
+    try {
+      instance().take_activity(buffer, valid);
+    } catch (...) {
+      ++errors_;
+    }
+    std::free(buffer);
+  }
+
+  void take_activity(uint8_t* buffer, std::size_t valid) {
+    CUpti_Activity* record = nullptr;
+    std::lock_guard lock(activity_mutex_);
+    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+          record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+        continue;
+      const auto* k = reinterpret_cast<const KernelActivity*>(record);
+      auto it = launches_.find(k->correlationId);
+      if (it == launches_.end()) continue;
+      ++it->second->timed;
+      it->second->gpu_ns += k->end - k->start;
+      launches_.erase(it);
+    }
+  }
+
   static std::string describe(CUresult rc) {
     const char* name = nullptr;
     cuGetErrorName(rc, &name);
@@ -213,14 +275,28 @@ class Applier {
   }
 
   void finish() {
+    if (activity_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::lock_guard lock(mutex_);
+    std::lock_guard activity_lock(activity_mutex_);
     for (const auto& s : substitutions_) {
-      std::string line = "kernel " + s->applied.kernel + ": " + std::to_string(s->substituted) +
-                         " launch(es) ran the winner";
-      if (s->applied.block) line += " (block " + to_string(*s->applied.block) + ")";
-      if (s->kept > 0)
-        line += ", " + std::to_string(s->kept) + " the application's code (" + s->refused + ")";
-      if (!s->tried) line += "; never launched";
+      std::string line = "kernel " + s->applied.kernel + ": ";
+      if (substitute_) {
+        line += std::to_string(s->substituted) + " launch(es) ran the winner";
+        if (s->applied.block) line += " (block " + to_string(*s->applied.block) + ")";
+        if (s->kept > 0)
+          line += ", " + std::to_string(s->kept) + " the application's code (" + s->refused + ")";
+        if (!s->tried) line += "; never launched";
+      } else {
+        line +=
+            std::to_string(s->kept) + " launch(es) ran the application's code (not substituted)";
+      }
+      if (s->timed > 0) {
+        char times[128];
+        std::snprintf(times, sizeof times, "; GPU time %.3f ms over %llu launch(es), %.2f us each",
+                      double(s->gpu_ns) / 1e6, static_cast<unsigned long long>(s->timed),
+                      double(s->gpu_ns) / 1e3 / double(s->timed));
+        line += times;
+      }
       say(line);
     }
     if (errors_ > 0)
@@ -229,6 +305,8 @@ class Applier {
   }
 
   std::string architecture_;
+  bool substitute_ = true;
+  bool activity_ = false;
   std::vector<std::unique_ptr<Substitution>> substitutions_;
   std::map<std::string, Substitution*> by_name_;  // fixed after start()
   // The only lock here: guards by_handle_, library_kernel_ and each Substitution's loading
@@ -237,6 +315,10 @@ class Applier {
   std::mutex mutex_;
   std::unordered_map<CUfunction, Substitution*> by_handle_;
   std::unordered_map<CUfunction, bool> library_kernel_;
+  // Guards launches_ and each Substitution's timed and gpu_ns. Taken after mutex_ (finish) or
+  // alone (launches, CUPTI's buffer callbacks); never the other way round.
+  std::mutex activity_mutex_;
+  std::unordered_map<std::uint32_t, Substitution*> launches_;  // by CUPTI correlation id
   static inline std::atomic<std::uint64_t> errors_{0};
 };
 
@@ -249,7 +331,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       say("R3_APPLY_MANIFEST is not set: the application runs unchanged");
       return 1;
     }
-    Applier::instance().start(manifest);
+    const char* substitute = std::getenv("R3_APPLY_SUBSTITUTE");
+    Applier::instance().start(manifest, !(substitute && std::string(substitute) == "0"));
   } catch (const std::exception& e) {
     say(std::string("cannot start, the application runs unchanged: ") + e.what());
   } catch (...) {

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <ostream>
 
@@ -63,8 +65,14 @@ int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ost
   write_file(manifest, cuda::to_text(winners.manifest));
   env.set.push_back("CUDA_INJECTION64_PATH=" + library->string());
   env.set.push_back("R3_APPLY_MANIFEST=" + manifest.string());
+  if (options.original) env.set.push_back("R3_APPLY_SUBSTITUTE=0");
   report.flush();
+  const auto start = std::chrono::steady_clock::now();
   const int status = run_application("r3 apply", options.command, env);
+  char seconds[64];
+  std::snprintf(seconds, sizeof seconds, "%.3f",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  report << "r3 apply: the application ran for " << seconds << " s\n";
   if (status != 0) report << "r3 apply: the application exited with status " << status << "\n";
   return status;
 }
@@ -74,6 +82,10 @@ int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ost
 int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   if (options.command.empty()) throw UsageError("r3 apply: give the application to run after --");
   if (options.cuda) return apply_cuda(options, *options.cuda, report);
+  if (options.original)
+    throw UsageError(
+        "r3 apply --original: for a CUDA application's result (this is Kokkos tuned "
+        "values)");
   std::error_code ec;
   if (!fs::exists(options.result, ec))
     throw ConfigError("r3 apply: " + options.result.string() +

@@ -94,6 +94,9 @@ void add_apply(CLI::App& app, r3::record::ApplyOptions& o) {
   apply->add_flag("--kokkos-without-tuning", o.kokkos_without_tuning,
                   "The application's Kokkos was built without Kokkos_ENABLE_TUNING: preload "
                   "libr3kokkos_compat.so to answer the application's own tuning variables");
+  apply->add_flag("--original", o.original,
+                  "CUDA: substitute nothing; time the result's kernels on the GPU (CUPTI) as an "
+                  "applied run does, for comparing with one");
   apply->add_option("command", o.command, "The application and its arguments, after --")
       ->required();
 }

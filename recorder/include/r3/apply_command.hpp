@@ -24,6 +24,9 @@ struct ApplyOptions {
   std::filesystem::path result;        // a best.yaml or a results directory
   bool kokkos_without_tuning = false;  // preload libr3kokkos_compat.so
   std::optional<CudaWinners> cuda;     // a CUDA result: what to substitute
+  // CUDA: substitute nothing, only time the result's kernels on the GPU as an applied run does
+  // (the baseline bench/app_speedup compares with).
+  bool original = false;
   std::vector<std::string> command;    // the application and its arguments
 };
 

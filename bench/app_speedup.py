@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""bench/app_speedup: what a replay-confirmed speedup gives the unmodified application under `r3 apply`.
+
+For each CUDA example (cuda_heat, cuda_cg, cuda_fields; or those named):
+  1. it is recorded (`r3 record`) and its kernel tuned (`mpirun -n 2 r3-mpi` with the example's
+     tune-*.yaml, a small budget, the winner confirmation on), unless --results DIR holds a run;
+  2. interleaved over --rounds rounds, the application runs plain, under `r3 apply --original`
+     (nothing substituted, the tuned kernel timed on the GPU by the apply library through CUPTI)
+     and under `r3 apply` (the winner substituted and timed the same way);
+and prints per kernel: the replay-confirmed speedup from the result, the kernel's summed GPU time
+inside the application, original and winner (medians over the rounds) and their ratio, that ratio
+over the confirmed one, and the application's wall time plain, under --original and applied (its
+own run, as `r3 apply` reports it) with the end-to-end ratio original/applied. Every figure comes
+from this one run.
+
+Usage:
+  app_speedup.py --build BUILD [--out DIR] [--rounds 5] [--evaluations 80] [--wall-time 2m]
+                 [--mpirun mpirun] [heat] [cg] [fields]
+"""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name: (kernel, record arguments of the application, arguments of the measured runs)
+EXAMPLES = {
+    "heat": ("heat_step", ["4096", "20"], ["4096", "200"]),
+    "cg": ("csr_spmv", ["1024", "50"], ["1024", "400"]),
+    "fields": ("compute_flux", ["4194304", "5"], ["4194304", "60"]),
+}
+
+
+def run(cmd, timeout=1800, env=None):
+    start = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    return p, time.monotonic() - start
+
+
+def tune_yaml(example, capture, results, evaluations, wall_time):
+    """The example's tune-*.yaml with absolute paths, a small budget and its own output."""
+    lines = []
+    with open(os.path.join(SOURCE, "examples", "cuda", f"tune-{example}.yaml")) as f:
+        section = None
+        for line in f:
+            if re.match(r"^\S", line):
+                section = line.split(":")[0]
+            if line.startswith("capture:"):
+                line = f"capture: {capture}\n"
+            elif re.match(r"^\s+source:\s*\S+\.cuh", line):
+                name = line.split(":", 1)[1].strip()
+                line = line.split("source:")[0] + f"source: {SOURCE}/examples/cuda/{name}\n"
+            elif section in ("budget", "output"):
+                continue  # replaced below
+            if line.startswith(("budget:", "output:")):
+                continue
+            lines.append(line)
+    lines.append(f"budget:\n  evaluations: {evaluations}\n  wall_time: {wall_time}\n")
+    lines.append(f"output:\n  directory: {results}\n")
+    return "".join(lines)
+
+
+def record_and_tune(args, example, kernel, record_args, workdir):
+    os.makedirs(workdir, exist_ok=True)
+    app = os.path.join(args.build, "examples", f"cuda_{example}")
+    capture = os.path.join(workdir, f"{example}.h5")
+    p, _ = run([os.path.join(args.build, "bin", "r3"), "record", "-k", kernel, "--launches", "2",
+                "-o", capture, "--", app] + record_args)
+    if p.returncode != 0:
+        sys.exit(f"app_speedup: recording {example} failed:\n{p.stderr}")
+    results = os.path.join(workdir, "results")
+    shutil.rmtree(results, ignore_errors=True)
+    for f in ("run.h5", "run.h5.lock"):
+        if os.path.exists(os.path.join(results, f)):
+            os.remove(os.path.join(results, f))
+    yaml = os.path.join(workdir, "tune.yaml")
+    with open(yaml, "w") as f:
+        f.write(tune_yaml(example, capture, results, args.evaluations, args.wall_time))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    p, seconds = run([args.mpirun, "-n", "2", "--oversubscribe",
+                      os.path.join(args.build, "bin", "r3-mpi"), yaml], env=env)
+    with open(os.path.join(workdir, "r3-mpi.log"), "w") as log:
+        log.write(p.stderr)
+    if p.returncode != 0:
+        sys.exit(f"app_speedup: tuning {example} failed (see {workdir}/r3-mpi.log)")
+    return results, seconds
+
+
+def confirmed(results):
+    for root, _, files in os.walk(results):
+        if "best.yaml" in files:
+            text = open(os.path.join(root, "best.yaml")).read()
+            if "# keep the application's code" in text:
+                return 1.0, "keep"
+            m = re.search(r"# confirmed speedup ([0-9.]+)x", text)
+            return (float(m.group(1)), "confirmed") if m else (None, "single sample")
+    return None, "no result"
+
+
+def applied_run(args, results, app, app_args, original):
+    cmd = [os.path.join(args.build, "bin", "r3"), "apply", results]
+    if original:
+        cmd.append("--original")
+    p, _ = run(cmd + ["--", app] + app_args)
+    if p.returncode != 0:
+        sys.exit(f"app_speedup: {' '.join(cmd)} failed:\n{p.stderr}")
+    gpu = re.search(r"GPU time ([0-9.]+) ms over (\d+) launch", p.stderr)
+    wall = re.search(r"the application ran for ([0-9.]+) s", p.stderr)
+    ran = re.search(r"(\d+) launch\(es\) ran the winner", p.stderr)
+    if not original and (not ran or ran.group(1) == "0"):
+        sys.exit(f"app_speedup: the winner never ran:\n{p.stderr}")
+    return (float(gpu.group(1)) if gpu else float("nan"),
+            float(wall.group(1)) if wall else float("nan"), p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", required=True, help="the build directory (bin/r3, examples/)")
+    ap.add_argument("--out", default="app-speedup-out", help="captures and tuning runs go here")
+    ap.add_argument("--results", default="", help="reuse the runs of an earlier --out")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--evaluations", type=int, default=80)
+    ap.add_argument("--wall-time", default="2m")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("examples", nargs="*", default=list(EXAMPLES))
+    args = ap.parse_args()
+    args.build = os.path.abspath(args.build)
+    rows = []
+    for example in args.examples:
+        kernel, record_args, app_args = EXAMPLES[example]
+        workdir = os.path.abspath(os.path.join(args.results or args.out, example))
+        if args.results:
+            results, tune_s = os.path.join(workdir, "results"), 0.0
+        else:
+            results, tune_s = record_and_tune(args, example, kernel, record_args, workdir)
+        speedup, how = confirmed(results)
+        app = os.path.join(args.build, "examples", f"cuda_{example}")
+        plain, original, applied = [], [], []
+        outputs = set()
+        for _ in range(args.rounds):  # interleaved: plain, original, applied
+            p, seconds = run([app] + app_args)
+            plain.append(seconds)
+            outputs.add(p.stdout)
+            original.append(applied_run(args, results, app, app_args, True))
+            applied.append(applied_run(args, results, app, app_args, False))
+        same_output = len({o[2] for o in original + applied}) == 1
+        med = statistics.median
+        gpu_o, gpu_a = med(o[0] for o in original), med(a[0] for a in applied)
+        wall_o, wall_a = med(o[1] for o in original), med(a[1] for a in applied)
+        rows.append([example, kernel, f"{speedup:.3f}" if speedup else "-", how,
+                     f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
+                     f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-",
+                     f"{med(plain):.3f}", f"{wall_o:.3f}", f"{wall_a:.3f}",
+                     f"{wall_o / wall_a:.3f}", "same" if same_output else "DIFFERS",
+                     f"{tune_s:.0f}"])
+    header = ["example", "kernel", "confirmed", "result", "gpu_ms_original", "gpu_ms_applied",
+              "gpu_ratio", "ratio/confirmed", "wall_s_plain", "wall_s_original", "wall_s_applied",
+              "end_to_end", "output", "tune_s"]
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    print(f"# medians over {args.rounds} interleaved rounds; GPU times: the tuned kernel's "
+          "launches summed (CUPTI), wall times: the application's own run")
+    for r in [header] + rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()
