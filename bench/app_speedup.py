@@ -139,6 +139,9 @@ def main():
         else:
             results, tune_s = record_and_tune(args, example, kernel, record_args, workdir)
         speedup, how = confirmed(results)
+        if how in ("keep", "no result"):  # nothing to apply: r3 apply would run it as it is
+            rows.append([example, kernel, "-", how] + ["-"] * 9 + [f"{tune_s:.0f}"])
+            continue
         app = os.path.join(args.build, "examples", f"cuda_{example}")
         plain, original, applied = [], [], []
         outputs = set()
