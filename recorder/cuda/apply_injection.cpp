@@ -17,6 +17,8 @@
 // the time the tuned kernels took on the GPU (CUPTI kernel activity records, matched to the
 // launches by correlation id). With R3_APPLY_SUBSTITUTE=0 (`r3 apply --original`) nothing is
 // substituted and only that time is measured: the baseline the applied run is compared with.
+// With R3_APPLY_CHECK=1 (`r3 apply --check`) the first substituted launch of each kernel is
+// checked against the application's kernel on the same memory (apply_check.hpp).
 #include <cuda.h>
 #include <cupti.h>
 
@@ -24,13 +26,16 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "apply_check.hpp"
 #include "apply_manifest.hpp"
 #include "launched_function.hpp"
 #include "r3/error.hpp"
@@ -62,7 +67,18 @@ struct Substitution {
   std::string refused;        // why the application's code runs instead
   std::atomic<std::uint64_t> substituted{0}, kept{0};
   std::uint64_t timed = 0, gpu_ns = 0;  // launches with an activity record, their summed time
+  bool checked = false;                 // --check: its first substituted launch was claimed
 };
+
+// --check: the launch being checked on this thread, between its entry and its exit callbacks.
+struct PendingCheck {
+  Substitution* substitution = nullptr;
+  OriginalResults original;
+};
+thread_local std::optional<PendingCheck> pending_check;
+// Set while the check runs the application's kernel itself: its callbacks are not the
+// application's launches.
+thread_local bool running_original = false;
 
 class Applier {
  public:
@@ -71,8 +87,9 @@ class Applier {
     return *applier;
   }
 
-  void start(const char* manifest_file, bool substitute) {
+  void start(const char* manifest_file, bool substitute, bool check) {
     substitute_ = substitute;
+    check_ = check && substitute;
     const ApplyManifest manifest = read_manifest(manifest_file);
     architecture_ = manifest.architecture;
     for (const AppliedKernel& k : manifest.kernels) {
@@ -89,12 +106,16 @@ class Applier {
          {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
       cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    if (check_)
+      for (CUpti_CallbackId id : kMemoryCalls)
+        cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     activity_ = cuptiActivityRegisterCallbacks(&Applier::buffer_requested,
                                                &Applier::buffer_completed) == CUPTI_SUCCESS &&
                 cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS;
     if (!activity_) say("CUPTI kernel activity is not available: no GPU times");
     say(std::string(substitute_ ? "substituting " : "timing, without substituting, ") +
-        std::to_string(substitutions_.size()) + " kernel(s) (code for " + architecture_ + ")");
+        std::to_string(substitutions_.size()) + " kernel(s) (code for " + architecture_ + ")" +
+        (check_ ? ", each checked against the application's kernel at its first launch" : ""));
     std::atexit([] { instance().finish(); });
   }
 
@@ -102,9 +123,16 @@ class Applier {
   static void CUPTIAPI callback(void* self, CUpti_CallbackDomain, CUpti_CallbackId id,
                                 const void* data) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-    if (cb->callbackSite != CUPTI_API_ENTER) return;
+    if (running_original) return;
+    auto* applier = static_cast<Applier*>(self);
     try {
-      static_cast<Applier*>(self)->launch(id, cb);
+      if (auto event = memory_event(id, cb)) {
+        applier->allocations_.on(*event);
+      } else if (cb->callbackSite == CUPTI_API_ENTER) {
+        applier->launch(id, cb);
+      } else if (pending_check) {
+        applier->finish_check();
+      }
     } catch (...) {
       ++errors_;  // never into the application: its own kernel runs
     }
@@ -122,6 +150,16 @@ class Applier {
         timed_launch(cb->correlationId, s);
         const CUkernel winner = winner_of(*s, p->f);
         if (!winner) return;
+        if (check_ && claim_check(*s)) {
+          const cuLaunchKernel_params asked = *p;
+          auto original = [&asked] {
+            return cuLaunchKernel(asked.f, asked.gridDimX, asked.gridDimY, asked.gridDimZ,
+                                  asked.blockDimX, asked.blockDimY, asked.blockDimZ,
+                                  asked.sharedMemBytes, asked.hStream, asked.kernelParams,
+                                  asked.extra);
+          };
+          if (!start_check(*s, p->f, p->kernelParams, original)) return;
+        }
         const LaunchDims dims = winner_launch(
             s->applied,
             {{p->gridDimX, p->gridDimY, p->gridDimZ}, {p->blockDimX, p->blockDimY, p->blockDimZ}});
@@ -139,6 +177,13 @@ class Applier {
         timed_launch(cb->correlationId, s);
         const CUkernel winner = winner_of(*s, p->f);
         if (!winner) return;
+        if (check_ && claim_check(*s)) {
+          const cuLaunchKernelEx_params asked = *p;
+          auto original = [&asked] {
+            return cuLaunchKernelEx(asked.config, asked.f, asked.kernelParams, asked.extra);
+          };
+          if (!start_check(*s, p->f, p->kernelParams, original)) return;
+        }
         // The application's config is its own (it may launch with it again): the driver gets a
         // copy, kept until this thread's next launch.
         thread_local CUlaunchConfig config;
@@ -228,6 +273,60 @@ class Applier {
     return "";
   }
 
+  // --check: whether this launch is the kernel's first substituted one (then it is checked).
+  bool claim_check(Substitution& s) {
+    std::lock_guard lock(mutex_);
+    if (s.checked) return false;
+    s.checked = true;
+    return true;
+  }
+
+  // Runs the application's kernel on the memory first and keeps its results for the exit of
+  // this launch; false (the application's kernel runs, and from now on) when it cannot.
+  bool start_check(Substitution& s, CUfunction f, void** kernel_params,
+                   const std::function<CUresult()>& original) {
+    const FunctionNames names = names_of(f);
+    const auto types =
+        argument_types(names.demangled, params_of(f, names.is_library_kernel), kernel_params);
+    std::string why;
+    running_original = true;
+    std::optional<OriginalResults> results =
+        run_original(allocations_.snapshot(), types, original, why);
+    running_original = false;
+    if (!results) {
+      refuse(s, "--check could not run the application's kernel: " + why);
+      ++s.kept;
+      return false;
+    }
+    pending_check = PendingCheck{&s, std::move(*results)};
+    return true;
+  }
+
+  // At the exit of the checked launch: the winner's results against the original's.
+  void finish_check() {
+    PendingCheck check = std::move(*pending_check);
+    pending_check.reset();
+    Substitution& s = *check.substitution;
+    const std::string why = compare_with_original(check.original, s.applied.tolerances);
+    if (!why.empty()) {
+      refuse(s, "--check: " + why + " (its results were replaced by the application's)");
+      return;
+    }
+    std::size_t bytes = 0;
+    for (const CheckedRegion& r : check.original.regions) bytes += r.bytes;
+    say("kernel " + s.applied.kernel + ": --check: the winner's results match the application's " +
+        "kernel's (" + std::to_string(check.original.regions.size()) + " allocation(s), " +
+        std::to_string(bytes) + " bytes)");
+  }
+
+  // From now on the application's code runs for this kernel.
+  void refuse(Substitution& s, const std::string& why) {
+    std::lock_guard lock(mutex_);
+    s.winner = nullptr;
+    s.refused = why;
+    say("kernel " + s.applied.kernel + ": the application's code runs from now on: " + why);
+  }
+
   // The launch's activity record, when it comes, is this kernel's.
   void timed_launch(std::uint32_t correlation, Substitution* s) {
     if (!activity_) return;
@@ -306,6 +405,8 @@ class Applier {
 
   std::string architecture_;
   bool substitute_ = true;
+  bool check_ = false;
+  Allocations allocations_;  // --check: the application's memory (its own lock)
   bool activity_ = false;
   std::vector<std::unique_ptr<Substitution>> substitutions_;
   std::map<std::string, Substitution*> by_name_;  // fixed after start()
@@ -332,7 +433,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       return 1;
     }
     const char* substitute = std::getenv("R3_APPLY_SUBSTITUTE");
-    Applier::instance().start(manifest, !(substitute && std::string(substitute) == "0"));
+    const char* check = std::getenv("R3_APPLY_CHECK");
+    Applier::instance().start(manifest, !(substitute && std::string(substitute) == "0"),
+                              check && std::string(check) == "1");
   } catch (const std::exception& e) {
     say(std::string("cannot start, the application runs unchanged: ") + e.what());
   } catch (...) {

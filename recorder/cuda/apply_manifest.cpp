@@ -21,6 +21,8 @@ std::string to_text(const ApplyManifest& manifest) {
     if (k.block) out << "  block " << k.block->x << ' ' << k.block->y << ' ' << k.block->z << '\n';
     out << "  grid " << (k.keep_grid ? "application" : "derived") << '\n';
     if (k.speedup > 0) out << "  speedup " << k.speedup << '\n';
+    for (const TypeTolerance& t : k.tolerances)
+      out << "  tolerance " << capture::to_string(t.type) << ' ' << t.rtol << ' ' << t.atol << '\n';
     out << "end\n";
   }
   return out.str();
@@ -124,9 +126,21 @@ ApplyManifest parse_manifest(std::string_view text, const std::string& file) {
           !std::isfinite(value))
         throw FormatError(where + ": 'speedup' is a factor, not '" + line.value + "'");
       open->speedup = value;
+    } else if (line.key == "tolerance") {
+      std::istringstream fields(line.value);
+      std::string type, extra;
+      TypeTolerance t;
+      fields >> type >> t.rtol >> t.atol;
+      const auto parsed = capture::parse_element_type(type);
+      if (fields.fail() || !(fields >> extra).fail() || !parsed || !(t.rtol >= 0) || !(t.atol >= 0))
+        throw FormatError(where + ": 'tolerance' is an element type, rtol and atol, not '" +
+                          line.value + "'");
+      t.type = *parsed;
+      open->tolerances.push_back(t);
     } else {
       throw FormatError(where + ": unknown key '" + line.key +
-                        "' in a kernel (expected code, function, block, grid, speedup, end)");
+                        "' in a kernel (expected code, function, block, grid, speedup, tolerance, "
+                        "end)");
     }
   }
   if (!header) throw FormatError(file + ": empty: not an r3 apply manifest");

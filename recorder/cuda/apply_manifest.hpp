@@ -11,6 +11,7 @@
 //     block 32 8 1
 //     grid derived
 //     speedup 1.42
+//     tolerance f32 1e-05 1e-06
 //   end
 #pragma once
 
@@ -25,6 +26,14 @@
 
 namespace r3::record::cuda {
 
+// How `r3 apply --check` compares an element type: |x - ref| <= atol + rtol |ref| (the run's
+// verify settings); a type without one is compared bit for bit.
+struct TypeTolerance {
+  capture::ElementType type = capture::ElementType::unknown;
+  double rtol = 0, atol = 0;
+  friend bool operator==(const TypeTolerance&, const TypeTolerance&) = default;
+};
+
 struct AppliedKernel {
   std::string kernel;                  // the application's kernel, as the driver names it (mangled)
   std::filesystem::path code;          // a cubin; relative paths are to the manifest's directory
@@ -32,6 +41,7 @@ struct AppliedKernel {
   std::optional<capture::Dim3> block;  // a new block shape; none: the application's own
   bool keep_grid = false;              // with block: the application's grid, not a derived one
   double speedup = 0;                  // the replay-confirmed factor (0: not confirmed)
+  std::vector<TypeTolerance> tolerances;
   friend bool operator==(const AppliedKernel&, const AppliedKernel&) = default;
 };
 

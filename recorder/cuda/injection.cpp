@@ -159,14 +159,10 @@ class CudaRecorder {
           "nothing will be recorded");
       return;
     }
+    for (CUpti_CallbackId id : record::cuda::kMemoryCalls)
+      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     for (CUpti_CallbackId id :
-         {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
-          CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
-          CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
-          CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+         {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
           CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
@@ -272,38 +268,24 @@ class CudaRecorder {
 
   void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
     const bool exit = cb->callbackSite == CUPTI_API_EXIT;
-    switch (id) {
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
-        // These parameter blocks all begin with (CUdeviceptr* dptr, size_t bytesize).
-        auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
-        if (exit && ok(cb)) add_allocation(*p->dptr, p->bytesize);
-        return;
-      }
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
-        auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
-        if (exit && ok(cb)) add_allocation(*p->dptr, *p->pPitch * p->Height);
-        return;
-      }
-      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
-        auto* p = static_cast<const cuMemAllocManaged_params*>(cb->functionParams);
-        if (exit && ok(cb)) {
+    if (auto event = record::cuda::memory_event(id, cb)) {
+      using Kind = record::cuda::MemoryEvent::Kind;
+      switch (event->kind) {
+        case Kind::allocated:
+          add_allocation(event->address, event->bytes);
+          return;
+        case Kind::managed: {
           ++unsupported_managed_;
           std::lock_guard lock(mutex_);
-          managed_[*p->dptr] = p->bytesize;
+          managed_[event->address] = event->bytes;
+          return;
         }
-        return;
+        case Kind::freed:
+          remove_allocation(event->address);
+          return;
       }
-      case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
-        auto* p = static_cast<const cuMemFree_v2_params*>(cb->functionParams);
-        if (!exit) remove_allocation(p->dptr);
-        return;
-      }
+    }
+    switch (id) {
       // Code as the application hands it over (fat binaries carry the PTX; the loaded cubin
       // comes from the resource callback).
       case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:

@@ -43,4 +43,42 @@ std::vector<capture::Param> params_of(CUfunction f, bool library_kernel) {
   return params;
 }
 
+std::optional<MemoryEvent> memory_event(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  const bool exit = cb->callbackSite == CUPTI_API_EXIT;
+  const bool ok = exit && cb->functionReturnValue &&
+                  *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+  using Kind = MemoryEvent::Kind;
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      // These parameter blocks all begin with (CUdeviceptr* dptr, size_t bytesize).
+      auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
+      if (!ok) return std::nullopt;
+      return MemoryEvent{Kind::allocated, *p->dptr, p->bytesize};
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
+      if (!ok) return std::nullopt;
+      return MemoryEvent{Kind::allocated, *p->dptr, *p->pPitch * p->Height};
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      auto* p = static_cast<const cuMemAllocManaged_params*>(cb->functionParams);
+      if (!ok) return std::nullopt;
+      return MemoryEvent{Kind::managed, *p->dptr, p->bytesize};
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      auto* p = static_cast<const cuMemFree_v2_params*>(cb->functionParams);
+      if (exit) return std::nullopt;
+      return MemoryEvent{Kind::freed, p->dptr, 0};
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace r3::record::cuda

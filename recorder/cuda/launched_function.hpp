@@ -1,10 +1,14 @@
-// What the driver says of a launched function, for the CUDA injection libraries (the recorder
-// and r3 apply's): its names and its parameter layout. A runtime-API launch passes a CUkernel
-// (the library API) where the driver API passes a CUfunction; both are asked for.
+// What the CUDA injection libraries (the recorder and r3 apply's) learn from the driver: a
+// launched function's names and parameter layout, and the application's allocations from the
+// driver callbacks of its memory calls. A runtime-API launch passes a CUkernel (the library API)
+// where the driver API passes a CUfunction; both are asked for.
 #pragma once
 
 #include <cuda.h>
+#include <cupti.h>
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +28,27 @@ FunctionNames names_of(CUfunction f);
 std::vector<capture::Param> params_of(CUfunction f, bool library_kernel);
 
 std::string demangle(const std::string& name);
+
+// The driver calls that allocate or free device memory (CUPTI driver-API callback ids).
+inline constexpr CUpti_CallbackId kMemoryCalls[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz};
+
+// What one of those callbacks says: an allocation (at the exit of a call that succeeded), a
+// managed one, or a free (at its entry, while the address is still the allocation's).
+struct MemoryEvent {
+  enum class Kind { allocated, managed, freed } kind = Kind::allocated;
+  CUdeviceptr address = 0;
+  std::size_t bytes = 0;  // 0 for a free
+};
+std::optional<MemoryEvent> memory_event(CUpti_CallbackId id, const CUpti_CallbackData* cb);
 
 }  // namespace r3::record::cuda

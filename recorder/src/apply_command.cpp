@@ -66,6 +66,7 @@ int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ost
   env.set.push_back("CUDA_INJECTION64_PATH=" + library->string());
   env.set.push_back("R3_APPLY_MANIFEST=" + manifest.string());
   if (options.original) env.set.push_back("R3_APPLY_SUBSTITUTE=0");
+  if (options.check) env.set.push_back("R3_APPLY_CHECK=1");
   report.flush();
   const auto start = std::chrono::steady_clock::now();
   const int status = run_application("r3 apply", options.command, env);

@@ -137,6 +137,8 @@ WinnerCodes compile_winners(const std::vector<fs::path>& files, std::ostream& re
     w.block = options.block;
     w.keep_grid = options.keep_grid;
     w.speedup = confirmed_speedup(text);
+    for (const auto& [type, tolerance] : config.verify.types)
+      if (!tolerance.bitwise) w.tolerances.push_back({type, tolerance.rtol, tolerance.atol});
     report << "r3 apply: kernel " << options.kernel << ": the winner of " << file.string();
     if (w.block) report << ", block " << w.block->x << "x" << w.block->y << "x" << w.block->z;
     if (w.speedup > 0) report << ", " << w.speedup << "x confirmed in replay";

@@ -97,6 +97,10 @@ void add_apply(CLI::App& app, r3::record::ApplyOptions& o) {
   apply->add_flag("--original", o.original,
                   "CUDA: substitute nothing; time the result's kernels on the GPU (CUPTI) as an "
                   "applied run does, for comparing with one");
+  apply->add_flag("--check", o.check,
+                  "CUDA: the first launch of each substituted kernel also runs the application's "
+                  "kernel on the same memory; a winner whose results differ beyond the run's "
+                  "tolerances is dropped (the application's code runs) and the reason printed");
   apply->add_option("command", o.command, "The application and its arguments, after --")
       ->required();
 }
@@ -118,6 +122,7 @@ int run_apply(r3::record::ApplyOptions& o) {
       k.block = w.block;
       k.keep_grid = w.keep_grid;
       k.speedup = w.speedup;
+      for (const auto& t : w.tolerances) k.tolerances.push_back({t.type, t.rtol, t.atol});
       winners.manifest.kernels.push_back(std::move(k));
       winners.cubins.push_back(w.cubin);
     }

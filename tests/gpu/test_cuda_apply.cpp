@@ -53,6 +53,22 @@ class CudaApply : public ::testing::Test {
     return file;
   }
 
+  // A "winner" with the kernel's signature that doubles the diffusion and adds heat.
+  std::string write_wrong_winner() {
+    const auto file = dir_ / "wrong_heat.cuh";
+    std::ofstream(file)
+        << "__global__ void heat_step(const float* __restrict__ in, float* __restrict__ out,\n"
+           "                          int n, float alpha) {\n"
+           "  const int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  const int y = blockIdx.y * blockDim.y + threadIdx.y;\n"
+           "  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;\n"
+           "  const int i = y * n + x;\n"
+           "  out[i] = in[i] + 2.0f * alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] -\n"
+           "                                   4.0f * in[i]) + 1.0f;\n"
+           "}\n";
+    return file.string();
+  }
+
   test::ProcessResult apply(const std::string& result, const std::string& application) {
     return test::run_process({R3_TEST_R3, "apply", result, "--", application, "512", "20"},
                              std::chrono::seconds(300));
@@ -82,23 +98,44 @@ TEST_F(CudaApply, TheWinnerRunsInTheUnmodifiedApplicationWithItsBlockAndTheSameR
 }
 
 TEST_F(CudaApply, AWinnerThatChangesTheResultChangesItInTheApplication) {
-  // Proof that the winner's code is what runs: a "winner" that doubles the diffusion.
-  std::ofstream(dir_ / "faster_heat.cuh")
-      << "__global__ void heat_step(const float* __restrict__ in, float* __restrict__ out, int n,\n"
-         "                          float alpha) {\n"
-         "  const int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
-         "  const int y = blockIdx.y * blockDim.y + threadIdx.y;\n"
-         "  if (x < 1 || y < 1 || x >= n - 1 || y >= n - 1) return;\n"
-         "  const int i = y * n + x;\n"
-         "  out[i] = in[i] + 2.0f * alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] -\n"
-         "                                   4.0f * in[i]) + 1.0f;\n"
-         "}\n";
-  const std::string best = result("best.yaml", "", (dir_ / "faster_heat.cuh").string(), "");
+  // Proof that the winner's code is what runs: a "winner" that computes something else.
+  const std::string best = result("best.yaml", "", write_wrong_winner(), "");
   auto plain = test::run_process({R3_TEST_CUDA_HEAT, "512", "20"}, std::chrono::seconds(120));
   auto applied = apply(best, R3_TEST_CUDA_HEAT);
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   EXPECT_NE(total_heat(applied.out), total_heat(plain.out)) << applied.err;
   EXPECT_TRUE(contains(applied.err, "20 launch(es) ran the winner")) << applied.err;
+}
+
+TEST_F(CudaApply, CheckCatchesAPlantedWrongWinnerAndTheApplicationKeepsItsOwnResult) {
+  const std::string wrong = result("wrong.yaml", "", write_wrong_winner(), "");
+  auto plain = test::run_process({R3_TEST_CUDA_HEAT, "512", "20"}, std::chrono::seconds(120));
+  auto checked = test::run_process(
+      {R3_TEST_R3, "apply", wrong, "--check", "--", R3_TEST_CUDA_HEAT, "512", "20"},
+      std::chrono::seconds(300));
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  EXPECT_EQ(total_heat(checked.out), total_heat(plain.out)) << checked.err;
+  EXPECT_TRUE(contains(checked.err, "--check: 0x")) << checked.err;
+  EXPECT_TRUE(contains(checked.err, "f32): ")) << "the output grid, typed from 'float*'\n"
+                                               << checked.err;
+  EXPECT_TRUE(contains(checked.err, "differ from the application's kernel's results"))
+      << checked.err;
+  EXPECT_TRUE(contains(checked.err, "1 launch(es) ran the winner, 19 the application's code"))
+      << checked.err;
+
+  // The right winner passes its check and runs every time.
+  const std::string right =
+      result("right.yaml", "", example_source("heat_kernels.cuh"), "[32, 8, 1]");
+  auto passed = test::run_process(
+      {R3_TEST_R3, "apply", right, "--check", "--", R3_TEST_CUDA_HEAT, "512", "20"},
+      std::chrono::seconds(300));
+  ASSERT_EQ(passed.exit_code, 0) << passed.err;
+  EXPECT_EQ(total_heat(passed.out), total_heat(plain.out)) << passed.err;
+  EXPECT_TRUE(contains(passed.err,
+                       "--check: the winner's results match the application's "
+                       "kernel's"))
+      << passed.err;
+  EXPECT_TRUE(contains(passed.err, "20 launch(es) ran the winner (block 32x8x1)")) << passed.err;
 }
 
 TEST_F(CudaApply, WhatCannotBeSubstitutedLeavesTheApplicationItsOwnKernel) {

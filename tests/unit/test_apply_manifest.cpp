@@ -19,6 +19,8 @@ ApplyManifest two_kernels() {
   heat.function = "_Z9heat_stepPKfPfii";
   heat.block = Dim3{32, 8, 1};
   heat.speedup = 1.4211;
+  heat.tolerances = {{r3::capture::ElementType::f32, 1e-5, 1e-6},
+                     {r3::capture::ElementType::f64, 1e-12, 1e-14}};
   AppliedKernel dot;
   dot.kernel = "_Z3dotPKfS0_Pfi";
   dot.code = "dir with space/1.cubin";
@@ -70,6 +72,12 @@ TEST(ApplyManifest, RefusesWhatItDoesNotKnowNamingTheLine) {
             std::string::npos);
   EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  colour blue\n")
                 .find("m.txt:4: unknown key 'colour'"),
+            std::string::npos);
+  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  tolerance f32 1e-5\n")
+                .find("m.txt:4: 'tolerance' is an element type, rtol and atol"),
+            std::string::npos);
+  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  tolerance f99 0 0\n")
+                .find("m.txt:4: 'tolerance'"),
             std::string::npos);
   EXPECT_EQ(error_of(good), "");
 }

@@ -27,6 +27,9 @@ struct ApplyOptions {
   // CUDA: substitute nothing, only time the result's kernels on the GPU as an applied run does
   // (the baseline bench/app_speedup compares with).
   bool original = false;
+  // CUDA: the first launch of each substituted kernel also runs the application's kernel on the
+  // same memory; a winner whose results differ beyond the run's tolerances is dropped.
+  bool check = false;
   std::vector<std::string> command;    // the application and its arguments
 };
 

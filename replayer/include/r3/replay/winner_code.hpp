@@ -21,6 +21,13 @@ struct WinnerCode {
   std::optional<capture::Dim3> block;
   bool keep_grid = false;
   double speedup = 0;  // the replay-confirmed factor; 0 when not confirmed
+  // The run's tolerances by element type, |x - ref| <= atol + rtol |ref| (verify.types; types
+  // not listed are compared bit for bit): what `r3 apply --check` compares with.
+  struct Tolerance {
+    capture::ElementType type;
+    double rtol, atol;
+  };
+  std::vector<Tolerance> tolerances;
 };
 
 struct WinnerCodes {
