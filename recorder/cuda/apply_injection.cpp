@@ -68,7 +68,19 @@ struct Substitution {
   std::atomic<std::uint64_t> substituted{0}, kept{0};
   std::uint64_t timed = 0, gpu_ns = 0;  // launches with an activity record, their summed time
   bool checked = false;                 // --check: its first substituted launch was claimed
+  // The module variables the winner shares with the application's kernel: the winner's copy
+  // gets the application's value before each launch, the application's the winner's after it.
+  struct Mirrored {
+    std::string name;
+    CUdeviceptr application = 0, winner = 0;
+    std::size_t bytes = 0;
+  };
+  std::vector<Mirrored> globals;  // set with `winner`
 };
+
+// The substituted launch on this thread whose module variables go back at its exit.
+thread_local Substitution* mirroring = nullptr;
+thread_local CUstream mirroring_stream = nullptr;
 
 // --check: the launch being checked on this thread, between its entry and its exit callbacks.
 struct PendingCheck {
@@ -130,8 +142,9 @@ class Applier {
         applier->allocations_.on(*event);
       } else if (cb->callbackSite == CUPTI_API_ENTER) {
         applier->launch(id, cb);
-      } else if (pending_check) {
-        applier->finish_check();
+      } else {
+        if (mirroring) applier->mirror_out();
+        if (pending_check) applier->finish_check();
       }
     } catch (...) {
       ++errors_;  // never into the application: its own kernel runs
@@ -166,6 +179,7 @@ class Applier {
         p->f = reinterpret_cast<CUfunction>(winner);
         p->gridDimX = dims.grid.x, p->gridDimY = dims.grid.y, p->gridDimZ = dims.grid.z;
         p->blockDimX = dims.block.x, p->blockDimY = dims.block.y, p->blockDimZ = dims.block.z;
+        mirror_in(*s, stream_of(id, p->hStream));
         ++s->substituted;
         return;
       }
@@ -196,6 +210,7 @@ class Applier {
         config.blockDimZ = dims.block.z;
         p->config = &config;
         p->f = reinterpret_cast<CUfunction>(winner);
+        mirror_in(*s, stream_of(id, config.hStream));
         ++s->substituted;
         return;
       }
@@ -269,8 +284,59 @@ class Applier {
       return "its parameters (" + std::to_string(ours.size()) +
              ") are not laid out as the application's kernel's (" + std::to_string(theirs.size()) +
              ")";
+    // The module variables both have: found in the application's module (the CUkernel's
+    // library, or the CUfunction's module) and in the winner's library by name.
+    CUlibrary their_library = nullptr;
+    CUmodule their_module = nullptr;
+    if (library_kernel_[original])
+      cuKernelGetLibrary(&their_library, reinterpret_cast<CUkernel>(original));
+    else
+      cuFuncGetModule(&their_module, original);
+    for (const std::string& name : s.applied.globals) {
+      Substitution::Mirrored g{name, 0, 0, 0};
+      std::size_t ours = 0;
+      const CUresult found =
+          their_library  ? cuLibraryGetGlobal(&g.application, &g.bytes, their_library, name.c_str())
+          : their_module ? cuModuleGetGlobal(&g.application, &g.bytes, their_module, name.c_str())
+                         : CUDA_ERROR_NOT_FOUND;
+      if (found != CUDA_SUCCESS) continue;  // not in the application's module here
+      if (cuLibraryGetGlobal(&g.winner, &ours, library, name.c_str()) != CUDA_SUCCESS)
+        continue;  // the winner does not use it
+      if (ours != g.bytes)
+        return "its module variable " + name + " has " + std::to_string(ours) +
+               " bytes, the application's " + std::to_string(g.bytes);
+      s.globals.push_back(std::move(g));
+    }
     s.winner = winner;
+    if (!s.globals.empty())
+      say("kernel " + s.applied.kernel + ": " + std::to_string(s.globals.size()) +
+          " module variable(s) shared with the application's module");
     return "";
+  }
+
+  // The stream a launch runs on: the per-thread default stream for the _ptsz entry points'
+  // null stream.
+  static CUstream stream_of(CUpti_CallbackId id, CUstream stream) {
+    const bool per_thread = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                            id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+    return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream;
+  }
+
+  // The application's values of the shared module variables into the winner's, on the
+  // launch's stream, before it; the winner's back at its exit (mirror_out).
+  void mirror_in(Substitution& s, CUstream stream) {
+    if (s.globals.empty()) return;
+    for (const auto& g : s.globals)
+      if (cuMemcpyDtoDAsync(g.winner, g.application, g.bytes, stream) != CUDA_SUCCESS) ++errors_;
+    mirroring = &s;
+    mirroring_stream = stream;
+  }
+
+  void mirror_out() {
+    for (const auto& g : mirroring->globals)
+      if (cuMemcpyDtoDAsync(g.application, g.winner, g.bytes, mirroring_stream) != CUDA_SUCCESS)
+        ++errors_;
+    mirroring = nullptr;
   }
 
   // --check: whether this launch is the kernel's first substituted one (then it is checked).

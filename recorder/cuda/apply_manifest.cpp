@@ -23,6 +23,7 @@ std::string to_text(const ApplyManifest& manifest) {
     if (k.speedup > 0) out << "  speedup " << k.speedup << '\n';
     for (const TypeTolerance& t : k.tolerances)
       out << "  tolerance " << capture::to_string(t.type) << ' ' << t.rtol << ' ' << t.atol << '\n';
+    for (const std::string& g : k.globals) out << "  global " << g << '\n';
     out << "end\n";
   }
   return out.str();
@@ -126,6 +127,9 @@ ApplyManifest parse_manifest(std::string_view text, const std::string& file) {
           !std::isfinite(value))
         throw FormatError(where + ": 'speedup' is a factor, not '" + line.value + "'");
       open->speedup = value;
+    } else if (line.key == "global") {
+      need_value();
+      open->globals.push_back(line.value);
     } else if (line.key == "tolerance") {
       std::istringstream fields(line.value);
       std::string type, extra;
@@ -140,7 +144,7 @@ ApplyManifest parse_manifest(std::string_view text, const std::string& file) {
     } else {
       throw FormatError(where + ": unknown key '" + line.key +
                         "' in a kernel (expected code, function, block, grid, speedup, tolerance, "
-                        "end)");
+                        "global, end)");
     }
   }
   if (!header) throw FormatError(file + ": empty: not an r3 apply manifest");

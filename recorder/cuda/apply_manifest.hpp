@@ -12,6 +12,7 @@
 //     grid derived
 //     speedup 1.42
 //     tolerance f32 1e-05 1e-06
+//     global scale
 //   end
 #pragma once
 
@@ -42,6 +43,10 @@ struct AppliedKernel {
   bool keep_grid = false;              // with block: the application's grid, not a derived one
   double speedup = 0;                  // the replay-confirmed factor (0: not confirmed)
   std::vector<TypeTolerance> tolerances;
+  // The module variables (__device__, __constant__) the recorded kernel's module has: the
+  // winner's own copies are given the application's values before each launch, and the
+  // application's get the winner's after it.
+  std::vector<std::string> globals;
   friend bool operator==(const AppliedKernel&, const AppliedKernel&) = default;
 };
 

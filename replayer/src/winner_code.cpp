@@ -137,6 +137,11 @@ WinnerCodes compile_winners(const std::vector<fs::path>& files, std::ostream& re
     w.block = options.block;
     w.keep_grid = options.keep_grid;
     w.speedup = confirmed_speedup(text);
+    for (const capture::Launch& launch : capture.kernels()[index].launches)
+      for (const capture::Region& g : launch.globals)
+        if (!g.name.empty() &&
+            std::find(w.globals.begin(), w.globals.end(), g.name) == w.globals.end())
+          w.globals.push_back(g.name);
     for (const auto& [type, tolerance] : config.verify.types)
       if (!tolerance.bitwise) w.tolerances.push_back({type, tolerance.rtol, tolerance.atol});
     report << "r3 apply: kernel " << options.kernel << ": the winner of " << file.string();

@@ -123,6 +123,7 @@ int run_apply(r3::record::ApplyOptions& o) {
       k.keep_grid = w.keep_grid;
       k.speedup = w.speedup;
       for (const auto& t : w.tolerances) k.tolerances.push_back({t.type, t.rtol, t.atol});
+      k.globals = w.globals;
       winners.manifest.kernels.push_back(std::move(k));
       winners.cubins.push_back(w.cubin);
     }

@@ -138,6 +138,36 @@ TEST_F(CudaApply, CheckCatchesAPlantedWrongWinnerAndTheApplicationKeepsItsOwnRes
   EXPECT_TRUE(contains(passed.err, "20 launch(es) ran the winner (block 32x8x1)")) << passed.err;
 }
 
+// A driver-API program that loads PTX it compiled with NVRTC and sets a __constant__ through
+// cuModuleGetGlobal: the winner (its recorded code with a new block) has its own copy of the
+// constant, which gets the application's value before each launch.
+TEST_F(CudaApply, ADriverApiApplicationRunsTheWinnerWithTheApplicationsModuleVariables) {
+  const std::string capture = (dir_ / "driver.h5").string();
+  auto rec = test::run_process({R3_TEST_R3, "record", "-o", capture, "-k", "scaled_axpy",
+                                "--launches", "1", "--", R3_TEST_CUDA_DRIVER_API, "100000", "2"},
+                               std::chrono::seconds(300));
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const std::string best = (dir_ / "driver.yaml").string();
+  std::ofstream(best) << "capture: \"" << capture << "\"\nbackend: cuda\nkernels:\n"
+                      << "  - name: scaled_axpy\n    block: [128, 1, 1]\n";
+  auto sum = [](const std::string& out) {
+    const auto at = out.find("driver api:");
+    return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+  };
+  auto plain =
+      test::run_process({R3_TEST_CUDA_DRIVER_API, "100000", "5"}, std::chrono::seconds(60));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto applied =
+      test::run_process({R3_TEST_R3, "apply", best, "--", R3_TEST_CUDA_DRIVER_API, "100000", "5"},
+                        std::chrono::seconds(300));
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_FALSE(sum(plain.out).empty()) << plain.out;
+  EXPECT_EQ(sum(applied.out), sum(plain.out)) << applied.err;
+  EXPECT_TRUE(contains(applied.err, "1 module variable(s) shared with the application's module"))
+      << applied.err;
+  EXPECT_TRUE(contains(applied.err, "5 launch(es) ran the winner (block 128x1x1)")) << applied.err;
+}
+
 TEST_F(CudaApply, WhatCannotBeSubstitutedLeavesTheApplicationItsOwnKernel) {
   auto plain = test::run_process({R3_TEST_CUDA_HEAT, "512", "20"}, std::chrono::seconds(120));
   // A result that says the application's code was fastest.

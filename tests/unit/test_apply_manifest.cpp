@@ -27,6 +27,7 @@ ApplyManifest two_kernels() {
   dot.function = "dot_tuned";
   dot.block = Dim3{256, 1, 1};
   dot.keep_grid = true;
+  dot.globals = {"scale", "weights"};
   AppliedKernel plain;  // the winner changes the code only
   plain.kernel = "_Z5scalePfi";
   plain.code = "2.cubin";

@@ -28,6 +28,7 @@ struct WinnerCode {
     double rtol, atol;
   };
   std::vector<Tolerance> tolerances;
+  std::vector<std::string> globals;  // the recorded module variables of the kernel's module
 };
 
 struct WinnerCodes {
