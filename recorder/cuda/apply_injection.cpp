@@ -43,12 +43,6 @@
 
 namespace {
 
-#if CUPTI_API_VERSION >= 130000
-using KernelActivity = CUpti_ActivityKernel10;
-#else
-using KernelActivity = CUpti_ActivityKernel9;
-#endif
-
 using r3::capture::Dim3;
 using namespace r3::record::cuda;
 
@@ -121,7 +115,7 @@ class Applier {
     if (check_)
       for (CUpti_CallbackId id : kMemoryCalls)
         cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    activity_ = cuptiActivityRegisterCallbacks(&Applier::buffer_requested,
+    activity_ = cuptiActivityRegisterCallbacks(&request_activity_buffer,
                                                &Applier::buffer_completed) == CUPTI_SUCCESS &&
                 cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS;
     if (!activity_) say("CUPTI kernel activity is not available: no GPU times");
@@ -400,13 +394,6 @@ class Applier {
     launches_[correlation] = s;
   }
 
-  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-    constexpr std::size_t kBufferBytes = 1 << 20;
-    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-    *size = *buffer ? kBufferBytes : 0;
-    *max_records = 0;
-  }
-
   static void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t,
                                         size_t valid) {
     try {
@@ -418,19 +405,14 @@ class Applier {
   }
 
   void take_activity(uint8_t* buffer, std::size_t valid) {
-    CUpti_Activity* record = nullptr;
     std::lock_guard lock(activity_mutex_);
-    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
-      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
-          record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
-        continue;
-      const auto* k = reinterpret_cast<const KernelActivity*>(record);
-      auto it = launches_.find(k->correlationId);
-      if (it == launches_.end()) continue;
+    for_each_kernel_record(buffer, valid, [&](const KernelActivity& k) {
+      auto it = launches_.find(k.correlationId);
+      if (it == launches_.end()) return;
       ++it->second->timed;
-      it->second->gpu_ns += k->end - k->start;
+      it->second->gpu_ns += k.end - k.start;
       launches_.erase(it);
-    }
+    });
   }
 
   static std::string describe(CUresult rc) {

@@ -64,12 +64,7 @@ struct RecorderError : std::runtime_error {
     if (rc_ != CUDA_SUCCESS) throw RecorderError(std::string(#call) + ": " + cu_error(rc_)); \
   } while (0)
 
-// Kernel records of CUPTI's activity API, in the version of the CUPTI built against.
-#if CUPTI_API_VERSION >= 130000
-using KernelActivity = CUpti_ActivityKernel10;
-#else
-using KernelActivity = CUpti_ActivityKernel9;
-#endif
+using record::cuda::KernelActivity;
 
 struct PendingRegion {
   capture::RegionKind kind = capture::RegionKind::allocation;
@@ -426,7 +421,7 @@ class CudaRecorder {
   // at the first selected launch, so that a run which selects nothing does not pay for them.
   void start_activity() {
     if (activity_on_ || activity_failed_) return;
-    if (cuptiActivityRegisterCallbacks(&CudaRecorder::buffer_requested,
+    if (cuptiActivityRegisterCallbacks(&record::cuda::request_activity_buffer,
                                        &CudaRecorder::buffer_completed) != CUPTI_SUCCESS ||
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
       log::warning(
@@ -436,13 +431,6 @@ class CudaRecorder {
       return;
     }
     activity_on_ = true;
-  }
-
-  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-    constexpr std::size_t kBufferBytes = 4 << 20;
-    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-    *size = *buffer ? kBufferBytes : 0;
-    *max_records = 0;
   }
 
   static void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t,
@@ -457,22 +445,16 @@ class CudaRecorder {
 
   void take_activity(uint8_t* buffer, std::size_t valid) {
     constexpr std::size_t kSamplesPerKernel = 100000;
-    CUpti_Activity* record = nullptr;
     std::lock_guard lock(activity_mutex_);
-    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
-      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
-          record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
-        continue;
-      const auto* k = reinterpret_cast<const KernelActivity*>(record);
-      if (!k->name || !timed_names_.contains(k->name)) continue;
-      std::vector<AppLaunch>& samples = app_launches_[k->name];
-      if (samples.size() >= kSamplesPerKernel) continue;
+    record::cuda::for_each_kernel_record(buffer, valid, [&](const KernelActivity& k) {
+      if (!k.name || !timed_names_.contains(k.name)) return;
+      std::vector<AppLaunch>& samples = app_launches_[k.name];
+      if (samples.size() >= kSamplesPerKernel) return;
       samples.push_back(
-          {capture::Dim3{std::uint32_t(k->gridX), std::uint32_t(k->gridY), std::uint32_t(k->gridZ)},
-           capture::Dim3{std::uint32_t(k->blockX), std::uint32_t(k->blockY),
-                         std::uint32_t(k->blockZ)},
-           double(k->end - k->start) / 1000.0, k->correlationId});
-    }
+          {capture::Dim3{std::uint32_t(k.gridX), std::uint32_t(k.gridY), std::uint32_t(k.gridZ)},
+           capture::Dim3{std::uint32_t(k.blockX), std::uint32_t(k.blockY), std::uint32_t(k.blockZ)},
+           double(k.end - k.start) / 1000.0, k.correlationId});
+    });
   }
 
   // Each written launch's time in the application: the median duration of the application's

@@ -81,4 +81,11 @@ std::optional<MemoryEvent> memory_event(CUpti_CallbackId id, const CUpti_Callbac
   }
 }
 
+void CUPTIAPI request_activity_buffer(uint8_t** buffer, size_t* size, size_t* max_records) {
+  constexpr std::size_t kBufferBytes = 4 << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
 }  // namespace r3::record::cuda

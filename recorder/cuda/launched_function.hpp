@@ -51,4 +51,26 @@ struct MemoryEvent {
 };
 std::optional<MemoryEvent> memory_event(CUpti_CallbackId id, const CUpti_CallbackData* cb);
 
+// Kernel records of CUPTI's activity API, in the version of the CUPTI built against.
+#if CUPTI_API_VERSION >= 130000
+using KernelActivity = CUpti_ActivityKernel10;
+#else
+using KernelActivity = CUpti_ActivityKernel9;
+#endif
+
+// CUPTI's request for an activity buffer: 4 MiB from aligned_alloc, which the completion
+// callback frees.
+void CUPTIAPI request_activity_buffer(uint8_t** buffer, size_t* size, size_t* max_records);
+
+// Calls `f` with each kernel record of a completed activity buffer.
+template <typename F>
+void for_each_kernel_record(uint8_t* buffer, std::size_t valid, F&& f) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+        record->kind == CUPTI_ACTIVITY_KIND_KERNEL)
+      f(*reinterpret_cast<const KernelActivity*>(record));
+  }
+}
+
 }  // namespace r3::record::cuda
