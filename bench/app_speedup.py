@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """bench/app_speedup: what a replay-confirmed speedup gives the unmodified application under `r3 apply`.
 
-For each CUDA example (cuda_heat, cuda_cg, cuda_fields; or those named):
-  1. it is recorded (`r3 record`) and its kernel tuned (`mpirun -n 2 r3-mpi` with the example's
-     tune-*.yaml, a small budget, the winner confirmation on), unless --results DIR holds a run;
+For each CUDA example (cuda_heat, cuda_cg, cuda_fields; or those named), and with --corpus for
+each program of the real-program corpus (bench/realapps/build_corpus.sh; --only to choose):
+  1. it is recorded (`r3 record`) and its kernel tuned (`mpirun -n 2 r3-mpi`, a small budget, the
+     winner confirmation on): an example with its tune-*.yaml, unless --results DIR holds a run; a
+     corpus program's longest kernel on its recorded code (compiler and launch levels, as
+     bench/realapps/realapps.py tunes it);
   2. interleaved over --rounds rounds, the application runs plain, under `r3 apply --original`
      (nothing substituted, the tuned kernel timed on the GPU by the apply library through CUPTI)
      and under `r3 apply` (the winner substituted and timed the same way);
@@ -15,11 +18,12 @@ from this one run.
 
 Usage:
   app_speedup.py --build BUILD [--out DIR] [--rounds 5] [--evaluations 80] [--wall-time 2m]
-                 [--mpirun mpirun] [heat] [cg] [fields]
+                 [--mpirun mpirun] [--corpus DIR [--only a,b]] [heat] [cg] [fields]
 """
 import argparse
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -36,9 +40,9 @@ EXAMPLES = {
 }
 
 
-def run(cmd, timeout=1800, env=None):
+def run(cmd, timeout=1800, env=None, cwd=None):
     start = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     return p, time.monotonic() - start
 
 
@@ -74,10 +78,7 @@ def record_and_tune(args, example, kernel, record_args, workdir):
     if p.returncode != 0:
         sys.exit(f"app_speedup: recording {example} failed:\n{p.stderr}")
     results = os.path.join(workdir, "results")
-    shutil.rmtree(results, ignore_errors=True)
-    for f in ("run.h5", "run.h5.lock"):
-        if os.path.exists(os.path.join(results, f)):
-            os.remove(os.path.join(results, f))
+    shutil.rmtree(results, ignore_errors=True)  # never an earlier run's result
     yaml = os.path.join(workdir, "tune.yaml")
     with open(yaml, "w") as f:
         f.write(tune_yaml(example, capture, results, args.evaluations, args.wall_time))
@@ -102,11 +103,11 @@ def confirmed(results):
     return None, "no result"
 
 
-def applied_run(args, results, app, app_args, original):
+def applied_run(args, results, app, app_args, original, cwd=None):
     cmd = [os.path.join(args.build, "bin", "r3"), "apply", results]
     if original:
         cmd.append("--original")
-    p, _ = run(cmd + ["--", app] + app_args)
+    p, _ = run(cmd + ["--", app] + app_args, cwd=cwd)
     if p.returncode != 0:
         sys.exit(f"app_speedup: {' '.join(cmd)} failed:\n{p.stderr}")
     gpu = re.search(r"GPU time ([0-9.]+) ms over (\d+) launch", p.stderr)
@@ -118,6 +119,72 @@ def applied_run(args, results, app, app_args, original):
             float(wall.group(1)) if wall else float("nan"), p.stdout)
 
 
+def measure(args, name, kernel, results, app, app_args, tune_s, cwd=None):
+    """One row: the application plain, under --original and applied, interleaved."""
+    speedup, how = confirmed(results)
+    if how in ("keep", "no result"):  # nothing to apply: r3 apply would run it as it is
+        return [name, kernel, "-", how] + ["-"] * 9 + [f"{tune_s:.0f}"]
+    plain, original, applied = [], [], []
+    for _ in range(args.rounds):  # interleaved: plain, original, applied
+        p, seconds = run([app] + app_args, cwd=cwd)
+        plain.append(seconds)
+        original.append(applied_run(args, results, app, app_args, True, cwd))
+        applied.append(applied_run(args, results, app, app_args, False, cwd))
+    # The output without the lines that report times (which differ from run to run): those that
+    # name a time or a unit of it, and bare numbers (PolyBench prints its timings on a line of
+    # their own).
+    def result_lines(out):
+        return "\n".join(l for l in out.splitlines()
+                         if not re.search(r"time|elapsed|[0-9] ?m?s\b", l, re.I)
+                         and not re.fullmatch(r"\s*[-+0-9.eE]+\s*", l))
+    same_output = len({result_lines(o[2]) for o in original + applied}) == 1
+    med = statistics.median
+    gpu_o, gpu_a = med(o[0] for o in original), med(a[0] for a in applied)
+    wall_o, wall_a = med(o[1] for o in original), med(a[1] for a in applied)
+    return [name, kernel, f"{speedup:.3f}" if speedup else "-", how,
+            f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
+            f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-",
+            f"{med(plain):.3f}", f"{wall_o:.3f}", f"{wall_a:.3f}",
+            f"{wall_o / wall_a:.3f}", "same" if same_output else "DIFFERS", f"{tune_s:.0f}"]
+
+
+def corpus_rows(args):
+    """The corpus programs: record, tune the longest kernel, measure (bench/realapps' steps)."""
+    sys.path.insert(0, os.path.join(SOURCE, "bench", "realapps"))
+    import realapps  # noqa: E402  (its record, inspect and tune steps)
+    corpus = os.path.abspath(args.corpus)
+    r3 = os.path.join(args.build, "bin", "r3")
+    tune_args = argparse.Namespace(r3=os.path.join(args.build, "bin"), mpirun=args.mpirun,
+                                   evaluations=args.evaluations, wall_time=args.wall_time)
+    only = set(filter(None, args.only.split(",")))
+    rows = []
+    for prog in realapps.read_manifest(corpus):
+        name = prog["program"]
+        if only and name not in only:
+            continue
+        binary = os.path.join(corpus, prog["binary"])
+        app_args = shlex.split(prog.get("arguments", ""))
+        wd = os.path.abspath(os.path.join(args.out, "corpus", name))
+        os.makedirs(wd, exist_ok=True)
+        regex = "|".join(re.escape(k) for k in prog["kernels"].split(",") if k)
+        capture = os.path.join(wd, name + ".h5")
+        rec, _ = run([r3, "record", "-k", regex, "--launches", "1", "-o", capture, "--", binary]
+                     + app_args, cwd=wd)
+        kernels = realapps.inspect(r3, capture) if rec.returncode == 0 else []
+        timed = [k for k in kernels if k["app_us"]]
+        if not timed:
+            rows.append([name, "-", "-", "not recorded"] + ["-"] * 10)
+            continue
+        longest = max(timed, key=lambda k: max(k["app_us"]))
+        start = time.monotonic()
+        shutil.rmtree(os.path.join(wd, "tune"), ignore_errors=True)  # never an earlier run's result
+        realapps.tune(tune_args, capture, longest["index"], os.path.join(wd, "tune"))
+        rows.append(measure(args, name, realapps.base_name(longest),
+                            os.path.join(wd, "tune", "results"), binary, app_args,
+                            time.monotonic() - start, cwd=wd))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True, help="the build directory (bin/r3, examples/)")
@@ -127,9 +194,14 @@ def main():
     ap.add_argument("--evaluations", type=int, default=80)
     ap.add_argument("--wall-time", default="2m")
     ap.add_argument("--mpirun", default="mpirun")
-    ap.add_argument("examples", nargs="*", default=list(EXAMPLES))
+    ap.add_argument("--corpus", default="", help="OUTDIR of bench/realapps/build_corpus.sh")
+    ap.add_argument("--only", default="", help="corpus programs (comma-separated)")
+    ap.add_argument("examples", nargs="*", default=None,
+                    help="CUDA examples (default: all, or none with --corpus)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
+    if args.examples is None or args.examples == []:
+        args.examples = [] if args.corpus else list(EXAMPLES)
     rows = []
     for example in args.examples:
         kernel, record_args, app_args = EXAMPLES[example]
@@ -138,29 +210,10 @@ def main():
             results, tune_s = os.path.join(workdir, "results"), 0.0
         else:
             results, tune_s = record_and_tune(args, example, kernel, record_args, workdir)
-        speedup, how = confirmed(results)
-        if how in ("keep", "no result"):  # nothing to apply: r3 apply would run it as it is
-            rows.append([example, kernel, "-", how] + ["-"] * 9 + [f"{tune_s:.0f}"])
-            continue
         app = os.path.join(args.build, "examples", f"cuda_{example}")
-        plain, original, applied = [], [], []
-        outputs = set()
-        for _ in range(args.rounds):  # interleaved: plain, original, applied
-            p, seconds = run([app] + app_args)
-            plain.append(seconds)
-            outputs.add(p.stdout)
-            original.append(applied_run(args, results, app, app_args, True))
-            applied.append(applied_run(args, results, app, app_args, False))
-        same_output = len({o[2] for o in original + applied}) == 1
-        med = statistics.median
-        gpu_o, gpu_a = med(o[0] for o in original), med(a[0] for a in applied)
-        wall_o, wall_a = med(o[1] for o in original), med(a[1] for a in applied)
-        rows.append([example, kernel, f"{speedup:.3f}" if speedup else "-", how,
-                     f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
-                     f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-",
-                     f"{med(plain):.3f}", f"{wall_o:.3f}", f"{wall_a:.3f}",
-                     f"{wall_o / wall_a:.3f}", "same" if same_output else "DIFFERS",
-                     f"{tune_s:.0f}"])
+        rows.append(measure(args, example, kernel, results, app, app_args, tune_s))
+    if args.corpus:
+        rows += corpus_rows(args)
     header = ["example", "kernel", "confirmed", "result", "gpu_ms_original", "gpu_ms_applied",
               "gpu_ratio", "ratio/confirmed", "wall_s_plain", "wall_s_original", "wall_s_applied",
               "end_to_end", "output", "tune_s"]
