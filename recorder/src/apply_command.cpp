@@ -83,10 +83,9 @@ int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ost
 int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   if (options.command.empty()) throw UsageError("r3 apply: give the application to run after --");
   if (options.cuda) return apply_cuda(options, *options.cuda, report);
-  if (options.original)
-    throw UsageError(
-        "r3 apply --original: for a CUDA application's result (this is Kokkos tuned "
-        "values)");
+  if (options.original || options.check)
+    throw UsageError(std::string("r3 apply ") + (options.original ? "--original" : "--check") +
+                     ": for a CUDA application's result (this is Kokkos tuned values)");
   std::error_code ec;
   if (!fs::exists(options.result, ec))
     throw ConfigError("r3 apply: " + options.result.string() +

@@ -121,6 +121,17 @@ TEST_F(Kokkos, AResultThatCannotBeUsedIsRefusedBeforeTheApplicationStarts) {
 
   ProcessResult no_app = run_process({R3_TEST_R3, "apply", write("ok.yaml", kResult)});
   EXPECT_EQ(no_app.exit_code, 2) << no_app.err;
+
+  // The CUDA-only options are refused for Kokkos tuned values rather than ignored.
+  for (const char* option : {"--original", "--check"}) {
+    ProcessResult cuda_only = run_process({R3_TEST_R3, "apply", write("ok.yaml", kResult), option,
+                                           "--", R3_TEST_KOKKOS_HEAT, "64", "5"});
+    EXPECT_EQ(cuda_only.exit_code, 2) << option << ": " << cuda_only.err;
+    EXPECT_TRUE(contains(cuda_only.err, std::string("r3 apply ") + option +
+                                            ": for a CUDA application's result"))
+        << cuda_only.err;
+    EXPECT_FALSE(contains(cuda_only.out, "heat::step tile")) << "the application ran";
+  }
 }
 
 TEST_F(Kokkos, AResultDamagedAfterTheStartLeavesTheApplicationRunning) {
