@@ -23,24 +23,18 @@ std::map<CUdeviceptr, std::size_t> Allocations::snapshot() const {
 
 namespace {
 
-std::string describe(CUresult rc) {
-  const char* name = nullptr;
-  cuGetErrorName(rc, &name);
-  return name ? name : "CUresult " + std::to_string(static_cast<int>(rc));
-}
-
 bool copy_out(CUdeviceptr from, std::size_t bytes, std::string& to, std::string& why) {
   to.resize(bytes);
   const CUresult rc = cuMemcpyDtoH(to.data(), from, bytes);
   if (rc != CUDA_SUCCESS)
-    why = "cuMemcpyDtoH of " + std::to_string(bytes) + " bytes: " + describe(rc);
+    why = "cuMemcpyDtoH of " + std::to_string(bytes) + " bytes: " + error_name(rc);
   return rc == CUDA_SUCCESS;
 }
 
 bool copy_in(CUdeviceptr to, const std::string& from, std::string& why) {
   const CUresult rc = cuMemcpyHtoD(to, from.data(), from.size());
   if (rc != CUDA_SUCCESS)
-    why = "cuMemcpyHtoD of " + std::to_string(from.size()) + " bytes: " + describe(rc);
+    why = "cuMemcpyHtoD of " + std::to_string(from.size()) + " bytes: " + error_name(rc);
   return rc == CUDA_SUCCESS;
 }
 
@@ -88,7 +82,7 @@ std::optional<OriginalResults> run_original(
     const std::function<CUresult()>& launch_original, std::string& why) {
   CUresult rc = cuCtxSynchronize();
   if (rc != CUDA_SUCCESS) {
-    why = "cuCtxSynchronize before the check: " + describe(rc);
+    why = "cuCtxSynchronize before the check: " + error_name(rc);
     return std::nullopt;
   }
   OriginalResults results;
@@ -105,7 +99,7 @@ std::optional<OriginalResults> run_original(
   rc = launch_original();
   if (rc == CUDA_SUCCESS) rc = cuCtxSynchronize();
   if (rc != CUDA_SUCCESS) {
-    why = "the application's kernel, run for the check: " + describe(rc);
+    why = "the application's kernel, run for the check: " + error_name(rc);
     return std::nullopt;
   }
   for (std::size_t i = 0; i < results.regions.size(); ++i) {
@@ -120,7 +114,7 @@ std::string compare_with_original(const OriginalResults& original,
                                   const std::vector<TypeTolerance>& tolerances) {
   std::string why;
   if (CUresult rc = cuCtxSynchronize(); rc != CUDA_SUCCESS)
-    return "the winner failed: " + describe(rc);
+    return "the winner failed: " + error_name(rc);
   std::string report;
   for (const CheckedRegion& region : original.regions) {
     std::string got;

@@ -152,21 +152,13 @@ class Applier {
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
         auto* p = static_cast<cuLaunchKernel_params*>(params);
-        Substitution* s = substitution_for(p->f);
+        CUkernel winner = nullptr;
+        Substitution* s = substitution(cb, p->f, p->kernelParams, winner, [p] {
+          return cuLaunchKernel(p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX,
+                                p->blockDimY, p->blockDimZ, p->sharedMemBytes, p->hStream,
+                                p->kernelParams, p->extra);
+        });
         if (!s) return;
-        timed_launch(cb->correlationId, s);
-        const CUkernel winner = winner_of(*s, p->f);
-        if (!winner) return;
-        if (check_ && claim_check(*s)) {
-          const cuLaunchKernel_params asked = *p;
-          auto original = [&asked] {
-            return cuLaunchKernel(asked.f, asked.gridDimX, asked.gridDimY, asked.gridDimZ,
-                                  asked.blockDimX, asked.blockDimY, asked.blockDimZ,
-                                  asked.sharedMemBytes, asked.hStream, asked.kernelParams,
-                                  asked.extra);
-          };
-          if (!start_check(*s, p->f, p->kernelParams, original)) return;
-        }
         const LaunchDims dims = winner_launch(
             s->applied,
             {{p->gridDimX, p->gridDimY, p->gridDimZ}, {p->blockDimX, p->blockDimY, p->blockDimZ}});
@@ -180,18 +172,12 @@ class Applier {
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
       case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
         auto* p = static_cast<cuLaunchKernelEx_params*>(params);
-        Substitution* s = substitution_for(p->f);
-        if (!s || !p->config) return;
-        timed_launch(cb->correlationId, s);
-        const CUkernel winner = winner_of(*s, p->f);
-        if (!winner) return;
-        if (check_ && claim_check(*s)) {
-          const cuLaunchKernelEx_params asked = *p;
-          auto original = [&asked] {
-            return cuLaunchKernelEx(asked.config, asked.f, asked.kernelParams, asked.extra);
-          };
-          if (!start_check(*s, p->f, p->kernelParams, original)) return;
-        }
+        if (!p->config) return;
+        CUkernel winner = nullptr;
+        Substitution* s = substitution(cb, p->f, p->kernelParams, winner, [p] {
+          return cuLaunchKernelEx(p->config, p->f, p->kernelParams, p->extra);
+        });
+        if (!s) return;
         // The application's config is its own (it may launch with it again): the driver gets a
         // copy, kept until this thread's next launch.
         thread_local CUlaunchConfig config;
@@ -211,6 +197,22 @@ class Applier {
       default:
         return;
     }
+  }
+
+  // What a launch of `f` runs: null when it is not a tuned kernel or the application's code runs
+  // (its winner cannot, or failed its check); else its substitution, with `winner`. Times the
+  // launches of tuned kernels; at the first substituted launch of each with --check, runs the
+  // application's kernel (`original`: the launch as asked, called before it is rewritten) first.
+  template <typename Launch>
+  Substitution* substitution(const CUpti_CallbackData* cb, CUfunction f, void** kernel_params,
+                             CUkernel& winner, const Launch& original) {
+    Substitution* s = substitution_for(f);
+    if (!s) return nullptr;
+    timed_launch(cb->correlationId, s);
+    winner = winner_of(*s, f);
+    if (!winner) return nullptr;
+    if (check_ && claim_check(*s) && !start_check(*s, f, kernel_params, original)) return nullptr;
+    return s;
   }
 
   // The manifest's entry for a launched function, or null; looked up by name once per handle.
@@ -264,11 +266,11 @@ class Applier {
     CUresult rc =
         cuLibraryLoadData(&library, s.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
     if (rc != CUDA_SUCCESS)
-      return "its code does not load (cuLibraryLoadData: " + describe(rc) + ")";
+      return "its code does not load (cuLibraryLoadData: " + error_name(rc) + ")";
     CUkernel winner = nullptr;
     rc = cuLibraryGetKernel(&winner, library, s.applied.function.c_str());
     if (rc != CUDA_SUCCESS)
-      return "its code has no kernel " + s.applied.function + " (" + describe(rc) + ")";
+      return "its code has no kernel " + s.applied.function + " (" + error_name(rc) + ")";
     const auto theirs = params_of(original, library_kernel_[original]);
     const auto ours = params_of(reinterpret_cast<CUfunction>(winner), true);
     bool same = theirs.size() == ours.size();
@@ -413,12 +415,6 @@ class Applier {
       it->second->gpu_ns += k.end - k.start;
       launches_.erase(it);
     });
-  }
-
-  static std::string describe(CUresult rc) {
-    const char* name = nullptr;
-    cuGetErrorName(rc, &name);
-    return name ? name : "CUresult " + std::to_string(static_cast<int>(rc));
   }
 
   void finish() {

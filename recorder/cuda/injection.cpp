@@ -48,12 +48,6 @@ std::string kokkos_label() {
   return label ? label : "";
 }
 
-const char* cu_error(CUresult rc) {
-  const char* name = nullptr;
-  cuGetErrorName(rc, &name);
-  return name ? name : "unknown CUDA error";
-}
-
 // A driver call inside the recorder: a failure becomes a recorder error naming the call.
 struct RecorderError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -61,7 +55,7 @@ struct RecorderError : std::runtime_error {
 #define R3_REC_CU(call)                                                                      \
   do {                                                                                       \
     CUresult rc_ = (call);                                                                   \
-    if (rc_ != CUDA_SUCCESS) throw RecorderError(std::string(#call) + ": " + cu_error(rc_)); \
+    if (rc_ != CUDA_SUCCESS) throw RecorderError(std::string(#call) + ": " + record::cuda::error_name(rc_)); \
   } while (0)
 
 using record::cuda::KernelActivity;

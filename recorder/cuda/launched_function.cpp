@@ -14,6 +14,12 @@ std::string demangle(const std::string& name) {
   return result;
 }
 
+std::string error_name(CUresult rc) {
+  const char* name = nullptr;
+  cuGetErrorName(rc, &name);
+  return name ? name : "CUresult " + std::to_string(static_cast<int>(rc));
+}
+
 FunctionNames names_of(CUfunction f) {
   FunctionNames n;
   const char* name = nullptr;

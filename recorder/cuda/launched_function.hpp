@@ -29,6 +29,10 @@ std::vector<capture::Param> params_of(CUfunction f, bool library_kernel);
 
 std::string demangle(const std::string& name);
 
+// The driver's name of a status ("CUDA_ERROR_ILLEGAL_ADDRESS"), or its number when the driver
+// does not know it.
+std::string error_name(CUresult rc);
+
 // The driver calls that allocate or free device memory (CUPTI driver-API callback ids).
 inline constexpr CUpti_CallbackId kMemoryCalls[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,

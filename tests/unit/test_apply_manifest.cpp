@@ -51,35 +51,24 @@ TEST(ApplyManifest, RefusesWhatItDoesNotKnowNamingTheLine) {
     }
     return "";
   };
-  EXPECT_NE(error_of("r3-apply-manifest 2\narchitecture sm_90\n").find("m.txt:1: manifest version"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-tuned 1\n").find("not an r3 apply manifest"), std::string::npos);
-  EXPECT_NE(error_of("").find("empty"), std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\nkernel k\n  code a\n  function f\nend\n")
-                .find("no 'architecture'"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  code a\n  function f\n")
-                .find("has no 'end'"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  code a\n  block 32 0 1\n"
-                     "  function f\nend\n")
-                .find("m.txt:5: '0' is not a positive block dimension"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  code a\n  grid maybe\n")
-                .find("m.txt:5: 'grid' is 'derived' or 'application'"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  function f\nend\n")
-                .find("m.txt:5: kernel k has no 'code' or 'function'"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  colour blue\n")
-                .find("m.txt:4: unknown key 'colour'"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  tolerance f32 1e-5\n")
-                .find("m.txt:4: 'tolerance' is an element type, rtol and atol"),
-            std::string::npos);
-  EXPECT_NE(error_of("r3-apply-manifest 1\narchitecture sm_90\nkernel k\n  tolerance f99 0 0\n")
-                .find("m.txt:4: 'tolerance'"),
-            std::string::npos);
+  // Each text and what its error says (file and line included where there is one).
+  const std::string head = "r3-apply-manifest 1\narchitecture sm_90\nkernel k\n";
+  const std::pair<std::string, std::string> refused[] = {
+      {"r3-apply-manifest 2\narchitecture sm_90\n", "m.txt:1: manifest version"},
+      {"r3-tuned 1\n", "not an r3 apply manifest"},
+      {"", "empty"},
+      {"r3-apply-manifest 1\nkernel k\n  code a\n  function f\nend\n", "no 'architecture'"},
+      {head + "  code a\n  function f\n", "has no 'end'"},
+      {head + "  code a\n  block 32 0 1\n  function f\nend\n",
+       "m.txt:5: '0' is not a positive block dimension"},
+      {head + "  code a\n  grid maybe\n", "m.txt:5: 'grid' is 'derived' or 'application'"},
+      {head + "  function f\nend\n", "m.txt:5: kernel k has no 'code' or 'function'"},
+      {head + "  colour blue\n", "m.txt:4: unknown key 'colour'"},
+      {head + "  tolerance f32 1e-5\n", "m.txt:4: 'tolerance' is an element type, rtol and atol"},
+      {head + "  tolerance f99 0 0\n", "m.txt:4: 'tolerance'"},
+  };
+  for (const auto& [text, says] : refused)
+    EXPECT_NE(error_of(text).find(says), std::string::npos) << text << "\n-> " << error_of(text);
   EXPECT_EQ(error_of(good), "");
 }
 
