@@ -117,6 +117,8 @@ Evaluation evaluate(Backend& backend, CompilePool& pool, const Request& request)
     evaluation.run = backend.run(compiled, request.options);
     evaluation.outcome = evaluation.run.outcome;
     evaluation.message = evaluation.run.message;
+    if (request.options.return_code && evaluation.outcome == Outcome::ok)
+      evaluation.code = backend.loadable_code(compiled);
   } catch (const std::exception& e) {
     evaluation.outcome = Outcome::launch_error;
     evaluation.message = e.what();

@@ -10,6 +10,7 @@
 #include "r3/replay/replay_command.hpp"
 #include "r3/result_notes.hpp"
 #include "r3/tune_config.hpp"
+#include "r3/winner_code_file.hpp"
 
 namespace r3::replay {
 
@@ -55,6 +56,20 @@ double confirmed_speedup(const std::string& text) {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+// The code the run kept for the winner (best.code beside its best.yaml), as it was confirmed;
+// nullopt when there is none (a run confirmed before code was kept, or without confirmation):
+// the winner is then compiled here.
+std::optional<Backend::LoadableCode> stored_code(const fs::path& result_file,
+                                                 const std::string& kernel, std::ostream& report) {
+  std::optional<run::CodeRecord> stored = read_winner_code(result_file.parent_path());
+  if (!stored) return std::nullopt;
+  report << "r3 apply: kernel " << kernel << ": the code of candidate " << stored->candidate
+         << " as it was confirmed (" << stored->architecture << ", CUDA " << stored->toolkit << ", "
+         << stored->image.size() << " bytes)\n";
+  return Backend::LoadableCode{std::move(stored->image), std::move(stored->function),
+                               std::move(stored->architecture), std::move(stored->toolkit)};
 }
 
 }  // namespace
@@ -105,23 +120,32 @@ WinnerCodes compile_winners(const std::vector<fs::path>& files, std::ostream& re
     const auto capture = capture::CaptureReader::open(options.capture);
     const std::size_t index = kernel_index(capture, options.kernel);
     const capture::DeviceInfo& recorded = capture.info().device;
-    std::unique_ptr<Backend> backend = make_backend(recorded.backend);
-    // Compiling needs the kernel's facts, not its memory: one launch is enough.
-    backend->prepare(capture, index, {options.launches.empty() ? 0 : options.launches.front()});
-    const Compiled compiled = backend->compile(variant_of(options, backend->name()));
-    if (!compiled.ok) {
-      refuse("its winner does not compile here: " + first_line(compiled.diagnostics));
-      continue;
-    }
-    std::optional<Backend::LoadableCode> code = backend->loadable_code(compiled);
+    std::optional<Backend::LoadableCode> code =
+        stored_code(file, capture.kernels()[index].name, report);
     if (!code) {
-      refuse("the " + std::string(backend->name()) + " backend has no code to load elsewhere");
-      continue;
+      std::unique_ptr<Backend> backend = make_backend(recorded.backend);
+      // Compiling needs the kernel's facts, not its memory: one launch is enough.
+      backend->prepare(capture, index, {options.launches.empty() ? 0 : options.launches.front()});
+      const Compiled compiled = backend->compile(variant_of(options, backend->name()));
+      if (!compiled.ok) {
+        refuse("its winner does not compile here: " + first_line(compiled.diagnostics));
+        continue;
+      }
+      code = backend->loadable_code(compiled);
+      if (!code) {
+        refuse("the " + std::string(backend->name()) + " backend has no code to load elsewhere");
+        continue;
+      }
     }
     if (codes.architecture.empty()) codes.architecture = code->architecture;
     if (recorded.architecture != code->architecture) {
       refuse("it was tuned on " + recorded.name + " (" + recorded.architecture + "), this GPU is " +
              code->architecture + ": tune it here");
+      continue;
+    }
+    if (code->architecture != codes.architecture) {
+      refuse("its code is for " + code->architecture + ", another winner's for " +
+             codes.architecture + ": one application runs on one GPU architecture");
       continue;
     }
     if (!recorded.toolkit_version.empty() && recorded.toolkit_version != code->toolkit) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "r3/base64.hpp"
 #include "r3/error.hpp"
 
 namespace r3::replay::wire {
@@ -80,6 +81,7 @@ json options_json(const RunOptions& o) {
               {"repeats", o.repeats},
               {"verify_after_timing", o.verify_after_timing},
               {"flush_l2", o.flush_l2},
+              {"return_code", o.return_code},
               {"types", types},
               {"regions", regions},
               {"region_types", region_types}};
@@ -91,6 +93,7 @@ RunOptions options_from(const json& j) {
   o.repeats = j.at("repeats").get<std::uint32_t>();
   o.verify_after_timing = j.at("verify_after_timing").get<bool>();
   o.flush_l2 = j.at("flush_l2").get<bool>();
+  o.return_code = j.value("return_code", false);
   o.verify.types.clear();
   for (const auto& [name, tolerance] : j.at("types").items()) {
     auto type = capture::parse_element_type(name);
@@ -139,7 +142,14 @@ json evaluation_json(const Evaluation& e) {
                         {"verify_seconds", l.verify_seconds}});
   }
   const Resources& r = e.resources;
+  json code = nullptr;
+  if (e.code)
+    code = {{"image", base64_encode(e.code->bytes)},
+            {"function", e.code->function},
+            {"architecture", e.code->architecture},
+            {"toolkit", e.code->toolkit}};
   return json{{"outcome", to_string(e.outcome)},
+              {"code", code},
               {"message", e.message},
               {"resources",
                {{"registers", r.registers},
@@ -209,6 +219,13 @@ Evaluation evaluation_from(const json& j) {
   }
   e.seconds = j.at("seconds").get<double>();
   e.process_lost = j.at("process_lost").get<bool>();
+  if (j.contains("code") && !j.at("code").is_null()) {
+    const json& c = j.at("code");
+    e.code = Backend::LoadableCode{base64_decode(c.at("image").get<std::string>(), "code image"),
+                                   c.at("function").get<std::string>(),
+                                   c.at("architecture").get<std::string>(),
+                                   c.at("toolkit").get<std::string>()};
+  }
   return e;
 }
 

@@ -13,6 +13,7 @@
 #include "r3/report/diff.hpp"
 #include "r3/result_notes.hpp"
 #include "r3/tune_config.hpp"
+#include "r3/winner_code_file.hpp"
 #include "svg.hpp"
 
 namespace r3::report {
@@ -280,6 +281,16 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
     }
     kf.fragment = dir / "best.yaml";
     write_text(kf.fragment, fragment(config, selection, k, source_name));
+    // The winner's code as its confirmation ran it; none for the application's own code.
+    const run::CodeRecord* code = nullptr;
+    for (const run::CodeRecord& c : record.codes)
+      if (c.candidate == k.winner->id && !k.keep_original) code = &c;
+    if (code) {
+      write_winner_code(dir, *code);
+      kf.code = dir / kWinnerCodeFile;
+    } else {
+      remove_winner_code(dir);
+    }
     files.kernels.back() = kf;
   }
   files.candidates_csv = directory / "candidates.csv";

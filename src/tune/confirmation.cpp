@@ -50,6 +50,18 @@ std::vector<const run::CandidateRecord*> confirmation_set(const Master& m, std::
   return out;
 }
 
+// Keeps the code an evaluation sent back, once per candidate (every evaluator sends it; a
+// resumed run confirms again).
+void keep_code(run::RunRecord& record, std::uint64_t candidate, std::uint32_t kernel,
+               const replay::Evaluation& evaluation) {
+  if (!evaluation.code || evaluation.outcome != replay::Outcome::ok) return;
+  for (const run::CodeRecord& kept : record.codes)
+    if (kept.candidate == candidate) return;
+  const replay::Backend::LoadableCode& code = *evaluation.code;
+  record.codes.push_back(
+      {candidate, kernel, code.architecture, code.toolkit, code.function, code.bytes});
+}
+
 }  // namespace
 
 // Wall time the confirmation will take, from the measurements so far (each evaluator runs every
@@ -111,6 +123,8 @@ bool confirm_winners(Master& m, Dispatcher& dispatcher) {
         item.request.variant = replay::wire::decode_variant(c.configuration);
         item.request.options = m.search->run_options(c.kernel);
         item.request.options.repeats = t.confirm_repeats;
+        // The code that is confirmed is what `r3 apply` will load: it comes back once.
+        item.request.options.return_code = round == 0 && c.level != run::CandidateLevel::original;
         items.push_back(std::move(item));
         slots.push_back({c.id, c.kernel, round});
       }
@@ -147,6 +161,7 @@ bool confirm_winners(Master& m, Dispatcher& dispatcher) {
       std::tie(c.min_seconds, c.max_seconds) = summed_min_max(r.evaluation);
     }
     m.record.confirmations.push_back(std::move(c));
+    keep_code(m.record, slot.candidate, slot.kernel, r.evaluation);
   }
   log::info("confirmation took ", seconds_since(start), " s");
   return true;

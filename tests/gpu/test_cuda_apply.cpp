@@ -8,6 +8,9 @@
 #include <fstream>
 #include <string>
 
+#include "r3/error.hpp"
+#include "r3/run_database.hpp"
+#include "r3/winner_code_file.hpp"
 #include "require_gpu.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -203,6 +206,66 @@ TEST_F(CudaApply, WhatCannotBeSubstitutedLeavesTheApplicationItsOwnKernel) {
   EXPECT_NE(failing.exit_code, 0);
   auto failing_plain = test::run_process({R3_TEST_CUDA_HEAT, "2"}, std::chrono::seconds(60));
   EXPECT_EQ(failing.exit_code, failing_plain.exit_code) << failing.err;
+}
+
+// A tuning run keeps the code its winner confirmation measured (run.h5's /codes, best.code and
+// best.cubin beside the winner's best.yaml), and r3 apply loads that image rather than compiling
+// the result's source again.
+TEST_F(CudaApply, TheRunKeepsTheConfirmedCodeAndApplyLoadsThatImage) {
+  const auto results = dir_ / "results";
+  std::ofstream(dir_ / "tune.yaml")
+      << "capture: \"" << capture_ << "\"\nbackend: cuda\nkernels:\n"
+      << "  - name: heat_step\n    source: \"" << example_source("heat_kernels.cuh") << "\"\n"
+      << "budget:\n  evaluations: 10\n"
+      << "timing:\n  repeats: 5\n  confirm_top: 2\n  confirm_rounds: 2\n"
+      << "output:\n  directory: \"" << results.string() << "\"\n";
+  auto job = test::run_process({R3_TEST_MPIEXEC, "-n", "2", "--oversubscribe", R3_TEST_R3_MPI,
+                                (dir_ / "tune.yaml").string()},
+                               std::chrono::seconds(600));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  const run::RunRecord record = run::read_run_database(results / "run.h5");
+  ASSERT_FALSE(record.codes.empty()) << job.err;
+  for (const run::CodeRecord& code : record.codes) {
+    bool confirmed = false;
+    for (const run::ConfirmationRecord& c : record.confirmations)
+      confirmed = confirmed || c.candidate == code.candidate;
+    EXPECT_TRUE(confirmed) << "candidate " << code.candidate;
+    EXPECT_TRUE(
+        code.image.starts_with("\x7f"
+                               "ELF"))
+        << "a cubin";
+    EXPECT_TRUE(code.architecture.starts_with("sm_")) << code.architecture;
+    EXPECT_EQ(code.function, kHeatKernel);
+  }
+  // The winner's directory holds its code unless the application's code stays.
+  std::ifstream winner_yaml(results / "heat_step" / "best.yaml");
+  const std::string winner{std::istreambuf_iterator<char>(winner_yaml), {}};
+  const bool keep = winner.find("# keep the application's code") != std::string::npos;
+  EXPECT_EQ(std::filesystem::exists(results / "heat_step" / "best.code"), !keep) << winner;
+
+  // Proof that the stored image runs: a result whose source is the wrong winner, with the code
+  // of a confirmed candidate beside it, gives the application's result.
+  const auto stored = dir_ / "stored";
+  std::filesystem::create_directories(stored);
+  const std::string best = (stored / "best.yaml").string();
+  std::filesystem::copy_file(result("source.yaml", "", write_wrong_winner(), "[32, 8, 1]"), best);
+  write_winner_code(stored, record.codes.front());
+  auto plain = test::run_process({R3_TEST_CUDA_HEAT, "512", "20"}, std::chrono::seconds(120));
+  auto applied = apply(best, R3_TEST_CUDA_HEAT);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_EQ(total_heat(applied.out), total_heat(plain.out)) << applied.err;
+  EXPECT_TRUE(contains(applied.err, "the code of candidate " +
+                                        std::to_string(record.codes.front().candidate) +
+                                        " as it was confirmed"))
+      << applied.err;
+  EXPECT_TRUE(contains(applied.err, "20 launch(es) ran the winner (block 32x8x1)")) << applied.err;
+
+  // An image that is not the one the run kept is refused before the application starts.
+  std::ofstream(stored / "best.cubin", std::ios::binary | std::ios::app) << "tampered";
+  auto refused = apply(best, R3_TEST_CUDA_HEAT);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_TRUE(contains(refused.err, "does not match the hash")) << refused.err;
+  EXPECT_FALSE(contains(refused.out, "heat after")) << "the application ran";
 }
 
 }  // namespace

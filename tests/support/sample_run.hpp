@@ -57,6 +57,10 @@ inline run::RunRecord sample_run(std::size_t candidates) {
     c.max_seconds = 4e-3;
     r.confirmations.push_back(c);
   }
+  // A code image is binary: every byte value, NULs included.
+  std::string image;
+  for (int b = 0; b < 512; ++b) image += static_cast<char>(b % 256);
+  r.codes.push_back({3, 0, "sm_90", "13.0", "_Z4heatPKfPfii", image});
   return r;
 }
 

@@ -41,6 +41,8 @@ TEST(RunDatabase, RoundTripsEveryField) {
   for (std::size_t i = 0; i < read.candidates.size(); ++i)
     EXPECT_EQ(read.candidates[i], written.candidates[i]) << "candidate " << i;
   EXPECT_EQ(read.confirmations, written.confirmations);
+  ASSERT_EQ(read.codes.size(), 1u);
+  EXPECT_EQ(read.codes, written.codes);
 }
 
 // Levels and outcomes are typed in the process and text only in the file: every value goes out

@@ -16,6 +16,7 @@ TEST(TuneProtocol, EveryMessageReadsBackAsWritten) {
   item.request.variant.flags = {"-O2"};
   item.request.variant.block = capture::Dim3{64, 2, 1};
   item.request.options.repeats = 17;
+  item.request.options.return_code = true;
   Work work;
   work.sources[item.source] = "__global__ void k() {}";
   work.items = {item, item};
@@ -29,6 +30,10 @@ TEST(TuneProtocol, EveryMessageReadsBackAsWritten) {
   EXPECT_EQ(w.items[0].request.variant.flags, std::vector<std::string>{"-O2"});
   EXPECT_EQ(w.items[0].request.variant.block->y, 2u);
   EXPECT_EQ(w.items[0].request.options.repeats, 17u);
+  EXPECT_TRUE(w.items[0].request.options.return_code);
+  EXPECT_FALSE(std::get<Work>(decode(encode(Message{Work{{}, {WorkItem{}}}})))
+                   .items.at(0)
+                   .request.options.return_code);
   EXPECT_EQ(w.sources.at(item.source), "__global__ void k() {}");
 
   Done done;
@@ -38,6 +43,11 @@ TEST(TuneProtocol, EveryMessageReadsBackAsWritten) {
   done.evaluation.seconds = 0.1 + 0.2;  // not a short decimal: must round-trip exactly
   done.abandoned = true;
   done.restarts = 3;
+  // A cubin is binary: NULs, bytes above 127, and a length that needs padding.
+  done.evaluation.code = replay::Backend::LoadableCode{std::string("\x7f"
+                                                                   "ELF\0\xff\x01",
+                                                                   7),
+                                                       "_Z1kv", "sm_90", "13.0"};
   const Done d = std::get<Done>(decode(encode(Message{done})));
   EXPECT_EQ(d.id, 7u);
   EXPECT_EQ(d.evaluation.outcome, replay::Outcome::timeout);
@@ -45,6 +55,13 @@ TEST(TuneProtocol, EveryMessageReadsBackAsWritten) {
   EXPECT_EQ(d.evaluation.seconds, 0.1 + 0.2);
   EXPECT_TRUE(d.abandoned);
   EXPECT_EQ(d.restarts, 3u);
+  ASSERT_TRUE(d.evaluation.code.has_value());
+  EXPECT_EQ(d.evaluation.code->bytes, done.evaluation.code->bytes);
+  EXPECT_EQ(d.evaluation.code->function, "_Z1kv");
+  EXPECT_EQ(d.evaluation.code->architecture, "sm_90");
+  EXPECT_EQ(d.evaluation.code->toolkit, "13.0");
+  done.evaluation.code.reset();
+  EXPECT_FALSE(std::get<Done>(decode(encode(Message{done}))).evaluation.code.has_value());
 
   EXPECT_EQ(std::get<Stop>(decode(encode(Message{Stop{4}}))).status, 4);
   EXPECT_TRUE(std::holds_alternative<Stopped>(decode(encode(Message{Stopped{}}))));

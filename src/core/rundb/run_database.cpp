@@ -199,6 +199,16 @@ const std::vector<Column<ConfirmationRecord>>& confirmation_columns() {
   return all;
 }
 
+const std::vector<Column<CodeRecord>>& code_columns() {
+  using C = CodeRecord;
+  static const std::vector<Column<C>> all = {
+      word_column("candidate", &C::candidate),       word_column("kernel", &C::kernel),
+      text_column("architecture", &C::architecture), text_column("toolkit", &C::toolkit),
+      text_column("function", &C::function),         text_column("image", &C::image),
+  };
+  return all;
+}
+
 std::span<const std::byte> as_bytes(std::string_view text) {
   return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
 }
@@ -336,6 +346,7 @@ std::vector<std::byte> file_image(const std::filesystem::path& path, const RunRe
   h5::write_uint_attribute(root, "candidate_count", record.candidates.size());
   h5::write_uint_attribute(root, "source_count", record.sources.size());
   h5::write_uint_attribute(root, "confirmation_count", record.confirmations.size());
+  h5::write_uint_attribute(root, "code_count", record.codes.size());
   write_hashed(root, "tune_yaml", as_bytes(record.tune_yaml));
   write_hashed(root, "search_state", as_bytes(record.search_state));
   Handle sources = h5::create_group(root, "sources", "sources");
@@ -343,6 +354,7 @@ std::vector<std::byte> file_image(const std::filesystem::path& path, const RunRe
     write_hashed(sources, hash.hex(), as_bytes(text));
   write_table(root, "candidates", record.candidates, candidate_columns());
   write_table(root, "confirmations", record.confirmations, confirmation_columns());
+  write_table(root, "codes", record.codes, code_columns());
   }
   h5::check(H5Fclose(file.release()), "H5Fclose", "run database");
   if (image.bytes.empty()) throw IoError("H5Fclose", "the run database's image was not handed over");
@@ -472,6 +484,10 @@ RunRecord read_database(const std::filesystem::path& file) {
       record.confirmations.resize(
           h5::read_uint_attribute(root, "confirmation_count", "run database"));
       read_table(root, "confirmations", version, record.confirmations, confirmation_columns());
+    }
+    if (version >= 4) {
+      record.codes.resize(h5::read_uint_attribute(root, "code_count", "run database"));
+      read_table(root, "codes", version, record.codes, code_columns());
     }
     for (const CandidateRecord& c : record.candidates) {
       if (!record.sources.contains(c.source))

@@ -129,6 +129,9 @@ struct RunOptions {
   bool verify_after_timing = true;
   bool flush_l2 = false;  // GPU backends: evict the L2 cache before every timed launch
   config::VerifyConfig verify;
+  // Send the candidate's compiled code back with its evaluation (Evaluation::code): the winner
+  // confirmation asks for it, so that `r3 apply` loads what was confirmed.
+  bool return_code = false;
 };
 
 // How a backend that runs candidate code on the host holds it (docs/security.md). Backends

@@ -58,6 +58,9 @@ struct Evaluation {
   double seconds = 0;  // the whole evaluation as the parent saw it (spawn and compile included)
   bool process_lost = false;  // the candidate left the child's device unusable; it was replaced
   std::uint64_t sequence = 0;  // the request's, echoed: an answer out of turn is not believed
+  // The code that ran, when the request asked for it (RunOptions::return_code), the candidate
+  // verified and the backend has code another process can load (CUDA).
+  std::optional<Backend::LoadableCode> code;
 };
 
 struct Request {

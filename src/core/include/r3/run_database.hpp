@@ -19,8 +19,8 @@
 namespace r3::run {
 
 inline constexpr const char* kRunFormat = "r3-run";
-inline constexpr std::uint32_t kRunVersion =
-    3;  // 2 added configuration, run_seconds and /confirmations; 3 a hash on every dataset
+// 2 added configuration, run_seconds and /confirmations; 3 a hash on every dataset; 4 /codes
+inline constexpr std::uint32_t kRunVersion = 4;
 
 // What a candidate is to the search: the application's code (original; rebuilt: the same code
 // through another compiler path), a new source, or a point of one level of a source.
@@ -77,6 +77,20 @@ struct ConfirmationRecord {
   friend bool operator==(const ConfirmationRecord&, const ConfirmationRecord&) = default;
 };
 
+// A candidate's compiled code as its evaluator loaded it (CUDA: the cubin), kept for the
+// candidates the winner confirmation measured, so that `r3 apply` runs exactly what was
+// confirmed without compiling it again (report::write_results stores the winner's beside its
+// best.yaml: winner_code_file.hpp).
+struct CodeRecord {
+  std::uint64_t candidate = 0;
+  std::uint32_t kernel = 0;
+  std::string architecture;  // "sm_90"
+  std::string toolkit;       // the CUDA toolkit that compiled it ("13.0")
+  std::string function;      // the kernel's name in the image
+  std::string image;         // its bytes
+  friend bool operator==(const CodeRecord&, const CodeRecord&) = default;
+};
+
 struct RunRecord {
   std::string tune_yaml;          // the configuration's text
   std::string tune_file;          // where it was read from
@@ -88,6 +102,7 @@ struct RunRecord {
   std::map<Hash128, std::string> sources;
   std::vector<CandidateRecord> candidates;  // in the order they were proposed
   std::vector<ConfirmationRecord> confirmations;
+  std::vector<CodeRecord> codes;  // at most one per candidate
 };
 
 // Writes `record` to `file` atomically (temporary file, fsync, rename). Throws IoError.

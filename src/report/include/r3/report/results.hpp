@@ -7,6 +7,8 @@
 //   <kernel>/best.diff    unified diff against the original (patch -p1 in the source's
 //                         directory, or where its first line says)
 //   <kernel>/best.yaml    the winner's configuration as tune.yaml (`r3 replay --config` replays it)
+//   <kernel>/best.code    the winner's compiled code as it was confirmed (CUDA: best.cubin
+//                         beside it), what `r3 apply` loads; only when the run kept it
 #pragma once
 
 #include <filesystem>
@@ -24,6 +26,7 @@ struct KernelFiles {
   std::filesystem::path source;    // empty when the kernel has no source in tune.yaml
   std::filesystem::path diff;      // empty when the winner's source is the original
   std::filesystem::path fragment;  // empty when no candidate verified
+  std::filesystem::path code;      // best.code; empty when the run kept no code of the winner
 };
 
 struct ResultsFiles {
