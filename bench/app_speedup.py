@@ -115,15 +115,17 @@ def applied_run(args, results, app, app_args, original, cwd=None):
     ran = re.search(r"(\d+) launch\(es\) ran the winner", p.stderr)
     if not original and (not ran or ran.group(1) == "0"):
         sys.exit(f"app_speedup: the winner never ran:\n{p.stderr}")
+    # The winner's code: the image its run kept (best.code), or compiled by r3 apply.
+    code = "stored" if "as it was confirmed" in p.stderr else "compiled"
     return (float(gpu.group(1)) if gpu else float("nan"),
-            float(wall.group(1)) if wall else float("nan"), p.stdout)
+            float(wall.group(1)) if wall else float("nan"), p.stdout, code)
 
 
 def measure(args, name, kernel, results, app, app_args, tune_s, cwd=None):
     """One row: the application plain, under --original and applied, interleaved."""
     speedup, how = confirmed(results)
     if how in ("keep", "no result"):  # nothing to apply: r3 apply would run it as it is
-        return [name, kernel, "-", how] + ["-"] * 9 + [f"{tune_s:.0f}"]
+        return [name, kernel, "-", how] + ["-"] * 10 + [f"{tune_s:.0f}"]
     plain, original, applied = [], [], []
     for _ in range(args.rounds):  # interleaved: plain, original, applied
         p, seconds = run([app] + app_args, cwd=cwd)
@@ -141,7 +143,7 @@ def measure(args, name, kernel, results, app, app_args, tune_s, cwd=None):
     med = statistics.median
     gpu_o, gpu_a = med(o[0] for o in original), med(a[0] for a in applied)
     wall_o, wall_a = med(o[1] for o in original), med(a[1] for a in applied)
-    return [name, kernel, f"{speedup:.3f}" if speedup else "-", how,
+    return [name, kernel, f"{speedup:.3f}" if speedup else "-", how, applied[0][3],
             f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
             f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-",
             f"{med(plain):.3f}", f"{wall_o:.3f}", f"{wall_a:.3f}",
@@ -173,7 +175,7 @@ def corpus_rows(args):
         kernels = realapps.inspect(r3, capture) if rec.returncode == 0 else []
         timed = [k for k in kernels if k["app_us"]]
         if not timed:
-            rows.append([name, "-", "-", "not recorded"] + ["-"] * 10)
+            rows.append([name, "-", "-", "not recorded"] + ["-"] * 11)
             continue
         longest = max(timed, key=lambda k: max(k["app_us"]))
         start = time.monotonic()
@@ -214,7 +216,7 @@ def main():
         rows.append(measure(args, example, kernel, results, app, app_args, tune_s))
     if args.corpus:
         rows += corpus_rows(args)
-    header = ["example", "kernel", "confirmed", "result", "gpu_ms_original", "gpu_ms_applied",
+    header = ["example", "kernel", "confirmed", "result", "code", "gpu_ms_original", "gpu_ms_applied",
               "gpu_ratio", "ratio/confirmed", "wall_s_plain", "wall_s_original", "wall_s_applied",
               "end_to_end", "output", "tune_s"]
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
