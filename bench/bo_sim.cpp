@@ -4,7 +4,7 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb] [--initial N] [--candidates N] [--local-starts N]
-//               [--fit-evaluations N] [--no-timing] [--verbose] TABLE.csv...
+//               [--fit-evaluations N] [--gp-points N] [--no-timing] [--verbose] TABLE.csv...
 //
 // Each search runs until it is within 1% of the table's optimum (all the figures need), BO for
 // at most --budget evaluations, random search for at most the whole space: its medians are
@@ -87,6 +87,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.local_search_starts = count();
     else if (a == "--fit-evaluations")
       s.defaults.fit_evaluations = static_cast<int>(count());
+    else if (a == "--gp-points")
+      s.defaults.max_gp_points = count();
     else if (a == "--no-timing")
       s.timing = false;
     else if (a == "--verbose")
@@ -103,6 +105,7 @@ Settings parse(int argc, char** argv) {
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
+          "  --gp-points N         most observations the GP conditions on (default 384)\n"
           "  --no-timing           leave out the batch-of-64 timing\n"
           "  --verbose             print every BO seed's evaluations to 5%% and 1%%\n");
       std::exit(0);

@@ -122,13 +122,25 @@ struct Pool {
 // history alone, so a resumed run fits at the same points, to the same data, as the
 // uninterrupted one. Between fits the models condition on every observation with the last
 // fitted hyperparameters. This keeps a proposal's cost from growing with the history.
+std::size_t fit_step(std::size_t point) {
+  return point < 64 ? 1 : std::max<std::size_t>(1, point / 16);
+}
+
 std::size_t fit_point(std::size_t size) {
   std::size_t point = std::min<std::size_t>(size, 64);
   while (true) {
-    const std::size_t next = point + std::max<std::size_t>(1, point / 16);
+    const std::size_t next = point + fit_step(point);
     if (next > size) return point;
     point = next;
   }
+}
+
+// How many of the data at a fit point the GP conditions on: with the successes that come before
+// the next fit point, never more than `limit` rows (the cost of a column grows with the square of
+// the rows: a proposal costs the same at 500 observations as at 5000), and at least half of them.
+std::size_t rows_at_fit(std::size_t point, std::size_t limit) {
+  const std::size_t later = fit_step(point) - 1;
+  return std::max(limit / 2, limit > later ? limit - later : 0);
 }
 
 // Columns a posterior keeps before it starts again (each is one double per row).
@@ -190,7 +202,7 @@ class Model {
       // The GP conditions on the subset of the data then, and on every success after it.
       memo.gp_posterior.emplace(*memo.gp);
       memo.gp_rows.clear();
-      for (std::size_t k : subset(then, options.max_gp_points)) {
+      for (std::size_t k : subset(then, rows_at_fit(gp_at, options.max_gp_points))) {
         auto [encoded, hash] = success_row(k);
         memo.gp_posterior->append(encoded, hash);
         memo.gp_rows.push_back(k);
@@ -205,6 +217,7 @@ class Model {
     for (std::size_t k : memo.gp_rows) y.push_back(data.target[k]);
     gp_whitened_ = gp_->whiten(y);
     timing.condition = seconds_since(start);
+    timing.gp_rows = memo.gp_rows.size();
 
     // The feasibility model: a least-squares GP classifier on the observations (+1 success,
     // -1 failure, around the observed rate), with its own fitted kernel, so that it learns which

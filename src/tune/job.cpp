@@ -177,7 +177,7 @@ class SearchLoop {
     };
     while (proposing_ && !waiting_for_commit_ && !originals_pending() &&
            in_flight_.size() < kMostGenerationsInFlight && dispatcher_.queued() < queue_target()) {
-      const auto start = Clock::now();
+      const Stopwatch watch;
       const std::size_t evaluated = m_.record.candidates.size() + pending();
       const std::size_t count =
           evaluated < m_.config.budget.evaluations
@@ -202,7 +202,7 @@ class SearchLoop {
       if (batch.empty()) {
         // What is in flight may open more (a new source's levels): ask again after the next
         // commit. With nothing in flight, the search is done.
-        search_seconds_ += seconds_since(start);
+        add_search_time(watch);
         if (!in_flight_.empty()) {
           waiting_for_commit_ = true;
           break;
@@ -219,8 +219,8 @@ class SearchLoop {
         if (asked < 2 * want) m_.llm->submit(m_.search->llm_requests(2 * want - asked));
       }
       enqueue(std::move(batch));
-      search_seconds_ += seconds_since(start);
-      recent_proposals_.push_back(seconds_since(start));
+      add_search_time(watch);
+      recent_proposals_.push_back(watch.wall());
       if (recent_proposals_.size() > kRecentProposals) recent_proposals_.pop_front();
     }
   }
@@ -257,7 +257,7 @@ class SearchLoop {
 
   // Observes the oldest generation, all of whose results are in, and commits it.
   void commit_oldest() {
-    const auto start = Clock::now();
+    const Stopwatch watch;
     Generation& g = in_flight_.front();
     const std::size_t first = m_.record.candidates.size();
     for (Planned& p : g.batch) {
@@ -295,15 +295,16 @@ class SearchLoop {
     budget_.add_generation(interval, g.batch.size());
     const double busy = dispatcher_.busy_seconds() - busy_at_last_commit_;
     busy_at_last_commit_ = dispatcher_.busy_seconds();
-    search_seconds_ += seconds_since(start);
+    add_search_time(watch);
     GenerationFigures figures;
     figures.generation = g.number;
     figures.first = first;
     figures.seconds = interval;
     figures.busy_fraction = interval > 0 ? busy / (static_cast<double>(evaluators_) * interval) : 0;
     figures.search_seconds = search_seconds_;
+    figures.search_cpu_seconds = search_cpu_seconds_;
     figures.in_flight = in_flight_.size() - 1;
-    search_seconds_ = 0;
+    search_seconds_ = search_cpu_seconds_ = 0;
     log::info(progress_line(m_, figures, latencies_));
     const std::uint32_t number = g.number;
     in_flight_.pop_front();
@@ -333,7 +334,12 @@ class SearchLoop {
   std::uint32_t committed_ = 0;  // generations run.h5 holds
   Clock::time_point last_write_ = Clock::now();
   double last_write_seconds_ = 0;
-  double search_seconds_ = 0;  // rank 0's time since the last commit
+  double search_seconds_ = 0;      // rank 0's time since the last commit
+  double search_cpu_seconds_ = 0;  // the CPU time of it
+  void add_search_time(const Stopwatch& watch) {
+    search_seconds_ += watch.wall();
+    search_cpu_seconds_ += watch.cpu();
+  }
 };
 
 int run_generations(Master& m, Dispatcher& dispatcher) {

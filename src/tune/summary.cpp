@@ -67,8 +67,8 @@ std::string progress_line(const Master& m, const GenerationFigures& f,
   }
   line << "; evaluators busy " << static_cast<int>(std::lround(100 * f.busy_fraction)) << "%; ";
   line.precision(3);
-  line << f.seconds << " s; search " << format_ms(f.search_seconds) << ", " << f.in_flight
-       << " generation(s) in flight";
+  line << f.seconds << " s; search " << format_ms(f.search_seconds) << " (CPU "
+       << format_ms(f.search_cpu_seconds) << "), " << f.in_flight << " generation(s) in flight";
   return line.str();
 }
 

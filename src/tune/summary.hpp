@@ -21,11 +21,12 @@ struct GenerationFigures {
   double seconds = 0;           // since the previous generation was committed
   double busy_fraction = 0;     // of the evaluators, over those seconds
   double search_seconds = 0;    // rank 0's own time (proposals, observations, commit) over them
+  double search_cpu_seconds = 0;  // its CPU time (less than the above where rank 0 shares a core)
   std::size_t in_flight = 0;    // generations proposed and not yet committed, after this one
 };
 
 // "generation 12: 8 candidates, 7 ok, 1 failed (1 timeout); best ...; evaluators busy 97%;
-// 1.2 s; search 4.1 ms, 2 generation(s) in flight".
+// 1.2 s; search 4.1 ms (CPU 3.9 ms), 2 generation(s) in flight".
 std::string progress_line(const Master& m, const GenerationFigures& figures,
                           const std::vector<double>& latencies);
 

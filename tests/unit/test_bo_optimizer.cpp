@@ -193,6 +193,31 @@ TEST(BoOptimizer, BatchesAreDistinctAndAvoidObservedAndPending) {
   EXPECT_TRUE(optimizer.propose(4).empty());
 }
 
+// A column of the posterior costs the square of its rows: the GP never conditions on more than
+// max_gp_points observations, however long the run, also between two fits (when the successes
+// after the last fit point are appended), and it does use most of them.
+TEST(BoOptimizer, TheGaussianProcessConditionsOnAtMostItsLimitOfObservations) {
+  Space space({Parameter::ordinal("x", grid(0, 1, 64)), Parameter::ordinal("y", grid(0, 1, 64))});
+  Options options;
+  options.max_gp_points = 48;
+  options.random_candidates = 64;
+  options.local_search_starts = 2;
+  options.fit_evaluations = 20;
+  Optimizer optimizer(space, options);
+  std::size_t most = 0;
+  for (int round = 0; round < 100; ++round) {
+    for (const Configuration& c : optimizer.propose(4)) {
+      const double x = value(space, c, 0), y = value(space, c, 1);
+      optimizer.observe(c, Outcome::success(1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6)));
+    }
+    EXPECT_LE(optimizer.last_timing().gp_rows, options.max_gp_points)
+        << "after " << optimizer.observations().size() << " observations";
+    most = std::max(most, optimizer.last_timing().gp_rows);
+  }
+  EXPECT_GE(optimizer.observations().size(), 390u);
+  EXPECT_GE(most, options.max_gp_points * 3 / 4);
+}
+
 // As in GPU tuning, times fall towards a limit past which configurations fail: larger blocks
 // are faster until they no longer launch. Here time = 1 + (12 - x) + (12 - y), failing for
 // x + y > 16.

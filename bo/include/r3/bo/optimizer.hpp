@@ -42,7 +42,7 @@ struct Options {
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
   std::size_t local_search_steps = 6;
-  std::size_t max_gp_points = 512;   // observations the GP conditions on (best first)
+  std::size_t max_gp_points = 384;   // observations the GP conditions on (best first)
   std::size_t max_fit_points = 128;  // observations its hyperparameters are fitted to
   int fit_evaluations = 120;         // marginal-likelihood evaluations per fit
 };
@@ -83,6 +83,7 @@ class Optimizer {
     double select = 0;      // the batch
     std::size_t pool = 0;   // points scored
     std::size_t new_points = 0;  // of which the GP had no column kept
+    std::size_t gp_rows = 0;     // observations the GP conditioned on (at most max_gp_points)
   };
   const Timing& last_timing() const { return timing_; }
 
