@@ -7,15 +7,17 @@
 #   Kokkos_ENABLE_CUDA, Kokkos_ENABLE_SERIAL, Kokkos_ENABLE_TUNING, Kokkos_ARCH_<ARCH> (HOPPER90)
 # and built with its own bin/nvcc_wrapper as the C++ compiler, core and containers only.
 #
-# Kokkos 4.6 predates CUDA 13; with a CUDA 13 toolkit three edits are made to the copy this script
+# Kokkos 4.6 predates CUDA 13; with a CUDA 13 toolkit four edits are made to the copy this script
 # builds (the source given is never changed):
 #   bin/nvcc_wrapper                      default_arch sm_70 -> the ARCH's (sm_70 is below CUDA 13's
 #                                         minimum; Kokkos passes its own -arch anyway)
 #   core/src/Cuda/Kokkos_Cuda_Instance.hpp
 #     cudaGraphAddDependencies(g, from, to, n)      -> (g, from, to, nullptr, n)
 #                                         (CUDA 13 takes the edges' data before the count)
-#     cudaMemPrefetchAsync(ptr, n, device, stream)  -> (ptr, n, {cudaMemLocationTypeDevice,
-#                                         device}, 0, stream)  (a cudaMemLocation and flags)
+#     cudaMemPrefetchAsync(ptr, n, device, stream)  -> (ptr, n, LOCATION, 0, stream)
+#     cudaMemAdvise(ptr, n, advice, device)         -> (ptr, n, advice, LOCATION)
+#                                         (a cudaMemLocation, and flags; LOCATION: the device, or
+#                                         the host for cudaCpuDeviceId)
 #
 # Usage: build_kokkos.sh OUTDIR [--src KOKKOS_SOURCE] [--arch HOPPER90] [--jobs N]
 #   --src   a Kokkos source tree or git repository (checked out at KOKKOS_VERSION); without it
@@ -63,9 +65,12 @@ echo "build_kokkos.sh: Kokkos $version for $arch ($sm), CUDA $cuda_major"
 sed -i "s/^default_arch=\"sm_70\"/default_arch=\"$sm\"/" "$copy/bin/nvcc_wrapper"
 if [ "${cuda_major:-0}" -ge 13 ]; then
   instance=$copy/core/src/Cuda/Kokkos_Cuda_Instance.hpp
+  # A device number as CUDA 13's cudaMemLocation (cudaCpuDeviceId: the host).
+  location='(DEVICE == cudaCpuDeviceId ? cudaMemLocation{cudaMemLocationTypeHost, 0} : cudaMemLocation{cudaMemLocationTypeDevice, DEVICE})'
   sed -i 's/return cudaGraphAddDependencies(graph, from, to, numDependencies);/return cudaGraphAddDependencies(graph, from, to, nullptr, numDependencies);/' "$instance"
-  sed -i 's/return cudaMemPrefetchAsync(devPtr, count, dstDevice,$/return cudaMemPrefetchAsync(devPtr, count, cudaMemLocation{cudaMemLocationTypeDevice, dstDevice}, 0,/' "$instance"
-  grep -q "nullptr, numDependencies" "$instance" && grep -q "cudaMemLocationTypeDevice, dstDevice" "$instance" ||
+  sed -i "s/return cudaMemPrefetchAsync(devPtr, count, dstDevice,\$/return cudaMemPrefetchAsync(devPtr, count, ${location//DEVICE/dstDevice}, 0,/" "$instance"
+  sed -i "s/return cudaMemAdvise(devPtr, count, advice, device);/return cudaMemAdvise(devPtr, count, advice, ${location//DEVICE/device});/" "$instance"
+  grep -q "nullptr, numDependencies" "$instance" && [ "$(grep -c cudaMemLocationTypeHost "$instance")" = 2 ] ||
     { echo "build_kokkos.sh: $instance is not Kokkos $KOKKOS_VERSION's: the CUDA 13 edits did not apply" >&2; exit 1; }
 fi
 
@@ -81,7 +86,7 @@ cmake --install "$out/kokkos-build" > /dev/null
 
 # The examples, with the installed Kokkos (its nvcc_wrapper as their compiler).
 cmake -S "$here" -B "$out/examples-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_COMPILER="$out/kokkos/bin/nvcc_wrapper" -DKokkos_ROOT="$out/kokkos" \
+  -DCMAKE_CXX_COMPILER="$out/kokkos/bin/nvcc_wrapper" -DKokkos_ROOT="$out/kokkos" -DCMAKE_CXX_EXTENSIONS=OFF \
   -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$out/examples" > "$out/examples-configure.log"
 cmake --build "$out/examples-build" -j "$jobs" > "$out/examples-build.log"
 echo "build_kokkos.sh: Kokkos in $out/kokkos; examples in $out/examples"

@@ -41,10 +41,23 @@ namespace {
 using namespace r3;
 using namespace r3::record::session;
 
+// The label of the Kokkos kernel being launched, from the Kokkos Tools connector. Kokkos loads
+// the connector (KOKKOS_TOOLS_LIBS) late in Kokkos::initialize, after its CUDA back-end has made
+// its first launches: the connector's function is looked up until it is there, and only in an
+// application that was given a Kokkos tool at all (r3 record --kokkos).
 std::string kokkos_label() {
   using LabelFn = const char* (*)();
-  static auto fn = reinterpret_cast<LabelFn>(dlsym(RTLD_DEFAULT, "r3_kokkos_current_label"));
-  const char* label = fn ? fn() : nullptr;
+  static const bool has_kokkos_tool = std::getenv("KOKKOS_TOOLS_LIBS") != nullptr ||
+                                      std::getenv("KOKKOS_PROFILE_LIBRARY") != nullptr;
+  static std::atomic<LabelFn> connector{nullptr};
+  if (!has_kokkos_tool) return "";
+  LabelFn fn = connector.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    fn = reinterpret_cast<LabelFn>(dlsym(RTLD_DEFAULT, "r3_kokkos_current_label"));
+    if (fn == nullptr) return "";
+    connector.store(fn, std::memory_order_release);
+  }
+  const char* label = fn();
   return label ? label : "";
 }
 
