@@ -16,9 +16,17 @@ over the confirmed one, and the application's wall time plain, under --original 
 own run, as `r3 apply` reports it) with the end-to-end ratio original/applied. Every figure comes
 from this one run.
 
+With --kokkos DIR (the examples examples/kokkos/build_kokkos.sh builds: a Kokkos for CUDA with
+its tuning interface) the Kokkos heat example's MDRange stencil too: recorded by its label
+(`r3 record --kokkos -k heat::step`), tuned the same way (its tile: the launch level), then run
+with the connector and no values ("original") and under `r3 apply` (the tuned tile through
+Kokkos' tuning interface), interleaved; its GPU column is the application's own time of its
+stencil launches (each fenced), as it prints it.
+
 Usage:
   app_speedup.py --build BUILD [--out DIR] [--rounds 5] [--evaluations 80] [--wall-time 2m]
-                 [--mpirun mpirun] [--corpus DIR [--only a,b]] [heat] [cg] [fields]
+                 [--mpirun mpirun] [--corpus DIR [--only a,b]] [--kokkos DIR]
+                 [heat] [cg] [fields]
 """
 import argparse
 import os
@@ -187,6 +195,62 @@ def corpus_rows(args):
     return rows
 
 
+def kokkos_row(args):
+    """The Kokkos heat example: record by label, tune the tile, measure through Kokkos' tuning
+    interface (the connector without values, then r3 apply), interleaved."""
+    r3 = os.path.join(args.build, "bin", "r3")
+    app = os.path.join(os.path.abspath(args.kokkos), "kokkos_heat")
+    wd = os.path.abspath(os.path.join(args.out, "kokkos"))
+    os.makedirs(wd, exist_ok=True)
+    capture = os.path.join(wd, "heat.h5")
+    p, _ = run([r3, "record", "--kokkos", "-k", "heat::step", "--launches", "1", "-o", capture,
+                "--", app, "4096", "4"])
+    if p.returncode != 0:
+        sys.exit(f"app_speedup: recording the Kokkos heat example failed:\n{p.stderr}")
+    results = os.path.join(wd, "results")
+    shutil.rmtree(results, ignore_errors=True)
+    yaml = os.path.join(wd, "tune.yaml")
+    with open(yaml, "w") as f:
+        f.write(f'capture: {capture}\nbackend: cuda\nkernels:\n  - name: "heat::step"\n'
+                f"budget:\n  evaluations: {args.evaluations}\n  wall_time: {args.wall_time}\n"
+                f"output:\n  directory: {results}\n")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    p, tune_s = run([args.mpirun, "-n", "2", "--oversubscribe",
+                     os.path.join(args.build, "bin", "r3-mpi"), yaml], env=env)
+    if p.returncode != 0:
+        sys.exit(f"app_speedup: tuning the Kokkos heat example failed:\n{p.stderr[-3000:]}")
+    speedup, how = confirmed(results)
+    if how in ("keep", "no result"):
+        return ["kokkos_heat", "heat::step", "-", how] + ["-"] * 10 + [f"{tune_s:.0f}"]
+    measured = ["4096", "200"]
+    connector = dict(os.environ, KOKKOS_TOOLS_LIBS=os.path.join(args.build, "lib", "libr3kokkos.so"))
+
+    def one(cmd, env=None):
+        p, seconds = run(cmd, env=env)
+        if p.returncode != 0:
+            sys.exit(f"app_speedup: {' '.join(cmd)} failed:\n{p.stderr}")
+        steps = re.search(r"heat::step: \d+ steps in ([0-9.]+) ms", p.stdout)
+        tile = re.search(r"heat::step tile (\d+) x (\d+)", p.stdout)
+        return (float(steps.group(1)) if steps else float("nan"), seconds,
+                p.stdout, f"tile {tile.group(1)}x{tile.group(2)}" if tile else "?")
+
+    plain, original, applied = [], [], []
+    for _ in range(args.rounds):
+        plain.append(one([app] + measured))
+        original.append(one([app] + measured, env=connector))
+        applied.append(one([r3, "apply", results, "--", app] + measured))
+    med = statistics.median
+    out = lambda o: "\n".join(l for l in o.splitlines() if not re.search(r"tile|ms$", l))
+    same = len({out(o[2]) for o in original + applied}) == 1
+    gpu_o, gpu_a = med(o[0] for o in original), med(a[0] for a in applied)
+    wall_o, wall_a = med(o[1] for o in original), med(a[1] for a in applied)
+    return ["kokkos_heat", "heat::step", f"{speedup:.3f}" if speedup else "-", how,
+            applied[0][3], f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
+            f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-", f"{med(p[1] for p in plain):.3f}",
+            f"{wall_o:.3f}", f"{wall_a:.3f}", f"{wall_o / wall_a:.3f}",
+            "same" if same else "DIFFERS", f"{tune_s:.0f}"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True, help="the build directory (bin/r3, examples/)")
@@ -198,12 +262,14 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--corpus", default="", help="OUTDIR of bench/realapps/build_corpus.sh")
     ap.add_argument("--only", default="", help="corpus programs (comma-separated)")
+    ap.add_argument("--kokkos", default="",
+                    help="OUTDIR/examples of examples/kokkos/build_kokkos.sh: the Kokkos heat row")
     ap.add_argument("examples", nargs="*", default=None,
                     help="CUDA examples (default: all, or none with --corpus)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     if args.examples is None or args.examples == []:
-        args.examples = [] if args.corpus else list(EXAMPLES)
+        args.examples = [] if args.corpus or args.kokkos else list(EXAMPLES)
     rows = []
     for example in args.examples:
         kernel, record_args, app_args = EXAMPLES[example]
@@ -216,6 +282,8 @@ def main():
         rows.append(measure(args, example, kernel, results, app, app_args, tune_s))
     if args.corpus:
         rows += corpus_rows(args)
+    if args.kokkos:
+        rows.append(kokkos_row(args))
     header = ["example", "kernel", "confirmed", "result", "code", "gpu_ms_original", "gpu_ms_applied",
               "gpu_ratio", "ratio/confirmed", "wall_s_plain", "wall_s_original", "wall_s_applied",
               "end_to_end", "output", "tune_s"]

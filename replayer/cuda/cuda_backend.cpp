@@ -10,10 +10,11 @@
 
 #include "device_memory.hpp"
 #include "driver.hpp"
-#include "owned.hpp"
 #include "gpu_compare.hpp"
+#include "kokkos_policy.hpp"
 #include "launch_shape.hpp"
 #include "nvrtc_compiler.hpp"
+#include "owned.hpp"
 #include "r3/config.hpp"
 #include "r3/elf.hpp"
 #include "r3/log.hpp"
@@ -68,6 +69,8 @@ struct PreparedLaunch {
   std::vector<std::byte> args;  // relocated
   std::vector<PreparedRegion> regions;
   std::optional<SecondInput> second;  // none without floating-point regions it reads
+  // A Kokkos MDRange kernel's policy in the parameters: a variant's block is its tile.
+  std::optional<MDRangeTiling> kokkos_tiling;
 };
 
 // What a compiled variant is: a cubin for this device, the kernel's name in it, and the launch
@@ -175,6 +178,8 @@ class CudaBackend final : public Backend {
       prepared.shape.shared_memory_bytes = launch.shared_memory_bytes;
       prepared.args = launch.args;
       memory_.map().relocate_words(prepared.args, 0);
+      if (!kernel.kokkos_label.empty())
+        prepared.kokkos_tiling = find_mdrange_tiling(prepared.args, launch.block, launch.grid);
       for (const RegionStates& state : region_states(launch)) {
         prepared.regions.push_back({*state.region, state.before ? copy(*state.before) : nullptr,
                                     state.after ? copy(*state.after) : nullptr});
@@ -286,8 +291,10 @@ class CudaBackend final : public Backend {
         current = launch.index;
         LaunchResult launch_result;
         launch_result.launch = launch.index;
-        const LaunchShape shape = derive_shape(launch.shape, code->block, code->keep_grid);
-        if (std::string why = check_shape(shape, loaded.limits); !why.empty()) {
+        std::string why;
+        const LaunchShape shape = variant_shape(launch, *code, why);
+        if (why.empty()) why = check_shape(shape, loaded.limits);
+        if (!why.empty()) {
           result.outcome = Outcome::launch_error;
           result.message = "launch " + std::to_string(launch.index) + ": " + why;
           return result;
@@ -575,6 +582,25 @@ class CudaBackend final : public Backend {
     return l;
   }
 
+  // How a variant launches a recorded launch: its block with the grid derived (launch_shape.hpp),
+  // or, for a Kokkos MDRange kernel, its block as the tile, with the grid and the closure Kokkos
+  // would launch that tile with. `why`: set when the block is no launch the application could
+  // make (not a tile of the policy's rank): a block apart from the tile is not what Kokkos runs.
+  static LaunchShape variant_shape(const PreparedLaunch& launch, const CudaCode& code,
+                                   std::string& why) {
+    if (launch.kokkos_tiling && code.block) {
+      if (auto retiled = retile(launch.args, *launch.kokkos_tiling, *code.block)) {
+        LaunchShape shape{retiled->grid, retiled->block, launch.shape.shared_memory_bytes, {}};
+        shape.args = std::move(retiled->args);
+        return shape;
+      }
+      why = "block " + to_string(*code.block) + " is no tile of this rank-" +
+            std::to_string(launch.kokkos_tiling->tile.size()) +
+            " Kokkos MDRange kernel (Kokkos launches a tile as the block; z at most 64)";
+    }
+    return derive_shape(launch.shape, code.block, code.keep_grid);
+  }
+
   static void prepare_function(CUfunction function, const LaunchShape& shape) {
     // Above 48 KiB a kernel must opt in to its dynamic shared memory.
     if (shape.dynamic_shared_bytes > 48 * 1024) {
@@ -585,9 +611,10 @@ class CudaBackend final : public Backend {
 
   void launch_kernel(CUfunction function, const LaunchShape& shape,
                      const PreparedLaunch& launch) const {
-    // The recorded parameter buffer is passed as it was launched.
-    std::size_t size = launch.args.size();
-    void* buffer = const_cast<std::byte*>(launch.args.data());
+    // The recorded parameter buffer is passed as it was launched (or as the shape changes it).
+    const std::vector<std::byte>& args = shape.args.empty() ? launch.args : shape.args;
+    std::size_t size = args.size();
+    void* buffer = const_cast<std::byte*>(args.data());
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
                      CU_LAUNCH_PARAM_END};
     R3_CU(driver().cuLaunchKernel(function, shape.grid.x, shape.grid.y, shape.grid.z, shape.block.x,
@@ -732,7 +759,8 @@ class CudaBackend final : public Backend {
       loaded.variables = module_variables(loaded.module->get(), code->cubin);
       for (PreparedLaunch& launch : prepared_) {
         if (!launch.second) continue;
-        const LaunchShape shape = derive_shape(launch.shape, code->block, code->keep_grid);
+        std::string why;  // the recorded code's shape: always one the application made
+        const LaunchShape shape = variant_shape(launch, *code, why);
         prepare_function(loaded.function, shape);
         restore(launch, loaded, /*all=*/true, /*second=*/true);
         launch_kernel(loaded.function, shape, launch);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "r3/capture.hpp"
 
@@ -16,6 +17,9 @@ struct LaunchShape {
   capture::Dim3 grid;
   capture::Dim3 block;
   std::uint32_t dynamic_shared_bytes = 0;
+  // Parameters other than the recorded ones, when the shape changes them too (a Kokkos MDRange
+  // kernel's closure holds its tile: kokkos_policy.hpp); empty: the recorded parameters.
+  std::vector<std::byte> args;
 };
 
 // grid.d = ceil(recorded grid.d * recorded block.d / block.d) in every dimension; with

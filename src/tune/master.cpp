@@ -174,6 +174,12 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     k.has_recorded_cubin = kernel.images.contains(std::string(capture::kImageCubin));
     k.has_recorded_ptx = kernel.images.contains(std::string(capture::kImagePtx));
     k.has_recorded_source = kernel.images.contains(std::string(capture::kImageSource));
+    k.kokkos_label = kernel.kokkos_label;
+    if (!k.kokkos_label.empty())
+      log::info("kernel ", k.name, " is the Kokkos kernel '", k.kokkos_label,
+                "': its launch shape is searched (an MDRange kernel's block is its tile), which "
+                "r3 apply gives the application through Kokkos' tuning interface; not its "
+                "compiler options, which would need the application rebuilt");
     // The kernel as its source names it: "MatrixMul" for _Z9MatrixMulILi32EEvPfS_.
     std::string base = kernel.demangled_name.empty() ? kernel.name
                                                      : capture::instance_name(kernel.demangled_name);

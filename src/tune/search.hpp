@@ -53,6 +53,10 @@ struct KernelTarget {
   bool has_recorded_cubin = false;
   bool has_recorded_ptx = false;
   bool has_recorded_source = false;
+  // Recorded by its Kokkos label: what a tuned Kokkos application can be given is what Kokkos'
+  // tuning interface sets (an MDRange tile, a team shape: the launch level), not compiler
+  // options, which would need the application rebuilt.
+  std::string kokkos_label;
   // tune.yaml's block when it names tunables ([TILE, TILE, 1]): the launch of every source that
   // declares them follows their values.
   std::optional<evolve::BlockExpressions> block_expressions;
