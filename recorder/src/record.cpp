@@ -90,6 +90,7 @@ class Recorder {
     std::string name(kernel);
     called_.insert(name);
     if (!valid_ || !std::regex_search(name, selection_)) return std::nullopt;
+    ++matched_;
     KernelState& state = kernels_[name];
     if (state.distinct.size() >= launches_per_kernel_) return std::nullopt;
     Pending pending{name, sequence, Call{}, {}};
@@ -216,7 +217,9 @@ class Recorder {
       log::info("record: wrote ", recorded_, " launch(es) of ", kernels, " kernel(s) to ", output_);
     } else if (called_.empty()) {
       log::warning("record: the application called no kernel through r3::record::call");
-    } else {
+    } else if (matched_ == 0) {
+      // (When a kernel matched, what stopped its launches, the capture file say, is said above
+      // and counted below: not that nothing matched.)
       log::warning("record: no launch was recorded: no kernel matched '", selection_text_,
                    "'; the application called: ", called);
     }
@@ -237,6 +240,7 @@ class Recorder {
   std::set<std::string> called_;
   std::uint64_t recorded_ = 0;
   std::uint64_t failures_ = 0;
+  std::uint64_t matched_ = 0;  // launches of selected kernels
   bool finished_ = false;
 };
 

@@ -154,6 +154,18 @@ TEST_F(RecordReplay, RecordSaysWhenNothingMatched) {
   EXPECT_FALSE(fs::exists(dir_ / "none.h5"));
 }
 
+// A capture file that cannot be created is the reason, not that nothing matched (the kernel did).
+TEST_F(RecordReplay, RecordIntoAMissingFolderSaysSoAndNotThatNothingMatched) {
+  const fs::path capture = dir_ / "no-such-folder" / "x.h5";
+  ProcessResult result = r3({"record", "-k", "stencil2d", "-o", capture.string(), "--",
+                             R3_TEST_EXAMPLE_STENCIL, "16", "1"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_TRUE(contains(result.err, "cannot create the capture file")) << result.err;
+  EXPECT_TRUE(contains(result.err, "could not be recorded")) << result.err;
+  EXPECT_FALSE(contains(result.err, "no kernel matched")) << result.err;
+  EXPECT_FALSE(fs::exists(capture));
+}
+
 TEST_F(RecordReplay, RecordPassesOnTheApplicationsFailure) {
   ProcessResult failing =
       r3({"record", "-o", (dir_ / "x.h5").string(), "--", R3_TEST_EXAMPLE_STENCIL, "1"});
