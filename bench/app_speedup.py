@@ -289,7 +289,8 @@ def main():
               "end_to_end", "output", "tune_s"]
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     print(f"# medians over {args.rounds} interleaved rounds; GPU times: the tuned kernel's "
-          "launches summed (CUPTI), wall times: the application's own run")
+          "launches summed (CUPTI; kokkos_heat: its own fenced time of its stencil launches), "
+          "wall times: the application's own run")
     for r in [header] + rows:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
 

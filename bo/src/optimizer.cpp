@@ -1,4 +1,5 @@
 #include "r3/bo/optimizer.hpp"
+#include "r3/elapsed.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -40,12 +41,6 @@ constexpr std::size_t kEnumerableSpace = std::size_t{1} << 15;
 }  // namespace
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // log EI for minimisation, stable far into the tail (z << 0) where EI underflows.
 double log_expected_improvement(double mean, double sd, double best) {

@@ -1,4 +1,5 @@
 #include "r3/evolve/llm_client.hpp"
+#include "r3/elapsed.hpp"
 
 #include <curl/curl.h>
 
@@ -21,7 +22,6 @@
 namespace r3::evolve {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr auto kLongestRetryAfter = std::chrono::seconds(300);
@@ -241,7 +241,7 @@ struct LlmClient::Impl {
     result.error = std::move(error);
     result.http_status = http;
     result.attempts = t.attempts;
-    result.seconds = std::chrono::duration<double>(Clock::now() - t.submitted).count();
+    result.seconds = seconds_since(t.submitted);
     return result;
   }
 

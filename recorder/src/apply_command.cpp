@@ -1,4 +1,5 @@
 #include "r3/apply_command.hpp"
+#include "r3/elapsed.hpp"
 
 #include <stdlib.h>
 
@@ -71,8 +72,7 @@ int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ost
   const auto start = std::chrono::steady_clock::now();
   const int status = run_application("r3 apply", options.command, env);
   char seconds[64];
-  std::snprintf(seconds, sizeof seconds, "%.3f",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::snprintf(seconds, sizeof seconds, "%.3f", seconds_since(start));
   report << "r3 apply: the application ran for " << seconds << " s\n";
   if (status != 0) report << "r3 apply: the application exited with status " << status << "\n";
   return status;

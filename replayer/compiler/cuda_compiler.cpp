@@ -1,4 +1,5 @@
 #include "r3/compiler/cuda_compiler.hpp"
+#include "r3/elapsed.hpp"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Config/llvm-config.h>
@@ -30,11 +31,6 @@ namespace r3::compiler {
 namespace {
 
 constexpr const char* kTriple = "nvptx64-nvidia-cuda";
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void initialise_nvptx() {
   static std::once_flag once;

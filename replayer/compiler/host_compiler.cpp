@@ -1,4 +1,5 @@
 #include "r3/compiler/host_compiler.hpp"
+#include "r3/elapsed.hpp"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -35,12 +36,6 @@ namespace {
 
 constexpr const char* kEntrySymbol = "__r3_entry";
 constexpr const char* kThunkFile = "<r3 entry thunk>";
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void initialise_native_target() {
   static std::once_flag once;

@@ -1,4 +1,5 @@
 #include "cuda_backend.hpp"
+#include "r3/elapsed.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -33,11 +34,6 @@ namespace {
 using cuda::CudaError;
 using cuda::Device;
 using cuda::driver;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // A content the replay restores from or compares with: always on the host, and on the device
 // too unless device memory ran short.

@@ -1,4 +1,5 @@
 #include "nvrtc_compiler.hpp"
+#include "r3/elapsed.hpp"
 
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -88,7 +89,7 @@ NvrtcOutput compile_nvrtc(const std::string& name, const std::string& text,
   const auto start = std::chrono::steady_clock::now();
   auto fail = [&](const std::string& why) {
     out.log += why;
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.seconds = seconds_since(start);
     return out;
   };
   if (!flags.error.empty()) return fail(flags.error);
@@ -156,7 +157,7 @@ NvrtcOutput compile_nvrtc(const std::string& name, const std::string& text,
   if (got != NVRTC_SUCCESS) return fail(std::string("NVRTC: ") + nvrtcGetErrorString(got));
   if (ptx && !out.image.empty() && out.image.back() == '\0') out.image.pop_back();
   out.ok = true;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.seconds = seconds_since(start);
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include "translate.hpp"
+#include "r3/elapsed.hpp"
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -65,7 +66,7 @@ Translation translate_source(const KernelFacts& facts, const Variant& variant,
   const std::string name =
       variant.source_name.empty() ? facts.kernel_name + ".cu" : variant.source_name;
   auto done = [&]() -> Translation {
-    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    t.seconds = seconds_since(start);
     return t;
   };
   if (variant.compiler == config::Compiler::nvrtc) {

@@ -1,4 +1,5 @@
 #include "candidate_process.hpp"
+#include "r3/elapsed.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -40,8 +41,6 @@ struct CandidateProcess::Control {
 };
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 enum : std::uint32_t { kStarting = 0, kReady = 1, kGo = 2, kDone = 3 };
 enum : std::uint32_t { kWatching = 0, kStopped = 1, kEnded = 2 };  // Control::keeper
@@ -172,7 +171,7 @@ void CandidateProcess::serve(const std::function<void()>& before,
   // the memory is as warm in this core's caches as when one process restores and runs.
   auto restore_start = Clock::now();
   before();
-  control_->before_seconds = std::chrono::duration<double>(Clock::now() - restore_start).count();
+  control_->before_seconds = seconds_since(restore_start);
   // The stack pages the candidate will write are copies of the parent's until written: copy
   // them now, not while it is timed.
   {

@@ -16,6 +16,7 @@
 
 #include "address_map.hpp"
 #include "r3/capture.hpp"
+#include "r3/elapsed.hpp"
 #include "r3/replay/backend.hpp"
 
 namespace r3::replay {
@@ -96,8 +97,7 @@ bool verify_regions(const std::vector<PreparedRegion>& regions, const RunOptions
     out.regions.push_back(std::move(check));
   }
   out.verified = passed;
-  out.verify_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.verify_seconds = seconds_since(start);
   return passed;
 }
 

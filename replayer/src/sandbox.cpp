@@ -1,5 +1,6 @@
 // The evaluator's side of the sandbox: spawn, talk, time out, reap, restart.
 #include "r3/replay/sandbox.hpp"
+#include "r3/elapsed.hpp"
 
 #include "helper_process.hpp"
 
@@ -28,8 +29,6 @@ extern char** environ;
 namespace r3::replay {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // How long preparing the capture may take in the child (reading and placing its memory).
 constexpr double kPrepareTimeoutS = 600;
 
@@ -45,10 +44,6 @@ bool wait_readable(int fd, double timeout_s) {
     if (ready < 0) throw IoError("poll", std::strerror(errno));
     if (ready > 0) return true;
   }
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 bool needed_by_toolchain(std::string_view name) {

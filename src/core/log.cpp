@@ -1,4 +1,5 @@
 #include "r3/log.hpp"
+#include "r3/elapsed.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -94,8 +95,7 @@ void write(Level level, std::string_view message) {
   std::string line = "r3";
   if (int r = s.rank.load(); r >= 0) line += "[" + std::to_string(r) + "]";
   if (s.show_time) {
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - s.start).count();
+    double seconds = seconds_since(s.start);
     char stamp[32];
     std::snprintf(stamp, sizeof stamp, " +%.3fs", seconds);
     line += stamp;

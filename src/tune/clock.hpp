@@ -7,13 +7,12 @@
 #include <sstream>
 #include <string>
 
+#include "r3/elapsed.hpp"
+
 namespace r3::tune {
 
-using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using r3::Clock;
+using r3::seconds_since;
 
 // CPU time of the calling thread, in seconds.
 inline double thread_cpu_seconds() {
