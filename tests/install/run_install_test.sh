@@ -22,6 +22,10 @@ for f in bin/r3 bin/r3-mpi libexec/r3/r3-sandbox include/r3/capture.hpp include/
   share/r3/examples/demo/stencil.cpp share/r3/jobs/README.md share/r3/jobs/slurm/tune.sbatch; do
   [ -e "$work/prefix/$f" ] || { echo "install is missing $f" >&2; exit 1; }
 done
+# The r3 driver's own headers (r3 record and r3 apply) are no library's interface.
+for f in include/r3/record_command.hpp include/r3/apply_command.hpp include/r3/application.hpp; do
+  [ ! -e "$work/prefix/$f" ] || { echo "install has $f, which is the r3 driver's own" >&2; exit 1; }
+done
 [ -n "$(find "$work/prefix" -name r3Config.cmake)" ] || { echo "install is missing r3Config.cmake" >&2; exit 1; }
 "$work/prefix/bin/r3" --version | head -1
 [ -x "$work/prefix/share/r3/jobs/slurm/tune.sbatch" ] || { echo "installed job scripts are not executable" >&2; exit 1; }
