@@ -849,6 +849,13 @@ class CudaRecorder {
     return d;
   }
 
+  // Lock order: mutex_ first, then at most one of images_mutex_ (code images looked up while a
+  // launch is recorded: cubin_with, ptx_for) and activity_mutex_ (a recorded kernel's name added
+  // to those timed; apply_app_times). images_mutex_ and activity_mutex_ are never held together,
+  // and mutex_ is never taken while either is held (on_resource, take_activity and the PTX
+  // readers take theirs alone). mutex_ is held across a recorded launch's cuCtxSynchronize, its
+  // device-to-host copies and its write to the capture: while one launch is recorded, the
+  // launches of every other application thread wait for it.
   std::mutex mutex_;
   bool active_ = false, finished_ = false, capture_all_ = false;
   std::string output_, selection_text_;
@@ -872,6 +879,7 @@ class CudaRecorder {
   std::unordered_map<CUfunction, Function> functions_;
   std::uint64_t sequence_ = 0;
   std::unique_ptr<capture::CaptureWriter> writer_;
+  // Counted from any thread without a lock, reported at the end.
   std::atomic<std::uint64_t> errors_{0}, unsupported_managed_{0}, unreadable_code_{0};
   std::atomic<std::size_t> pending_count_{0};  // pending_.size(), read without the lock
 };
