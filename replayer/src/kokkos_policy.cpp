@@ -1,4 +1,4 @@
-#include "kokkos_policy.hpp"
+#include "r3/replay/kokkos_policy.hpp"
 
 #include <algorithm>
 #include <cstring>

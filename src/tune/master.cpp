@@ -6,15 +6,16 @@
 #include <limits>
 #include <sstream>
 
+#include "clock.hpp"
 #include "levels.hpp"
 #include "r3/error.hpp"
+#include "r3/evolve/response.hpp"
 #include "r3/files.hpp"
 #include "r3/log.hpp"
 #include "r3/replay/extract_command.hpp"
+#include "r3/replay/kokkos_policy.hpp"
 #include "r3/replay/simulation.hpp"
 #include "r3/version.hpp"
-#include "r3/evolve/response.hpp"
-#include "clock.hpp"
 
 namespace r3::tune {
 namespace {
@@ -175,11 +176,22 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     k.has_recorded_ptx = kernel.images.contains(std::string(capture::kImagePtx));
     k.has_recorded_source = kernel.images.contains(std::string(capture::kImageSource));
     k.kokkos_label = kernel.kokkos_label;
-    if (!k.kokkos_label.empty())
-      log::info("kernel ", k.name, " is the Kokkos kernel '", k.kokkos_label,
-                "': its launch shape is searched (an MDRange kernel's block is its tile), which "
-                "r3 apply gives the application through Kokkos' tuning interface; not its "
-                "compiler options, which would need the application rebuilt");
+    if (!k.kokkos_label.empty()) {
+      const capture::Launch& first =
+          kernel.launches.at(k.launches.empty() ? 0 : k.launches.front());
+      k.kokkos_tiles = replay::find_mdrange_tiling(first.args, first.block, first.grid).has_value();
+      if (k.kokkos_tiles)
+        log::info("kernel ", k.name, " is the Kokkos kernel '", k.kokkos_label,
+                  "', an MDRange kernel: its tile is searched (its block, the policy in its "
+                  "closure rewritten as Kokkos would), which r3 apply gives the application "
+                  "through Kokkos' tuning interface; not its compiler options, which would need "
+                  "the application rebuilt");
+      else
+        log::warning("kernel ", k.name, " is the Kokkos kernel '", k.kokkos_label,
+                     "', not an MDRange kernel whose tile replay can change as Kokkos would: a "
+                     "new block would be a launch the application cannot make, and compiler "
+                     "options would need it rebuilt; only its original is measured");
+    }
     // The kernel as its source names it: "MatrixMul" for _Z9MatrixMulILi32EEvPfS_.
     std::string base = kernel.demangled_name.empty() ? kernel.name
                                                      : capture::instance_name(kernel.demangled_name);

@@ -166,7 +166,9 @@ Search::SourceEntry& Search::add_source(KernelState& kernel, std::string text, s
   entry->keep_grid = entry->block && evolve::keeps_recorded_grid(text);
   for (Level level : kLevels) {
     if (level == Level::launch && entry->block) continue;
-    if (level == Level::compiler && !target.kokkos_label.empty()) continue;
+    if (!target.kokkos_label.empty() &&
+        (level == Level::compiler || (level == Level::launch && !target.kokkos_tiles)))
+      continue;
     if (auto space = levels_.build(level, entry->tunables, target.original_block,
                                    code_path(kernel, text), target.has_recorded_ptx))
       entry->spaces.emplace(level, std::move(*space));

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "kokkos_policy.hpp"
+#include "r3/replay/kokkos_policy.hpp"
 
 namespace r3::replay {
 namespace {

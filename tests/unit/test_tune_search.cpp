@@ -3,6 +3,8 @@
 // across generations); the originals come first.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <map>
 #include <random>
 #include <set>
@@ -97,7 +99,8 @@ struct Split {
 
 // Runs the search for `generations` generations of `batch` candidates on `kernels` kernels,
 // observing every candidate as verified with a made-up time.
-Split run_search(int kernels, std::size_t batch, int generations, bool with_parameters) {
+Split run_search(int kernels, std::size_t batch, int generations, bool with_parameters,
+                 const std::function<void(KernelTarget&)>& adjust = {}) {
   test::TempDir dir;
   write_cuda_capture(dir / "c.h5", kernels);
   std::string yaml = "capture: c.h5\nbackend: cuda\nkernels: [";
@@ -119,6 +122,7 @@ Split run_search(int kernels, std::size_t batch, int generations, bool with_para
                  "(float* x) { x[threadIdx.x] *= TILE; }\n";
       t.source_name = "k.cu";
     }
+    if (adjust) adjust(t);
     targets.push_back(t);
   }
   Search search(config, config::Backend::cuda, capture, targets);
@@ -170,6 +174,29 @@ TEST(TuneSearch, EveryKernelAndLevelGetsItsShareWhateverTheBatch) {
       }
     }
   }
+}
+
+// A Kokkos kernel is searched only on what Kokkos' tuning interface can give the application:
+// an MDRange kernel's tile (the launch level), never compiler options; of another Kokkos kernel
+// nothing but its original.
+TEST(TuneSearch, AKokkosKernelIsSearchedOnlyOnWhatKokkosCanBeGiven) {
+  Split tiles = run_search(1, 4, 6, false, [](KernelTarget& t) {
+    t.kokkos_label = "heat::step";
+    t.kokkos_tiles = true;
+  });
+  EXPECT_GT(tiles.per_kernel[0], 0u);
+  const std::size_t compiler = tiles.per_level[{0, "compiler"}];
+  const std::size_t launch = tiles.per_level[{0, "launch"}];
+  EXPECT_EQ(compiler, 0u);
+  EXPECT_EQ(launch, tiles.per_kernel[0]);
+  EXPECT_EQ(tiles.originals, 1u) << "the recorded cubin only: no PTX through the JIT";
+
+  Split none = run_search(1, 4, 6, false, [](KernelTarget& t) {
+    t.kokkos_label = "policies::matvec";
+    t.kokkos_tiles = false;
+  });
+  EXPECT_EQ(none.per_kernel[0], 0u);
+  EXPECT_EQ(none.originals, 1u);
 }
 
 TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
