@@ -31,6 +31,9 @@ class R3(CMakePackage, CudaPackage):
 
     version("main", branch="main")
 
+    # Built with CMakePackage's default generator, Unix Makefiles: r3 builds and passes its tests
+    # with it as with Ninja (which CI uses).
+
     # --- variants: each maps to one option of cmake/R3Options.cmake (see cmake_args) ----------
     # cuda (R3_ENABLE_CUDA) and cuda_arch (CMAKE_CUDA_ARCHITECTURES) come from CudaPackage.
     variant(
