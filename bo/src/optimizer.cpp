@@ -1,5 +1,4 @@
 #include "r3/bo/optimizer.hpp"
-#include "r3/elapsed.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include "gp.hpp"
 #include "posterior.hpp"
 #include "r3/bo/design.hpp"
+#include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 
 namespace r3::bo {

@@ -1,5 +1,4 @@
 #include "r3/evolve/llm_client.hpp"
-#include "r3/elapsed.hpp"
 
 #include <curl/curl.h>
 
@@ -15,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 #include "r3/log.hpp"
 #include "r3/version.hpp"

@@ -1,5 +1,4 @@
 #include "r3/apply_command.hpp"
-#include "r3/elapsed.hpp"
 
 #include <stdlib.h>
 
@@ -10,6 +9,7 @@
 
 #include "../kokkos/tuned_values.hpp"
 #include "r3/application.hpp"
+#include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 
 namespace r3::record {

@@ -1,5 +1,4 @@
 #include "r3/compiler/cuda_compiler.hpp"
-#include "r3/elapsed.hpp"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Config/llvm-config.h>
@@ -19,6 +18,7 @@
 #include <optional>
 
 #include "frontend.hpp"
+#include "r3/elapsed.hpp"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();

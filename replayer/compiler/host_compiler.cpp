@@ -1,5 +1,4 @@
 #include "r3/compiler/host_compiler.hpp"
-#include "r3/elapsed.hpp"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -18,6 +17,7 @@
 #include <regex>
 
 #include "frontend.hpp"
+#include "r3/elapsed.hpp"
 
 namespace r3::compiler {
 

@@ -1,5 +1,4 @@
 #include "cuda_backend.hpp"
-#include "r3/elapsed.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -26,6 +25,7 @@
 
 #if R3_HAVE_LLVM
 #include "r3/compiler/cuda_compiler.hpp"
+#include "r3/elapsed.hpp"
 #endif
 
 namespace r3::replay {

@@ -1,5 +1,4 @@
 #include "nvrtc_compiler.hpp"
-#include "r3/elapsed.hpp"
 
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -10,6 +9,8 @@
 #include <charconv>
 #include <chrono>
 #include <memory>
+
+#include "r3/elapsed.hpp"
 
 namespace r3::replay::cuda {
 namespace {

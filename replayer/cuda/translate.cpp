@@ -1,5 +1,4 @@
 #include "translate.hpp"
-#include "r3/elapsed.hpp"
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 
 #if R3_HAVE_LLVM
 #include "r3/compiler/cuda_compiler.hpp"
+#include "r3/elapsed.hpp"
 #endif
 
 namespace r3::replay::cuda {

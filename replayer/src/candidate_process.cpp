@@ -1,5 +1,4 @@
 #include "candidate_process.hpp"
-#include "r3/elapsed.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 #include <cstring>
 
 #include "confine.hpp"
+#include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 
 #ifndef MADV_POPULATE_WRITE

@@ -1,6 +1,5 @@
 // The evaluator's side of the sandbox: spawn, talk, time out, reap, restart.
 #include "r3/replay/sandbox.hpp"
-#include "r3/elapsed.hpp"
 
 #include "helper_process.hpp"
 
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 #include "r3/log.hpp"
 #include "r3/secrets.hpp"

@@ -1,5 +1,4 @@
 #include "r3/log.hpp"
-#include "r3/elapsed.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+
+#include "r3/elapsed.hpp"
 
 namespace r3::log {
 namespace {
