@@ -90,14 +90,19 @@ def record_and_tune(args, example, kernel, record_args, workdir):
     yaml = os.path.join(workdir, "tune.yaml")
     with open(yaml, "w") as f:
         f.write(tune_yaml(example, capture, results, args.evaluations, args.wall_time))
+    return results, tune(args, yaml, example, workdir)
+
+
+def tune(args, yaml, what, workdir):
+    """`mpirun -n 2 r3-mpi YAML`, its log in WORKDIR/r3-mpi.log; its wall time."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     p, seconds = run([args.mpirun, "-n", "2", "--oversubscribe",
                       os.path.join(args.build, "bin", "r3-mpi"), yaml], env=env)
     with open(os.path.join(workdir, "r3-mpi.log"), "w") as log:
         log.write(p.stderr)
     if p.returncode != 0:
-        sys.exit(f"app_speedup: tuning {example} failed (see {workdir}/r3-mpi.log)")
-    return results, seconds
+        sys.exit(f"app_speedup: tuning {what} failed (see {workdir}/r3-mpi.log)")
+    return seconds
 
 
 def confirmed(results):
@@ -129,17 +134,30 @@ def applied_run(args, results, app, app_args, original, cwd=None):
             float(wall.group(1)) if wall else float("nan"), p.stdout, code)
 
 
-def measure(args, name, kernel, results, app, app_args, tune_s, cwd=None):
-    """One row: the application plain, under --original and applied, interleaved."""
+def interleaved_row(args, name, kernel, results, tune_s, plain, original, applied, result_lines):
+    """One row from --rounds interleaved runs of the three ways to run the application: plain(),
+    original() and applied() each return (GPU ms, wall s, stdout, what code ran);
+    result_lines(stdout) is the output without the lines that differ from run to run."""
     speedup, how = confirmed(results)
     if how in ("keep", "no result"):  # nothing to apply: r3 apply would run it as it is
         return [name, kernel, "-", how] + ["-"] * 10 + [f"{tune_s:.0f}"]
-    plain, original, applied = [], [], []
+    runs = {"plain": [], "original": [], "applied": []}
     for _ in range(args.rounds):  # interleaved: plain, original, applied
-        p, seconds = run([app] + app_args, cwd=cwd)
-        plain.append(seconds)
-        original.append(applied_run(args, results, app, app_args, True, cwd))
-        applied.append(applied_run(args, results, app, app_args, False, cwd))
+        for key, one in (("plain", plain), ("original", original), ("applied", applied)):
+            runs[key].append(one())
+    same_output = len({result_lines(r[2]) for r in runs["original"] + runs["applied"]}) == 1
+    med = statistics.median
+    gpu_o, gpu_a = (med(r[0] for r in runs[k]) for k in ("original", "applied"))
+    wall_o, wall_a = (med(r[1] for r in runs[k]) for k in ("original", "applied"))
+    return [name, kernel, f"{speedup:.3f}" if speedup else "-", how, runs["applied"][0][3],
+            f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
+            f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-",
+            f"{med(r[1] for r in runs['plain']):.3f}", f"{wall_o:.3f}", f"{wall_a:.3f}",
+            f"{wall_o / wall_a:.3f}", "same" if same_output else "DIFFERS", f"{tune_s:.0f}"]
+
+
+def measure(args, name, kernel, results, app, app_args, tune_s, cwd=None):
+    """One row of a CUDA application: plain, under `r3 apply --original` and applied."""
     # The output without the lines that report times (which differ from run to run): those that
     # name a time or a unit of it, and bare numbers (PolyBench prints its timings on a line of
     # their own).
@@ -147,15 +165,12 @@ def measure(args, name, kernel, results, app, app_args, tune_s, cwd=None):
         return "\n".join(l for l in out.splitlines()
                          if not re.search(r"time|elapsed|[0-9] ?m?s\b", l, re.I)
                          and not re.fullmatch(r"\s*[-+0-9.eE]+\s*", l))
-    same_output = len({result_lines(o[2]) for o in original + applied}) == 1
-    med = statistics.median
-    gpu_o, gpu_a = med(o[0] for o in original), med(a[0] for a in applied)
-    wall_o, wall_a = med(o[1] for o in original), med(a[1] for a in applied)
-    return [name, kernel, f"{speedup:.3f}" if speedup else "-", how, applied[0][3],
-            f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
-            f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-",
-            f"{med(plain):.3f}", f"{wall_o:.3f}", f"{wall_a:.3f}",
-            f"{wall_o / wall_a:.3f}", "same" if same_output else "DIFFERS", f"{tune_s:.0f}"]
+    return interleaved_row(
+        args, name, kernel, results, tune_s,
+        plain=lambda: (float("nan"), run([app] + app_args, cwd=cwd)[1], "", ""),
+        original=lambda: applied_run(args, results, app, app_args, True, cwd),
+        applied=lambda: applied_run(args, results, app, app_args, False, cwd),
+        result_lines=result_lines)
 
 
 def corpus_rows(args):
@@ -214,14 +229,7 @@ def kokkos_row(args):
         f.write(f'capture: {capture}\nbackend: cuda\nkernels:\n  - name: "heat::step"\n'
                 f"budget:\n  evaluations: {args.evaluations}\n  wall_time: {args.wall_time}\n"
                 f"output:\n  directory: {results}\n")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    p, tune_s = run([args.mpirun, "-n", "2", "--oversubscribe",
-                     os.path.join(args.build, "bin", "r3-mpi"), yaml], env=env)
-    if p.returncode != 0:
-        sys.exit(f"app_speedup: tuning the Kokkos heat example failed:\n{p.stderr[-3000:]}")
-    speedup, how = confirmed(results)
-    if how in ("keep", "no result"):
-        return ["kokkos_heat", "heat::step", "-", how] + ["-"] * 10 + [f"{tune_s:.0f}"]
+    tune_s = tune(args, yaml, "the Kokkos heat example", wd)
     measured = ["4096", "200"]
     connector = dict(os.environ, KOKKOS_TOOLS_LIBS=os.path.join(args.build, "lib", "libr3kokkos.so"))
 
@@ -234,21 +242,13 @@ def kokkos_row(args):
         return (float(steps.group(1)) if steps else float("nan"), seconds,
                 p.stdout, f"tile {tile.group(1)}x{tile.group(2)}" if tile else "?")
 
-    plain, original, applied = [], [], []
-    for _ in range(args.rounds):
-        plain.append(one([app] + measured))
-        original.append(one([app] + measured, env=connector))
-        applied.append(one([r3, "apply", results, "--", app] + measured))
-    med = statistics.median
-    out = lambda o: "\n".join(l for l in o.splitlines() if not re.search(r"tile|ms$", l))
-    same = len({out(o[2]) for o in original + applied}) == 1
-    gpu_o, gpu_a = med(o[0] for o in original), med(a[0] for a in applied)
-    wall_o, wall_a = med(o[1] for o in original), med(a[1] for a in applied)
-    return ["kokkos_heat", "heat::step", f"{speedup:.3f}" if speedup else "-", how,
-            applied[0][3], f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
-            f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-", f"{med(p[1] for p in plain):.3f}",
-            f"{wall_o:.3f}", f"{wall_a:.3f}", f"{wall_o / wall_a:.3f}",
-            "same" if same else "DIFFERS", f"{tune_s:.0f}"]
+    return interleaved_row(
+        args, "kokkos_heat", "heat::step", results, tune_s,
+        plain=lambda: one([app] + measured),
+        original=lambda: one([app] + measured, env=connector),
+        applied=lambda: one([r3, "apply", results, "--", app] + measured),
+        result_lines=lambda o: "\n".join(l for l in o.splitlines()
+                                         if not re.search(r"tile|ms$", l)))
 
 
 def main():

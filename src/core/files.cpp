@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "r3/error.hpp"
 
@@ -75,6 +76,13 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
   text.resize(done);
   ::close(fd);
   return text;
+}
+
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw IoError("write", "cannot write " + path.string() + ": " + std::strerror(errno));
 }
 
 }  // namespace r3

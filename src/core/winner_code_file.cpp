@@ -1,8 +1,5 @@
 #include "r3/winner_code_file.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -19,13 +16,6 @@ constexpr std::string_view kFormat = "r3-winner-code";
 constexpr int kVersion = 1;
 // Far above any kernel's cubin (a few hundred KiB), far below what a damaged file could claim.
 constexpr std::uint64_t kMaxImageBytes = 256ull << 20;
-
-void write_file(const fs::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw IoError("write", "cannot write " + path.string() + ": " + std::strerror(errno));
-}
 
 }  // namespace
 

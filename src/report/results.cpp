@@ -2,14 +2,12 @@
 
 #include "r3/report/unit_patch.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "html.hpp"
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 #include "r3/report/diff.hpp"
 #include "r3/result_notes.hpp"
 #include "r3/tune_config.hpp"
@@ -22,13 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 using nlohmann::json;
-
-void write_text(const fs::path& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) throw IoError("write", "cannot write " + path.string() + ": " + std::strerror(errno));
-}
 
 // A kernel's directory name: its tune.yaml name with anything unsafe in a path replaced.
 std::string directory_name(const std::string& kernel) {
@@ -257,7 +248,7 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
       const std::string& best = record.sources.at(k.winner->source);
       const std::string& original = record.sources.at(first->source);
       kf.source = dir / source_name;
-      write_text(kf.source, best);
+      write_file(kf.source, best);
       // A unit cut from the application's file: the patch is against that file (and its
       // headers), to apply in the source's directory; else against the source tune.yaml named.
       std::string patch;
@@ -273,14 +264,14 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
       if (patch.empty()) patch = unified_diff(original, best, source_name.string());
       fs::path diff = dir / "best.diff";
       if (!patch.empty()) {
-        write_text(diff, patch);
+        write_file(diff, patch);
         kf.diff = diff;
       } else {
         fs::remove(diff, ec);
       }
     }
     kf.fragment = dir / "best.yaml";
-    write_text(kf.fragment, fragment(config, selection, k, source_name));
+    write_file(kf.fragment, fragment(config, selection, k, source_name));
     // The winner's code as its confirmation ran it; none for the application's own code.
     const run::CodeRecord* code = nullptr;
     for (const run::CodeRecord& c : record.codes)
@@ -294,11 +285,11 @@ ResultsFiles write_results(const run::RunRecord& record, const fs::path& directo
     files.kernels.back() = kf;
   }
   files.candidates_csv = directory / "candidates.csv";
-  write_text(files.candidates_csv, candidates_csv(record, results));
+  write_file(files.candidates_csv, candidates_csv(record, results));
   files.confirmations_csv = directory / "confirmations.csv";
-  write_text(files.confirmations_csv, confirmations_csv(record, results));
+  write_file(files.confirmations_csv, confirmations_csv(record, results));
   files.report = directory / "report.html";
-  write_text(files.report, render_html(record, results, files));
+  write_file(files.report, render_html(record, results, files));
   files.results = std::move(results);
   return files;
 }

@@ -23,4 +23,7 @@ std::optional<std::string> not_a_readable_file(const std::filesystem::path& path
 std::string read_text_file(const std::filesystem::path& path, std::string_view what,
                            std::uint64_t max_bytes = kMaxTextFileBytes);
 
+// Writes `bytes` to `path`, replacing what it held. Throws IoError naming the file and why.
+void write_file(const std::filesystem::path& path, std::string_view bytes);
+
 }  // namespace r3
