@@ -9,9 +9,11 @@
 // the tool for the team size and vector length of the first and the tile of the second (its
 // MDRange and team-size tuners); otherwise it chooses them itself.
 //
-// Usage: kokkos_policies [N [ITERATIONS]]. Prints a checksum of each kernel's result.
+// Usage: kokkos_policies [N [ITERATIONS]]. Prints a checksum of each kernel's result, and the
+// time of the matvec launches.
 #include <Kokkos_Core.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -35,6 +37,9 @@ int main(int argc, char* argv[]) {
             if (i < columns) x(i) = (i % 5) * 0.25 + 1.0;
           });
       using Team = Kokkos::TeamPolicy<>::member_type;
+      // The matvec launches' own time, fenced: what `r3 apply` changes (bench/app_speedup.py).
+      Kokkos::fence();
+      const auto start = std::chrono::steady_clock::now();
       for (int it = 0; it < iterations; ++it) {
         Kokkos::parallel_for(
             "policies::matvec", Kokkos::TeamPolicy<>(rows, Kokkos::AUTO, Kokkos::AUTO),
@@ -47,6 +52,10 @@ int main(int argc, char* argv[]) {
               Kokkos::single(Kokkos::PerTeam(team), [&] { y(i) = sum; });
             });
       }
+      Kokkos::fence();
+      const std::chrono::duration<double, std::milli> took =
+          std::chrono::steady_clock::now() - start;
+      std::printf("policies::matvec: %d launches in %.3f ms\n", iterations, took.count());
       double matvec = 0;
       Kokkos::parallel_reduce(
           "policies::sum_y", Kokkos::RangePolicy<>(0, rows),

@@ -5,7 +5,9 @@
 //    (r3_kokkos_current_label(), for recorders) and counts launches per label.
 //  - Tuning: with R3_KOKKOS_TUNED naming an r3 result (a best.yaml or a results directory), it
 //    answers Kokkos' tuning requests with the tuned values (team size, vector length, tile sizes,
-//    the application's own variables) and leaves every other request at Kokkos' default.
+//    the application's own variables) and leaves every other request at Kokkos' default. Kokkos'
+//    own team-size tuner (--kokkos-tune-internals) asks for fractions: with
+//    R3_KOKKOS_TEAM_LIMITS (written by `r3 apply`) they are computed (team_tuner.hpp).
 //
 // Nothing here throws into Kokkos or exits: problems are logged to stderr once, counted, and
 // summarised when Kokkos finalises.
@@ -17,17 +19,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "connector.h"
+#include "team_tuner.hpp"
 #include "tuned_values.hpp"
 
 namespace {
 
+using r3::kokkos::TeamLimit;
 using r3::kokkos::TunedValues;
 
 // A declared variable, with its candidates copied: Kokkos may free its own copy.
@@ -45,6 +52,7 @@ struct State {
   bool tuned_loaded = false;
   TunedValues tuned;
   std::string tuned_path;
+  std::vector<TeamLimit> team_limits;  // from `r3 apply` (R3_KOKKOS_TEAM_LIMITS)
   std::map<std::size_t, Variable> outputs;
   std::map<std::size_t, std::string> inputs;
   std::map<std::string, std::uint64_t> launches;  // label -> parallel regions launched
@@ -163,6 +171,77 @@ std::string assign(const Variable& v, const std::string& text, Kokkos_Tools_Vari
   return "of a value type this connector does not know";
 }
 
+// The label of a variable of Kokkos' team-size tuner ("<label>_vector_length",
+// "<label>_team_size": a fraction in [0, 0.999]), and which of the two it is; nullopt otherwise.
+std::optional<std::pair<std::string, bool>> team_tuner_variable(const Variable& v) {
+  if (v.info.type != kokkos_value_double || v.info.valueQuantity != kokkos_value_range ||
+      v.info.candidates.range.upper.double_value > 1.0)
+    return std::nullopt;
+  for (const std::string suffix : {"_vector_length", "_team_size"}) {
+    if (v.name.size() > suffix.size() &&
+        v.name.compare(v.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return std::make_pair(v.name.substr(0, v.name.size() - suffix.size()),
+                            suffix == "_team_size");
+  }
+  return std::nullopt;
+}
+
+// Whether `v` is a variable of one of Kokkos' own tuners: a fraction in [0, 0.999] that picks from
+// lists of team shapes or tiles ("<label>_team_size", "<label>_tile_size_0", ...).
+bool is_kokkos_tuner_fraction(const Variable& v) {
+  if (v.info.type != kokkos_value_double || v.info.valueQuantity != kokkos_value_range ||
+      v.info.candidates.range.upper.double_value > 1.0)
+    return false;
+  return team_tuner_variable(v).has_value() || v.name.find("_tile_size_") != std::string::npos;
+}
+
+// Answers a variable of Kokkos' team-size tuner with the fraction that makes it choose the tuned
+// block's vector length and team size. False when `v` is no such variable or the result has no
+// block for its kernel (then it is answered as any other variable).
+bool answer_team_tuner(State& s, const Variable& v, Kokkos_Tools_VariableValue& value) {
+  const auto which = team_tuner_variable(v);
+  if (!which) return false;
+  const auto& [label, is_team_size] = *which;
+  const r3::kokkos::KernelValues* kernel = nullptr;
+  for (const auto& k : s.tuned.kernels())
+    if (k.label == label && k.values.contains("team_size") && k.values.contains("vector_length"))
+      kernel = &k;
+  if (!kernel) return false;
+  const auto vector = r3::kokkos::as_integer(kernel->values.at("vector_length"));
+  const auto team = r3::kokkos::as_integer(kernel->values.at("team_size"));
+  std::string why;
+  std::optional<r3::kokkos::TeamFractions> fractions;
+  const TeamLimit* limit = nullptr;
+  for (const TeamLimit& l : s.team_limits)
+    if (l.label == label) limit = &l;
+  if (!limit) {
+    why =
+        "Kokkos' team-size tuner asks for a fraction of lists that depend on the largest team it "
+        "allows the kernel, which `r3 apply` finds on the GPU from the result's capture; it "
+        "found none for this kernel";
+  } else if (vector && team) {
+    fractions = r3::kokkos::team_tuner_fractions(*limit, *vector, *team, why);
+  }
+  if (!fractions) {
+    ++s.refused;
+    report_once(s, "not applied: " + v.name + " (team size " + kernel->values.at("team_size") +
+                       ", vector length " + kernel->values.at("vector_length") + " of '" + label +
+                       "', " + kernel->file.string() + "): " + why +
+                       "; Kokkos' tuner keeps its first choice (vector length 1, its largest "
+                       "team)");
+    return true;
+  }
+  value.value.double_value = is_team_size ? fractions->team_size : fractions->vector_length;
+  ++s.applied;
+  report_once(s, "applied " + v.name + " = " + std::to_string(value.value.double_value) +
+                     " (Kokkos' team-size tuner: vector length " +
+                     kernel->values.at("vector_length") + ", team size " +
+                     kernel->values.at("team_size") + " of '" + label + "', largest team " +
+                     std::to_string(limit->max_team_threads) + " threads, " +
+                     kernel->file.string() + ")");
+  return true;
+}
+
 // The kernel a request is about: Kokkos' "kokkos.kernel_name" input, else the innermost region.
 std::string context_label(const State& s, std::size_t n_inputs,
                           const Kokkos_Tools_VariableValue* inputs) {
@@ -216,6 +295,18 @@ void kokkosp_init_library(const int load_sequence, const uint64_t interface_vers
     for (const auto& k : s.tuned.kernels()) kernels += (kernels.empty() ? "" : ", ") + k.label;
     std::fprintf(stderr, "r3 kokkos: tuned values for %zu kernel(s) (%s) from %s\n",
                  s.tuned.kernels().size(), kernels.c_str(), tuned);
+    if (const char* limits = std::getenv("R3_KOKKOS_TEAM_LIMITS"); limits && *limits) {
+      try {
+        std::ifstream in(limits);
+        std::stringstream text;
+        text << in.rdbuf();
+        if (!in) throw r3::kokkos::TunedValuesError(std::string(limits) + ": cannot be read");
+        s.team_limits = r3::kokkos::parse_team_limits(text.str(), limits);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "r3 kokkos: %s; Kokkos' team-size tuner keeps its own choices\n",
+                     e.what());
+      }
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr,
                  "r3 kokkos: cannot use the tuned values: %s; the application runs with Kokkos' "
@@ -318,9 +409,17 @@ void kokkosp_request_values(const size_t context, const size_t n_inputs,
         ++s.unanswered;
         continue;
       }
+      if (answer_team_tuner(s, variable->second, outputs[i])) continue;
       auto found = s.tuned.find(variable->second.name, label);
       if (!found) {
         ++s.unanswered;
+        if (is_kokkos_tuner_fraction(variable->second))
+          report_once(s, "not in the result: " + variable->second.name +
+                             ", a variable of Kokkos' own tuners (--kokkos-tune-internals): "
+                             "unanswered, Kokkos takes its first candidate (vector length 1 and "
+                             "its largest team; a 1x1 tile), not the choice it makes without a "
+                             "tool. Tune every such kernel, or run without "
+                             "--kokkos-tune-internals");
         continue;
       }
       Kokkos_Tools_VariableValue candidate = outputs[i];

@@ -4,13 +4,14 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <ostream>
 
 #include "../kokkos/tuned_values.hpp"
 #include "r3/application.hpp"
 #include "r3/elapsed.hpp"
 #include "r3/error.hpp"
+#include "r3/files.hpp"
 
 namespace r3::record {
 
@@ -39,13 +40,6 @@ class PrivateDirectory {
  private:
   fs::path path_;
 };
-
-void write_file(const fs::path& file, const std::string& bytes) {
-  std::ofstream out(file, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw IoError("write", "r3 apply: cannot write " + file.string());
-}
 
 int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ostream& report) {
   ApplicationEnvironment env;
@@ -111,6 +105,13 @@ int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   const fs::path connector = find_kokkos_library(kConnectorFile);
   env.set = kokkos_tool_variables(connector);
   env.set.push_back("R3_KOKKOS_TUNED=" + result.string());
+  std::optional<PrivateDirectory> dir;
+  if (!options.kokkos_team_limits.empty()) {
+    dir.emplace();
+    const fs::path limits = dir->path() / "team_limits.yaml";
+    write_file(limits, kokkos::team_limits_text(options.kokkos_team_limits));
+    env.set.push_back("R3_KOKKOS_TEAM_LIMITS=" + limits.string());
+  }
   if (options.kokkos_without_tuning)
     env.prepended_paths.push_back("LD_PRELOAD=" + find_kokkos_library(kCompatFile).string());
   report.flush();

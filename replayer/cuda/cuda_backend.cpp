@@ -67,6 +67,8 @@ struct PreparedLaunch {
   std::optional<SecondInput> second;  // none without floating-point regions it reads
   // A Kokkos MDRange kernel's policy in the parameters: a variant's block is its tile.
   std::optional<MDRangeTiling> kokkos_tiling;
+  // A Kokkos TeamPolicy ParallelFor's closure: a variant's block is (vector length, team size).
+  std::optional<TeamShape> kokkos_team;
 };
 
 // What a compiled variant is: a cubin for this device, the kernel's name in it, and the launch
@@ -174,8 +176,12 @@ class CudaBackend final : public Backend {
       prepared.shape.shared_memory_bytes = launch.shared_memory_bytes;
       prepared.args = launch.args;
       memory_.map().relocate_words(prepared.args, 0);
-      if (!kernel.kokkos_label.empty())
+      if (!kernel.kokkos_label.empty()) {
         prepared.kokkos_tiling = find_mdrange_tiling(prepared.args, launch.block, launch.grid);
+        if (is_team_parallel_for(kernel.demangled_name))
+          prepared.kokkos_team =
+              find_team_shape(prepared.args, launch.block, launch.grid, launch.shared_memory_bytes);
+      }
       for (const RegionStates& state : region_states(launch)) {
         prepared.regions.push_back({*state.region, state.before ? copy(*state.before) : nullptr,
                                     state.after ? copy(*state.after) : nullptr});
@@ -548,6 +554,8 @@ class CudaBackend final : public Backend {
     d.cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function);
     d.cuFuncGetAttribute(&r.spilled_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function);
     d.cuFuncGetAttribute(&r.shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
+    d.cuFuncGetAttribute(&r.max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                         function);
     r.code_bytes = code_bytes;
     return r;
   }
@@ -579,22 +587,39 @@ class CudaBackend final : public Backend {
   }
 
   // How a variant launches a recorded launch: its block with the grid derived (launch_shape.hpp),
-  // or, for a Kokkos MDRange kernel, its block as the tile, with the grid and the closure Kokkos
-  // would launch that tile with. `why`: set when the block is no launch the application could
-  // make (not a tile of the policy's rank): a block apart from the tile is not what Kokkos runs.
+  // or, for a Kokkos kernel, as Kokkos would launch that block: an MDRange kernel's block as the
+  // tile, with the grid and the closure for it; a TeamPolicy kernel's as (vector length, team
+  // size), one block per team, with the closure and shared memory for it. `why`: set when the
+  // block is no launch the application could make: a block apart from what the closure holds is
+  // not what Kokkos runs.
   static LaunchShape variant_shape(const PreparedLaunch& launch, const CudaCode& code,
                                    std::string& why) {
     if (launch.kokkos_tiling && code.block) {
-      if (auto retiled = retile(launch.args, *launch.kokkos_tiling, *code.block)) {
-        LaunchShape shape{retiled->grid, retiled->block, launch.shape.shared_memory_bytes, {}};
-        shape.args = std::move(retiled->args);
-        return shape;
-      }
+      if (auto retiled = retile(launch.args, *launch.kokkos_tiling, *code.block))
+        return kokkos_shape(launch, std::move(*retiled));
       why = "block " + to_string(*code.block) + " is no tile of this rank-" +
             std::to_string(launch.kokkos_tiling->tile.size()) +
             " Kokkos MDRange kernel (Kokkos launches a tile as the block; z at most 64)";
+    } else if (launch.kokkos_team && code.block && !(*code.block == launch.shape.block)) {
+      if (auto reshaped = reshape_team(launch.args, *launch.kokkos_team, *code.block))
+        return kokkos_shape(launch, std::move(*reshaped));
+      why = "block " + to_string(*code.block) + " is no team shape of this Kokkos TeamPolicy " +
+            "kernel" +
+            (launch.kokkos_team->uses_scratch
+                 ? " (its teams use scratch memory, which a new team size would share out anew)"
+                 : " (Kokkos launches (vector length, team size, 1): a vector length that is a "
+                   "power of two up to 32, at most 1024 threads)");
     }
     return derive_shape(launch.shape, code.block, code.keep_grid);
+  }
+
+  static LaunchShape kokkos_shape(const PreparedLaunch& launch, Retiled retiled) {
+    LaunchShape shape{retiled.grid,
+                      retiled.block,
+                      retiled.dynamic_shared_bytes.value_or(launch.shape.shared_memory_bytes),
+                      {}};
+    shape.args = std::move(retiled.args);
+    return shape;
   }
 
   static void prepare_function(CUfunction function, const LaunchShape& shape) {

@@ -129,4 +129,107 @@ std::optional<Retiled> retile(std::span<const std::byte> args, const MDRangeTili
   return out;
 }
 
+namespace {
+
+// The closure of a TeamPolicy ParallelFor from its league size on: league (u32), team size,
+// vector length (u32), shared memory start and size (i32), then, 8-byte aligned, the scratch
+// pointers and sizes of levels 0 and 1.
+constexpr std::size_t kTeamSize = 4, kVectorLength = 8, kShmemBegin = 12, kShmemSize = 16;
+// The policy the closure copies ends where the closure's league size starts: its league size,
+// team size (-1 for AUTO) and vector length are 56 bytes before it, its flags "team size is
+// AUTO" and "vector length is AUTO" 4 and 3 bytes before it (TeamPolicyInternal<Cuda>).
+constexpr std::size_t kPolicyBack = 56, kPolicyTuneTeamBack = 4, kPolicyTuneVectorBack = 3;
+constexpr std::int32_t kMaxVectorLength = 32, kMaxTeamThreads = 1024;
+
+std::int32_t read32(std::span<const std::byte> bytes, std::size_t at) {
+  return static_cast<std::int32_t>(read(bytes, at, 4));
+}
+
+std::int32_t shmem_begin(std::int32_t team_size) {
+  return static_cast<std::int32_t>(sizeof(double)) * (team_size + 2);
+}
+
+std::size_t scratch_sizes_at(std::size_t at) {
+  return ((at + kShmemSize + 4 + 7) & ~std::size_t{7}) + 16;
+}
+
+bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// Reads the AUTO flags of the policy before the closure's league size at `at`, if it is there.
+void read_policy(std::span<const std::byte> args, std::size_t at, TeamShape& shape) {
+  if (at < kPolicyBack) return;
+  const std::size_t p = at - kPolicyBack;
+  const std::int32_t league = read32(args, p), team = read32(args, p + 4),
+                     vector = read32(args, p + 8);
+  const auto tune_team = static_cast<unsigned char>(args[at - kPolicyTuneTeamBack]);
+  const auto tune_vector = static_cast<unsigned char>(args[at - kPolicyTuneVectorBack]);
+  if (static_cast<std::uint32_t>(league) != shape.league || vector != shape.vector_length ||
+      (team != shape.team_size && team != -1) || tune_team > 1 || tune_vector > 1)
+    return;
+  // AUTO is a team size of -1 until a tuner sets one; a set team size is not AUTO unless tuned.
+  if (team == -1 && tune_team != 1) return;
+  shape.policy_found = true;
+  shape.auto_team_size = tune_team == 1;
+  shape.auto_vector_length = tune_vector == 1;
+}
+
+}  // namespace
+
+bool is_team_parallel_for(std::string_view demangled_name) {
+  return demangled_name.find("Kokkos::Impl::ParallelFor<") != std::string_view::npos &&
+         demangled_name.find("Kokkos::TeamPolicy<") != std::string_view::npos;
+}
+
+std::optional<TeamShape> find_team_shape(std::span<const std::byte> args,
+                                         const capture::Dim3& block, const capture::Dim3& grid,
+                                         std::uint32_t dynamic_shared_bytes) {
+  if (block.z != 1 || grid.y != 1 || grid.z != 1) return std::nullopt;
+  std::optional<TeamShape> found;
+  for (std::size_t at = 0; scratch_sizes_at(at) + 16 <= args.size(); at += 4) {
+    if (static_cast<std::uint32_t>(read32(args, at)) != grid.x) continue;
+    const std::int32_t team = read32(args, at + kTeamSize);
+    if (static_cast<std::uint32_t>(team) != block.y ||
+        static_cast<std::uint32_t>(read32(args, at + kVectorLength)) != block.x)
+      continue;
+    const std::int32_t begin = read32(args, at + kShmemBegin), size = read32(args, at + kShmemSize);
+    if (begin != shmem_begin(team) || size < 0 ||
+        static_cast<std::int64_t>(begin) + size != dynamic_shared_bytes)
+      continue;
+    if (found) return std::nullopt;  // two candidates: do not guess
+    TeamShape shape;
+    shape.offset = at;
+    shape.league = grid.x;
+    shape.team_size = team;
+    shape.vector_length = static_cast<std::int32_t>(block.x);
+    const std::int64_t level1 = read(args, scratch_sizes_at(at) + 8, 8);
+    shape.uses_scratch = size != 0 || level1 != 0;
+    read_policy(args, at, shape);
+    found = shape;
+  }
+  return found;
+}
+
+std::optional<Retiled> reshape_team(std::span<const std::byte> args, const TeamShape& shape,
+                                    const capture::Dim3& block) {
+  const auto vector = static_cast<std::int64_t>(block.x), team = static_cast<std::int64_t>(block.y);
+  if (shape.uses_scratch || block.z != 1 || !power_of_two(vector) || vector > kMaxVectorLength ||
+      team < 1 || vector * team > kMaxTeamThreads)
+    return std::nullopt;
+  Retiled out;
+  out.args.assign(args.begin(), args.end());
+  const auto t = static_cast<std::int32_t>(team), v = static_cast<std::int32_t>(vector);
+  write(out.args, shape.offset + kTeamSize, 4, t);
+  write(out.args, shape.offset + kVectorLength, 4, v);
+  write(out.args, shape.offset + kShmemBegin, 4, shmem_begin(t));
+  if (shape.policy_found) {  // the policy copy as a tuned policy would be
+    const std::size_t p = shape.offset - kPolicyBack;
+    write(out.args, p + 4, 4, t);
+    write(out.args, p + 8, 4, v);
+  }
+  out.block = {block.x, block.y, 1};
+  out.grid = {shape.league, 1, 1};
+  out.dynamic_shared_bytes = static_cast<std::uint32_t>(shmem_begin(t));
+  return out;
+}
+
 }  // namespace r3::replay

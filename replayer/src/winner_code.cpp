@@ -7,6 +7,7 @@
 #include "r3/error.hpp"
 #include "r3/files.hpp"
 #include "r3/replay/backend.hpp"
+#include "r3/replay/kokkos_policy.hpp"
 #include "r3/replay/replay_command.hpp"
 #include "r3/result_notes.hpp"
 #include "r3/tune_config.hpp"
@@ -175,6 +176,65 @@ WinnerCodes compile_winners(const std::vector<fs::path>& files, std::ostream& re
     codes.winners.push_back(std::move(w));
   }
   return codes;
+}
+
+std::vector<KokkosTeamKernel> kokkos_team_kernels(const std::vector<fs::path>& files,
+                                                  std::ostream& report) {
+  // Kokkos' largest team on CUDA (CudaTraits::MaxHierarchicalParallelism) and the shared memory
+  // a block may use without opting in, which Kokkos' block size deduction keeps to.
+  constexpr std::uint32_t kMaxTeamThreads = 1024;
+  constexpr int kSharedPerBlock = 48 * 1024;
+  std::vector<KokkosTeamKernel> kernels;
+  for (const fs::path& file : files) {
+    std::string text;
+    config::TuneConfig config;
+    try {
+      config = load_result(file, text);
+    } catch (const ConfigError&) {
+      continue;  // Kokkos tuned values without a tune.yaml around them: no capture to look at
+    }
+    std::error_code ec;
+    if (config.backend != config::Backend::cuda || !fs::is_regular_file(config.capture, ec))
+      continue;
+    const auto capture = capture::CaptureReader::open(config.capture);
+    for (const config::KernelSelection& selection : config.kernels) {
+      const std::size_t index = kernel_index(capture, selection.name);
+      const capture::Kernel& kernel = capture.kernels()[index];
+      if (kernel.kokkos_label.empty() || !is_team_parallel_for(kernel.demangled_name)) continue;
+      const std::size_t launch = selection.launches.empty() ? 0 : selection.launches.front();
+      const capture::Launch& recorded = kernel.launches.at(launch);
+      const auto shape = find_team_shape(recorded.args, recorded.block, recorded.grid,
+                                         recorded.shared_memory_bytes);
+      if (!shape || !(shape->auto_team_size || shape->auto_vector_length)) continue;
+      const std::string what = "r3 apply: Kokkos kernel '" + kernel.kokkos_label + "': ";
+      std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
+      backend->prepare(capture, index, {launch});
+      Variant application;  // the recorded code: what the application runs
+      application.compiler = config::Compiler::recorded;
+      const Compiled compiled = backend->compile(application);
+      const int max_threads = compiled.resources.max_threads_per_block;
+      if (!compiled.ok || max_threads < 32) {
+        report << what << "its recorded code does not load here"
+               << (compiled.ok ? "" : ": " + first_line(compiled.diagnostics))
+               << "; Kokkos' team-size tuner is not answered for it\n";
+        continue;
+      }
+      std::uint32_t threads = 1;
+      while (threads * 2 <= std::min<std::uint32_t>(kMaxTeamThreads, max_threads)) threads *= 2;
+      // Kokkos' team reduce space and team memory, 16 + 8 bytes per thread at vector length 1.
+      if (compiled.resources.shared_bytes + 16 + 8 * static_cast<int>(threads) > kSharedPerBlock) {
+        report << what << "its static shared memory (" << compiled.resources.shared_bytes
+               << " bytes) limits its team below what this GPU's registers allow, which r3 does "
+                  "not work out as Kokkos does; Kokkos' team-size tuner is not answered for it\n";
+        continue;
+      }
+      report << what << "Kokkos' team-size tuner allows it " << threads << " threads ("
+             << compiled.resources.registers << " registers per thread)\n";
+      kernels.push_back(
+          {kernel.kokkos_label, threads, shape->auto_team_size, shape->auto_vector_length});
+    }
+  }
+  return kernels;
 }
 
 }  // namespace r3::replay

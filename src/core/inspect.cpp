@@ -1,5 +1,6 @@
 #include "r3/inspect.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -67,8 +68,22 @@ void print_regions(const char* title, const std::vector<Region>& regions, bool l
   }
 }
 
-void print_launch(std::size_t index, const Launch& launch, bool list,
+// The parameter buffer as launched, 16 bytes a line with their offset: what a closure (a Kokkos
+// functor and policy) holds.
+void print_args(const std::vector<std::byte>& args, std::ostream& out) {
+  for (std::size_t at = 0; at < args.size(); at += 16) {
+    char line[96];
+    int n = std::snprintf(line, sizeof line, "      %5zu ", at);
+    for (std::size_t i = at; i < std::min(args.size(), at + 16); ++i)
+      n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), "%s%02x",
+                         (i - at) % 4 == 0 ? " " : "", static_cast<unsigned>(args[i]));
+    out << line << "\n";
+  }
+}
+
+void print_launch(std::size_t index, const Launch& launch, const InspectOptions& options,
                   const std::vector<std::string>& parameter_names, std::ostream& out) {
+  const bool list = options.list_regions;
   out << "    launch " << index << "  #" << launch.sequence << "  grid " << dim3(launch.grid)
       << "  block " << dim3(launch.block);
   if (launch.shared_memory_bytes > 0)
@@ -80,6 +95,7 @@ void print_launch(std::size_t index, const Launch& launch, bool list,
     out << time;
   }
   out << "\n";
+  if (options.show_args) print_args(launch.args, out);
   print_regions("prologue", launch.prologue, list, parameter_names, out);
   print_regions("globals ", launch.globals, list, parameter_names, out);
   print_regions("epilogue", launch.epilogue, list, parameter_names, out);
@@ -113,8 +129,7 @@ void print_kernel(std::size_t id, const capture::Kernel& kernel,
   }
   out << "\n  launches   " << kernel.launches.size() << "\n";
   std::size_t shown = std::min(kernel.launches.size(), options.launches_shown);
-  for (std::size_t i = 0; i < shown; ++i)
-    print_launch(i, kernel.launches[i], options.list_regions, names, out);
+  for (std::size_t i = 0; i < shown; ++i) print_launch(i, kernel.launches[i], options, names, out);
   if (shown < kernel.launches.size()) {
     out << "    ... " << kernel.launches.size() - shown << " more launches\n";
   }

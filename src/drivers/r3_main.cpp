@@ -128,6 +128,10 @@ int run_apply(r3::record::ApplyOptions& o) {
       winners.cubins.push_back(w.cubin);
     }
     o.cuda = std::move(winners);
+  } else {
+    for (const r3::replay::KokkosTeamKernel& k : r3::replay::kokkos_team_kernels(files, std::cerr))
+      o.kokkos_team_limits.push_back(
+          {k.label, k.max_team_threads, k.auto_team_size, k.auto_vector_length});
   }
   return r3::record::apply_to_application(o, std::cerr);
 }
@@ -191,6 +195,8 @@ void add_inspect(CLI::App& app, InspectArgs& o) {
       "inspect", "Print what an r3 file holds: device, kernels, launches, regions and sizes");
   inspect->add_option("file", o.file, "Capture file or run database (run.h5)")->required();
   inspect->add_flag("--regions", o.options.list_regions, "List every region of every launch shown");
+  inspect->add_flag("--args", o.options.show_args,
+                    "Print each shown launch's parameter bytes in hex (a Kokkos closure's policy)");
   inspect->add_option("--launches", o.options.launches_shown, "Launches shown per kernel")
       ->capture_default_str();
   inspect->add_flag("--verify", o.verify,

@@ -239,10 +239,22 @@ std::optional<LevelSpace> LevelBuilder::build_compiler(CodePath path, bool has_p
   return LevelSpace{std::move(space), std::move(defaults)};
 }
 
+BlockChoices kokkos_team_choices(const capture::Dim3& block, bool auto_team_size,
+                                 bool auto_vector_length) {
+  BlockChoices choices{{block.x}, {block.y}, {1}};
+  if (auto_vector_length) choices.x = {1, 2, 4, 8, 16, 32};
+  if (auto_team_size) {
+    choices.y.clear();
+    for (std::uint32_t team = 1; team <= 1024; team *= 2) choices.y.push_back(team);
+  }
+  return choices;
+}
+
 std::optional<LevelSpace> LevelBuilder::build(Level level,
                                               const std::vector<evolve::Tunable>& tunables,
                                               std::optional<capture::Dim3> original_block,
-                                              CodePath path, bool has_ptx) const {
+                                              CodePath path, bool has_ptx,
+                                              const BlockChoices* blocks) const {
   if (!enabled(level)) return std::nullopt;
   std::vector<bo::Parameter> parameters;
   bo::Configuration defaults;
@@ -269,9 +281,9 @@ std::optional<LevelSpace> LevelBuilder::build(Level level,
       add(bo::Parameter::ordinal(name, out), {at});
     };
     const auto& b = original_block;
-    dimension("bx", l.block_x, b ? std::optional(b->x) : std::nullopt);
-    dimension("by", l.block_y, b ? std::optional(b->y) : std::nullopt);
-    dimension("bz", l.block_z, b ? std::optional(b->z) : std::nullopt);
+    dimension("bx", blocks ? blocks->x : l.block_x, b ? std::optional(b->x) : std::nullopt);
+    dimension("by", blocks ? blocks->y : l.block_y, b ? std::optional(b->y) : std::nullopt);
+    dimension("bz", blocks ? blocks->z : l.block_z, b ? std::optional(b->z) : std::nullopt);
     constraints.push_back("bx * by * bz <= " + std::to_string(l.max_threads));
   } else {
     for (const evolve::Tunable& t : tunables) {

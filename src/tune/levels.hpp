@@ -55,15 +55,28 @@ struct Switch {
 // "default<O3>" -> 3; nullopt for any other pipeline (the compiler level's baseline must be one).
 std::optional<int> opt_level_of(std::string_view pipeline);
 
+// The values each block dimension takes at the launch level.
+struct BlockChoices {
+  std::vector<std::uint32_t> x, y, z;
+};
+
+// What Kokkos' team-size tuner can give a TeamPolicy kernel recorded with `block` (vector length,
+// team size, 1): a vector length that is a power of two up to 32 where the application left it
+// to Kokkos (AUTO), a power-of-two team size where it left that; otherwise the recorded value.
+BlockChoices kokkos_team_choices(const capture::Dim3& block, bool auto_team_size,
+                                 bool auto_vector_length);
+
 class LevelBuilder {
  public:
   LevelBuilder(const config::TuneConfig& config, config::Backend backend);
   // `original_block`: the launch level's default point (added to the block lists when missing);
   // without one the smallest block of the lists. `path`: how the source's code is made (the
-  // compiler level's options); `has_ptx`: whether the capture holds PTX to JIT (recorded path).
+  // compiler level's options); `has_ptx`: whether the capture holds PTX to JIT (recorded path);
+  // `blocks`: the launch level's values, search.launch's lists when not given.
   std::optional<LevelSpace> build(Level level, const std::vector<evolve::Tunable>& tunables,
                                   std::optional<capture::Dim3> original_block = {},
-                                  CodePath path = CodePath::host, bool has_ptx = true) const;
+                                  CodePath path = CodePath::host, bool has_ptx = true,
+                                  const BlockChoices* blocks = nullptr) const;
   // Sets what `configuration` of `level` means on `variant`.
   void apply(Level level, const LevelSpace& space, const bo::Configuration& configuration,
              replay::Variant& variant) const;

@@ -119,6 +119,55 @@ std::map<std::string, capture::ElementType> struct_region_types(
   return types;
 }
 
+// What of a Kokkos kernel's launch Kokkos' tuning interface can be given and replay can launch
+// as Kokkos would (r3/replay/kokkos_policy.hpp); nullopt, with a warning saying why, when nothing.
+std::optional<BlockChoices> kokkos_blocks(const config::TuneConfig& config,
+                                          const capture::Kernel& kernel, const KernelTarget& k) {
+  const capture::Launch& first = kernel.launches.at(k.launches.empty() ? 0 : k.launches.front());
+  const std::string what = "kernel " + k.name + " is the Kokkos kernel '" + k.kokkos_label + "', ";
+  const std::string not_compiler =
+      "; not its compiler options, which would need the application rebuilt";
+  if (replay::find_mdrange_tiling(first.args, first.block, first.grid)) {
+    log::info(what,
+              "an MDRange kernel: its tile is searched (its block, the policy in its closure "
+              "rewritten as Kokkos would), which r3 apply gives the application through Kokkos' "
+              "tuning interface",
+              not_compiler);
+    const config::LaunchLevel& l = config.search.launch;
+    return BlockChoices{l.block_x, l.block_y, l.block_z};
+  }
+  std::optional<replay::TeamShape> team;
+  if (replay::is_team_parallel_for(kernel.demangled_name))
+    team = replay::find_team_shape(first.args, first.block, first.grid, first.shared_memory_bytes);
+  std::string why =
+      "not an MDRange or TeamPolicy kernel whose launch replay can change as Kokkos would";
+  if (team && team->uses_scratch) {
+    why =
+        "a TeamPolicy kernel whose teams use scratch memory, which a new team size would "
+        "share out anew";
+  } else if (team && (team->auto_team_size || team->auto_vector_length)) {
+    log::info(what, "a TeamPolicy kernel: its ",
+              team->auto_team_size && team->auto_vector_length
+                  ? "team size and vector length are"
+                  : (team->auto_team_size ? "team size is" : "vector length is"),
+              " searched (block (vector length, team size, 1), the closure rewritten as Kokkos "
+              "would), which r3 apply gives the application through Kokkos' team-size tuner "
+              "(--kokkos-tune-internals)",
+              not_compiler);
+    return kokkos_team_choices(first.block, team->auto_team_size, team->auto_vector_length);
+  } else if (team) {
+    why = team->policy_found
+              ? "a TeamPolicy kernel whose team size and vector length the application sets "
+                "(not Kokkos::AUTO), so Kokkos asks a tool for neither"
+              : "a TeamPolicy kernel whose policy is not where Kokkos 4 puts it, so what Kokkos "
+                "leaves to a tool is not known";
+  }
+  log::warning(what, why,
+               ": a new block would be a launch the application cannot make, and compiler options "
+               "would need it rebuilt; only its original is measured");
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size, bool dry_run) {
@@ -176,22 +225,7 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     k.has_recorded_ptx = kernel.images.contains(std::string(capture::kImagePtx));
     k.has_recorded_source = kernel.images.contains(std::string(capture::kImageSource));
     k.kokkos_label = kernel.kokkos_label;
-    if (!k.kokkos_label.empty()) {
-      const capture::Launch& first =
-          kernel.launches.at(k.launches.empty() ? 0 : k.launches.front());
-      k.kokkos_tiles = replay::find_mdrange_tiling(first.args, first.block, first.grid).has_value();
-      if (k.kokkos_tiles)
-        log::info("kernel ", k.name, " is the Kokkos kernel '", k.kokkos_label,
-                  "', an MDRange kernel: its tile is searched (its block, the policy in its "
-                  "closure rewritten as Kokkos would), which r3 apply gives the application "
-                  "through Kokkos' tuning interface; not its compiler options, which would need "
-                  "the application rebuilt");
-      else
-        log::warning("kernel ", k.name, " is the Kokkos kernel '", k.kokkos_label,
-                     "', not an MDRange kernel whose tile replay can change as Kokkos would: a "
-                     "new block would be a launch the application cannot make, and compiler "
-                     "options would need it rebuilt; only its original is measured");
-    }
+    if (!k.kokkos_label.empty()) k.kokkos_blocks = kokkos_blocks(m->config, kernel, k);
     // The kernel as its source names it: "MatrixMul" for _Z9MatrixMulILi32EEvPfS_.
     std::string base = kernel.demangled_name.empty() ? kernel.name
                                                      : capture::instance_name(kernel.demangled_name);

@@ -167,10 +167,11 @@ Search::SourceEntry& Search::add_source(KernelState& kernel, std::string text, s
   for (Level level : kLevels) {
     if (level == Level::launch && entry->block) continue;
     if (!target.kokkos_label.empty() &&
-        (level == Level::compiler || (level == Level::launch && !target.kokkos_tiles)))
+        (level == Level::compiler || (level == Level::launch && !target.kokkos_blocks)))
       continue;
     if (auto space = levels_.build(level, entry->tunables, target.original_block,
-                                   code_path(kernel, text), target.has_recorded_ptx))
+                                   code_path(kernel, text), target.has_recorded_ptx,
+                                   target.kokkos_blocks ? &*target.kokkos_blocks : nullptr))
       entry->spaces.emplace(level, std::move(*space));
   }
   kernel.novelty.add(text);

@@ -57,10 +57,12 @@ struct KernelTarget {
   // tuning interface sets (an MDRange tile, a team shape: the launch level), not compiler
   // options, which would need the application rebuilt.
   std::string kokkos_label;
-  // For a Kokkos kernel: replay can launch it with another tile as Kokkos would (an MDRange
-  // policy in its closure: r3/replay/kokkos_policy.hpp). Without that, its launch level would
-  // measure launches the application cannot make: nothing of it is searched.
-  bool kokkos_tiles = false;
+  // For a Kokkos kernel, the blocks each dimension of its launch level takes: those Kokkos can be
+  // given and replay can launch as Kokkos would (r3/replay/kokkos_policy.hpp): an MDRange
+  // policy's tile (search.launch's lists), a TeamPolicy's vector length and team size where the
+  // application left them to Kokkos (Kokkos::AUTO). nullopt: its launch level would measure
+  // launches the application cannot make, and nothing of it is searched.
+  std::optional<BlockChoices> kokkos_blocks;
   // tune.yaml's block when it names tunables ([TILE, TILE, 1]): the launch of every source that
   // declares them follows their values.
   std::optional<evolve::BlockExpressions> block_expressions;

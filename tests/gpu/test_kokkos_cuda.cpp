@@ -117,5 +117,113 @@ TEST_F(KokkosCuda, TheTunedTileRunsInTheApplicationThroughKokkosTuningInterface)
   }
 }
 
+// A TeamPolicy kernel with Kokkos::AUTO team size and vector length (policies.cpp's matvec):
+// replayed with the team shapes Kokkos' team-size tuner can choose, tuned on them, and run with
+// the tuned one through that tuner (--kokkos-tune-internals), which r3 apply answers.
+class KokkosCudaTeams : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    R3_REQUIRE_GPU_FOR("Kokkos on CUDA");
+    const char* dir = std::getenv("R3_TEST_KOKKOS_CUDA_EXAMPLES");
+    if (dir == nullptr || !std::filesystem::exists(std::filesystem::path(dir) / "kokkos_policies"))
+      GTEST_SKIP() << "Kokkos on CUDA is not tested: set R3_TEST_KOKKOS_CUDA_EXAMPLES to the "
+                      "examples examples/kokkos/build_kokkos.sh builds (OUTDIR/examples)";
+    policies_ = (std::filesystem::path(dir) / "kokkos_policies").string();
+    capture_ = (dir_ / "matvec.h5").string();
+    auto rec = record(capture_);
+    ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  }
+
+  // Records policies::matvec of `kokkos_policies 64 3` into `capture`; with `apply`, under
+  // `r3 apply RESULT --`, the application asked to hand its AUTO team shapes to the tool.
+  test::ProcessResult record(const std::string& capture, const std::string& apply = "") {
+    std::vector<std::string> argv;
+    if (!apply.empty()) argv = {R3_TEST_R3, "apply", apply, "--"};
+    for (std::string a : {"record", "--kokkos", "-k", "policies::matvec", "--launches", "1"})
+      argv.push_back(a);
+    argv.insert(argv.begin() + (apply.empty() ? 0 : 4), R3_TEST_R3);
+    for (const std::string& a : {std::string("-o"), capture, std::string("--"), policies_,
+                                 std::string("64"), std::string("3")})
+      argv.push_back(a);
+    if (!apply.empty()) argv.push_back("--kokkos-tune-internals");
+    return test::run_process(argv, std::chrono::seconds(300));
+  }
+
+  test::ProcessResult replay(const std::string& block) {
+    std::vector<std::string> argv = {R3_TEST_R3, "replay", capture_, "-k", "policies::matvec"};
+    if (!block.empty()) argv.insert(argv.end(), {"--block", block});
+    return test::run_process(argv, std::chrono::seconds(300));
+  }
+
+  static std::string block_of(const std::string& inspect) {
+    std::smatch m;
+    return std::regex_search(inspect, m, std::regex(R"(block (\d+x\d+x\d+))")) ? m[1].str() : "";
+  }
+
+  test::TempDir dir_;
+  std::string policies_, capture_;
+};
+
+TEST_F(KokkosCudaTeams, ATeamKernelReplaysWithTheTeamShapesKokkosCanChoose) {
+  auto inspect = test::run_process({R3_TEST_R3, "inspect", capture_});
+  EXPECT_TRUE(contains(inspect.out, "label      policies::matvec")) << inspect.out;
+  auto recorded = replay("");
+  EXPECT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
+  EXPECT_TRUE(contains(recorded.out, "1 launch(es) verified")) << recorded.out;
+  // (vector length, team size, 1): the closure's team size and shared memory rewritten.
+  for (const char* shape : {"32,8,1", "4,64,1", "1,1024,1", "8,2,1", "1,1,1"}) {
+    auto team = replay(shape);
+    EXPECT_EQ(team.exit_code, 0) << shape << "\n" << team.out << team.err;
+    EXPECT_TRUE(contains(team.out, "1 launch(es) verified")) << shape << "\n" << team.out;
+  }
+  auto no_team = replay("3,8,1");
+  EXPECT_NE(no_team.exit_code, 0);
+  EXPECT_TRUE(contains(no_team.out + no_team.err, "is no team shape of this Kokkos TeamPolicy"))
+      << no_team.out << no_team.err;
+}
+
+TEST_F(KokkosCudaTeams, TheTunedTeamRunsInTheApplicationThroughKokkosTeamSizeTuner) {
+  const auto results = dir_ / "results";
+  std::ofstream(dir_ / "tune.yaml") << "capture: \"" << capture_ << "\"\nbackend: cuda\n"
+                                    << "kernels:\n  - name: \"policies::matvec\"\n"
+                                    << "budget:\n  evaluations: 16\n"
+                                    << "timing:\n  repeats: 5\n"
+                                    << "output:\n  directory: \"" << results.string() << "\"\n";
+  auto job = test::run_process({R3_TEST_MPIEXEC, "-n", "2", "--oversubscribe", R3_TEST_R3_MPI,
+                                (dir_ / "tune.yaml").string()},
+                               std::chrono::seconds(600));
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_TRUE(contains(job.err, "a TeamPolicy kernel: its team size and vector length are"))
+      << job.err;
+  std::ifstream csv(results / "candidates.csv");
+  const std::string candidates{std::istreambuf_iterator<char>(csv), {}};
+  EXPECT_FALSE(contains(candidates, ",compiler,")) << candidates;
+  EXPECT_TRUE(contains(candidates, ",launch,")) << candidates;
+
+  // The block the application runs with under r3 apply, as the recorder sees it launched.
+  std::ifstream best_file(results / "policies__matvec" / "best.yaml");
+  const std::string best{std::istreambuf_iterator<char>(best_file), {}};
+  std::smatch block;
+  ASSERT_TRUE(std::regex_search(best, block, std::regex(R"(block: \[(\d+), (\d+), 1\])"))) << best;
+  const std::string applied_capture = (dir_ / "applied.h5").string();
+  auto applied = record(applied_capture, results.string());
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  EXPECT_TRUE(contains(applied.err, "Kokkos' team-size tuner allows it")) << applied.err;
+  auto inspect = test::run_process({R3_TEST_R3, "inspect", applied_capture});
+  EXPECT_EQ(block_of(inspect.out), block[1].str() + "x" + block[2].str() + "x1")
+      << best << applied.err << inspect.out;
+  EXPECT_TRUE(contains(applied.err, "applied policies::matvec_team_size")) << applied.err;
+
+  // Its result is the application's.
+  auto plain = test::run_process({policies_, "64", "3"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto checksum = [](const std::string& out) {
+    const auto at = out.find("policies::matvec on");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_FALSE(checksum(plain.out).empty()) << plain.out;
+  EXPECT_EQ(checksum(applied.out), checksum(plain.out));
+}
+
 }  // namespace
 }  // namespace r3::replay

@@ -95,6 +95,7 @@ struct Split {
   std::map<std::size_t, std::size_t> per_kernel;                    // after the originals
   std::map<std::pair<std::size_t, std::string>, std::size_t> per_level;  // (kernel, level)
   std::size_t originals = 0;
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> blocks;  // launch level's
 };
 
 // Runs the search for `generations` generations of `batch` candidates on `kernels` kernels,
@@ -141,6 +142,8 @@ Split run_search(int kernels, std::size_t batch, int generations, bool with_para
       }
       ++split.per_kernel[done.kernel];
       ++split.per_level[{done.kernel, std::string(to_string(done.level))}];
+      if (const auto& b = p.request.variant.block; b && done.level == run::CandidateLevel::launch)
+        split.blocks.insert({b->x, b->y, b->z});
     }
     search.end_generation();
   }
@@ -170,19 +173,21 @@ TEST(TuneSearch, EveryKernelAndLevelGetsItsShareWhateverTheBatch) {
         EXPECT_EQ(compiler + launch, n);
         EXPECT_LE(std::abs(double(compiler) - double(launch)), 1.0)
             << "kernel " << k << ": compiler " << compiler << ", launch " << launch;
-        if (n >= 2) EXPECT_GT(launch, 0u) << "the launch level was starved";
+        if (n >= 2) {
+          EXPECT_GT(launch, 0u) << "the launch level was starved";
+        }
       }
     }
   }
 }
 
 // A Kokkos kernel is searched only on what Kokkos' tuning interface can give the application:
-// an MDRange kernel's tile (the launch level), never compiler options; of another Kokkos kernel
-// nothing but its original.
+// an MDRange kernel's tile or a TeamPolicy's AUTO team size and vector length (the launch level),
+// never compiler options; of another Kokkos kernel nothing but its original.
 TEST(TuneSearch, AKokkosKernelIsSearchedOnlyOnWhatKokkosCanBeGiven) {
   Split tiles = run_search(1, 4, 6, false, [](KernelTarget& t) {
     t.kokkos_label = "heat::step";
-    t.kokkos_tiles = true;
+    t.kokkos_blocks = BlockChoices{{32, 64, 128, 256}, {1, 2, 4, 8}, {1}};
   });
   EXPECT_GT(tiles.per_kernel[0], 0u);
   const std::size_t compiler = tiles.per_level[{0, "compiler"}];
@@ -193,10 +198,40 @@ TEST(TuneSearch, AKokkosKernelIsSearchedOnlyOnWhatKokkosCanBeGiven) {
 
   Split none = run_search(1, 4, 6, false, [](KernelTarget& t) {
     t.kokkos_label = "policies::matvec";
-    t.kokkos_tiles = false;
+    t.kokkos_blocks.reset();
   });
   EXPECT_EQ(none.per_kernel[0], 0u);
   EXPECT_EQ(none.originals, 1u);
+
+  // A team of AUTO size and fixed vector length 4: only team sizes change.
+  Split team = run_search(1, 4, 8, false, [](KernelTarget& t) {
+    t.kokkos_label = "policies::matvec";
+    t.original_block = capture::Dim3{4, 64, 1};
+    t.kokkos_blocks = kokkos_team_choices(*t.original_block, /*auto_team_size=*/true,
+                                          /*auto_vector_length=*/false);
+  });
+  const std::size_t team_compiler = team.per_level[{0, "compiler"}];
+  EXPECT_EQ(team_compiler, 0u);
+  EXPECT_GT(team.blocks.size(), 3u);
+  for (const auto& [x, y, z] : team.blocks) {
+    EXPECT_EQ(x, 4u) << "the vector length the application set";
+    EXPECT_EQ(y & (y - 1), 0u) << "team size " << y << " is no power of two";
+    EXPECT_LE(x * y, 1024u);
+    EXPECT_EQ(z, 1u);
+  }
+}
+
+TEST(TuneSearch, KokkosTeamChoicesAreWhatItsTeamSizeTunerCanSet) {
+  const BlockChoices both = kokkos_team_choices({1, 128, 1}, true, true);
+  const std::vector<std::uint32_t> vector_lengths{1, 2, 4, 8, 16, 32};
+  EXPECT_EQ(both.x, vector_lengths);
+  EXPECT_EQ(both.y.front(), 1u);
+  EXPECT_EQ(both.y.back(), 1024u);
+  EXPECT_EQ(both.y.size(), 11u);
+  EXPECT_EQ(both.z, std::vector<std::uint32_t>(1, 1));
+  const BlockChoices vector_only = kokkos_team_choices({1, 128, 1}, false, true);
+  EXPECT_EQ(vector_only.y, std::vector<std::uint32_t>(1, 128));
+  EXPECT_EQ(vector_only.x.size(), 6u);
 }
 
 TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {

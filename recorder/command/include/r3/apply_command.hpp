@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apply_manifest.hpp"
+#include "team_tuner.hpp"
 
 namespace r3::record {
 
@@ -30,6 +31,9 @@ struct ApplyOptions {
   // CUDA: the first launch of each substituted kernel also runs the application's kernel on the
   // same memory; a winner whose results differ beyond the run's tolerances is dropped.
   bool check = false;
+  // Kokkos: the largest teams of the result's TeamPolicy kernels on this GPU, for the connector
+  // to answer Kokkos' team-size tuner (--kokkos-tune-internals) with.
+  std::vector<kokkos::TeamLimit> kokkos_team_limits;
   std::vector<std::string> command;    // the application and its arguments
 };
 

@@ -53,6 +53,7 @@ struct Resources {
   int registers = -1;  // per thread, where the backend knows it
   int spilled_bytes = -1;
   int shared_bytes = -1;
+  int max_threads_per_block = -1;  // the function's (its registers, launch bounds)
   std::uint64_t code_bytes = 0;
 };
 

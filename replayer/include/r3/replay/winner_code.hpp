@@ -3,6 +3,7 @@
 // the apply library to load into the application (recorder/cuda/apply_manifest.hpp).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <iosfwd>
 #include <optional>
@@ -52,5 +53,23 @@ bool is_cuda_result(const std::vector<std::filesystem::path>& files, std::ostrea
 // architecture or with another CUDA toolkit, or when its winner does not compile here. Says
 // what it does on `report`. Throws ConfigError for a result it cannot read.
 WinnerCodes compile_winners(const std::vector<std::filesystem::path>& files, std::ostream& report);
+
+// A Kokkos TeamPolicy kernel of a result, as Kokkos' team-size tuner sees it on this GPU: what
+// `r3 apply` hands the Kokkos connector so that it can answer the tuner's fractions
+// (recorder/kokkos/team_tuner.hpp).
+struct KokkosTeamKernel {
+  std::string label;
+  // Team size x vector length Kokkos allows the kernel here: the largest power of two of at most
+  // 1024 threads and at most the function's limit (its registers), as Kokkos' team_size_max()
+  // finds it for a kernel without scratch.
+  std::uint32_t max_team_threads = 0;
+  bool auto_team_size = false, auto_vector_length = false;  // left to Kokkos by the application
+};
+
+// The Kokkos TeamPolicy kernels of a result's captures whose policy leaves the team size or the
+// vector length to Kokkos, with their limits found by loading the recorded code on this GPU.
+// Kernels it cannot say so much about are left out, with the reason on `report`.
+std::vector<KokkosTeamKernel> kokkos_team_kernels(const std::vector<std::filesystem::path>& files,
+                                                  std::ostream& report);
 
 }  // namespace r3::replay

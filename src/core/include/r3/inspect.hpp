@@ -15,6 +15,7 @@ namespace r3 {
 struct InspectOptions {
   bool list_regions = false;       // one line per region instead of per-table totals
   std::size_t launches_shown = 8;  // per kernel; the rest are summarised in one line
+  bool show_args = false;          // each shown launch's parameter bytes, in hex
   // By kernel name: its parameters' names in its source, to show "C (arg2)" for region arg2.
   std::map<std::string, std::vector<std::string>> parameter_names;
 };
