@@ -17,11 +17,13 @@ own run, as `r3 apply` reports it) with the end-to-end ratio original/applied. E
 from this one run.
 
 With --kokkos DIR (the examples examples/kokkos/build_kokkos.sh builds: a Kokkos for CUDA with
-its tuning interface) the Kokkos heat example's MDRange stencil too: recorded by its label
-(`r3 record --kokkos -k heat::step`), tuned the same way (its tile: the launch level), then run
-with the connector and no values ("original") and under `r3 apply` (the tuned tile through
-Kokkos' tuning interface), interleaved; its GPU column is the application's own time of its
-stencil launches (each fenced), as it prints it.
+its tuning interface) two Kokkos kernels too, the heat example's MDRange stencil and the policies
+example's TeamPolicy matvec (Kokkos::AUTO team size and vector length): each recorded by its label
+(`r3 record --kokkos -k LABEL`), tuned the same way (its tile or team shape: the launch level),
+then run with the connector and no values ("original") and under `r3 apply` (the tuned tile
+through the application's own tuning variables; the tuned team through Kokkos' team-size tuner,
+--kokkos-tune-internals), interleaved; its GPU column is the application's own fenced time of
+the label's launches, as it prints it.
 
 Usage:
   app_speedup.py --build BUILD [--out DIR] [--rounds 5] [--evaluations 80] [--wall-time 2m]
@@ -145,7 +147,8 @@ def interleaved_row(args, name, kernel, results, tune_s, plain, original, applie
     for _ in range(args.rounds):  # interleaved: plain, original, applied
         for key, one in (("plain", plain), ("original", original), ("applied", applied)):
             runs[key].append(one())
-    same_output = len({result_lines(r[2]) for r in runs["original"] + runs["applied"]}) == 1
+    outputs = {result_lines(r[2]) for r in runs["original"] + runs["applied"]}
+    same_output = "no output" if "" in outputs else ("same" if len(outputs) == 1 else "DIFFERS")
     med = statistics.median
     gpu_o, gpu_a = (med(r[0] for r in runs[k]) for k in ("original", "applied"))
     wall_o, wall_a = (med(r[1] for r in runs[k]) for k in ("original", "applied"))
@@ -153,7 +156,7 @@ def interleaved_row(args, name, kernel, results, tune_s, plain, original, applie
             f"{gpu_o:.3f}", f"{gpu_a:.3f}", f"{gpu_o / gpu_a:.3f}",
             f"{gpu_o / gpu_a / speedup:.3f}" if speedup else "-",
             f"{med(r[1] for r in runs['plain']):.3f}", f"{wall_o:.3f}", f"{wall_a:.3f}",
-            f"{wall_o / wall_a:.3f}", "same" if same_output else "DIFFERS", f"{tune_s:.0f}"]
+            f"{wall_o / wall_a:.3f}", same_output, f"{tune_s:.0f}"]
 
 
 def measure(args, name, kernel, results, app, app_args, tune_s, cwd=None):
@@ -210,45 +213,67 @@ def corpus_rows(args):
     return rows
 
 
-def kokkos_row(args):
-    """The Kokkos heat example: record by label, tune the tile, measure through Kokkos' tuning
-    interface (the connector without values, then r3 apply), interleaved."""
+# The Kokkos examples: (program, label, recorded arguments, measured arguments, the line with
+# the application's own fenced time of the label's launches, r3 apply's extra arguments).
+# heat::step is an MDRange stencil whose tile the application asks the tool for through its own
+# tuning variables; policies::matvec a TeamPolicy with Kokkos::AUTO team size and vector length,
+# which Kokkos' own team-size tuner hands the tool (--kokkos-tune-internals).
+# The last field: the lines of the output that must be the same (the label's results; under
+# --kokkos-tune-internals Kokkos also hands the tool policies.cpp's MDRange kernels, whose
+# reductions Kokkos 4.6 gets wrong once a tool sets their tile: recorder/kokkos/connector.cpp).
+KOKKOS_EXAMPLES = [
+    ("kokkos_heat", "heat::step", ["4096", "4"], ["4096", "200"],
+     r"heat::step: \d+ steps in ([0-9.]+) ms", [], r"^heat after"),
+    ("kokkos_policies", "policies::matvec", ["96", "3"], ["96", "200"],
+     r"policies::matvec: \d+ launches in ([0-9.]+) ms", ["--kokkos-tune-internals"],
+     r"^policies::matvec on"),
+]
+
+
+def kokkos_rows(args):
+    """The Kokkos examples: record by label, tune what Kokkos can be given (the launch level),
+    measure through Kokkos' tuning interface (the connector without values, then r3 apply),
+    interleaved."""
     r3 = os.path.join(args.build, "bin", "r3")
-    app = os.path.join(os.path.abspath(args.kokkos), "kokkos_heat")
-    wd = os.path.abspath(os.path.join(args.out, "kokkos"))
-    os.makedirs(wd, exist_ok=True)
-    capture = os.path.join(wd, "heat.h5")
-    p, _ = run([r3, "record", "--kokkos", "-k", "heat::step", "--launches", "1", "-o", capture,
-                "--", app, "4096", "4"])
-    if p.returncode != 0:
-        sys.exit(f"app_speedup: recording the Kokkos heat example failed:\n{p.stderr}")
-    results = os.path.join(wd, "results")
-    shutil.rmtree(results, ignore_errors=True)
-    yaml = os.path.join(wd, "tune.yaml")
-    with open(yaml, "w") as f:
-        f.write(f'capture: {capture}\nbackend: cuda\nkernels:\n  - name: "heat::step"\n'
-                f"budget:\n  evaluations: {args.evaluations}\n  wall_time: {args.wall_time}\n"
-                f"output:\n  directory: {results}\n")
-    tune_s = tune(args, yaml, "the Kokkos heat example", wd)
-    measured = ["4096", "200"]
     connector = dict(os.environ, KOKKOS_TOOLS_LIBS=os.path.join(args.build, "lib", "libr3kokkos.so"))
-
-    def one(cmd, env=None):
-        p, seconds = run(cmd, env=env)
+    rows = []
+    for program, label, recorded, measured, time_line, apply_args, same in KOKKOS_EXAMPLES:
+        app = os.path.join(os.path.abspath(args.kokkos), program)
+        wd = os.path.abspath(os.path.join(args.out, "kokkos", program))
+        os.makedirs(wd, exist_ok=True)
+        capture = os.path.join(wd, program + ".h5")
+        p, _ = run([r3, "record", "--kokkos", "-k", label, "--launches", "1", "-o", capture,
+                    "--", app] + recorded)
         if p.returncode != 0:
-            sys.exit(f"app_speedup: {' '.join(cmd)} failed:\n{p.stderr}")
-        steps = re.search(r"heat::step: \d+ steps in ([0-9.]+) ms", p.stdout)
-        tile = re.search(r"heat::step tile (\d+) x (\d+)", p.stdout)
-        return (float(steps.group(1)) if steps else float("nan"), seconds,
-                p.stdout, f"tile {tile.group(1)}x{tile.group(2)}" if tile else "?")
+            sys.exit(f"app_speedup: recording {program} failed:\n{p.stderr}")
+        results = os.path.join(wd, "results")
+        shutil.rmtree(results, ignore_errors=True)
+        yaml = os.path.join(wd, "tune.yaml")
+        with open(yaml, "w") as f:
+            f.write(f'capture: {capture}\nbackend: cuda\nkernels:\n  - name: "{label}"\n'
+                    f"budget:\n  evaluations: {args.evaluations}\n  wall_time: {args.wall_time}\n"
+                    f"output:\n  directory: {results}\n")
+        tune_s = tune(args, yaml, f"the Kokkos example {program}", wd)
 
-    return interleaved_row(
-        args, "kokkos_heat", "heat::step", results, tune_s,
-        plain=lambda: one([app] + measured),
-        original=lambda: one([app] + measured, env=connector),
-        applied=lambda: one([r3, "apply", results, "--", app] + measured),
-        result_lines=lambda o: "\n".join(l for l in o.splitlines()
-                                         if not re.search(r"tile|ms$", l)))
+        def one(cmd, env=None, time_line=time_line):
+            p, seconds = run(cmd, env=env)
+            if p.returncode != 0:
+                sys.exit(f"app_speedup: {' '.join(cmd)} failed:\n{p.stderr}")
+            own = re.search(time_line, p.stdout)
+            # Under r3 apply: the application's own run, without r3 apply's preparations.
+            ran = re.search(r"the application ran for ([0-9.]+) s", p.stderr)
+            return (float(own.group(1)) if own else float("nan"),
+                    float(ran.group(1)) if ran else seconds, p.stdout, "-")
+
+        rows.append(interleaved_row(
+            args, program, label, results, tune_s,
+            plain=lambda app=app: one([app] + measured),
+            original=lambda app=app: one([app] + measured, env=connector),
+            applied=lambda app=app, results=results, apply_args=apply_args:
+                one([r3, "apply", results, "--", app] + measured + apply_args),
+            result_lines=lambda o, same=same: "\n".join(l for l in o.splitlines()
+                                                        if re.search(same, l))))
+    return rows
 
 
 def main():
@@ -263,7 +288,7 @@ def main():
     ap.add_argument("--corpus", default="", help="OUTDIR of bench/realapps/build_corpus.sh")
     ap.add_argument("--only", default="", help="corpus programs (comma-separated)")
     ap.add_argument("--kokkos", default="",
-                    help="OUTDIR/examples of examples/kokkos/build_kokkos.sh: the Kokkos heat row")
+                    help="OUTDIR/examples of examples/kokkos/build_kokkos.sh: the Kokkos rows")
     ap.add_argument("examples", nargs="*", default=None,
                     help="CUDA examples (default: all, or none with --corpus)")
     args = ap.parse_args()
@@ -283,13 +308,14 @@ def main():
     if args.corpus:
         rows += corpus_rows(args)
     if args.kokkos:
-        rows.append(kokkos_row(args))
+        rows += kokkos_rows(args)
     header = ["example", "kernel", "confirmed", "result", "code", "gpu_ms_original", "gpu_ms_applied",
               "gpu_ratio", "ratio/confirmed", "wall_s_plain", "wall_s_original", "wall_s_applied",
               "end_to_end", "output", "tune_s"]
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     print(f"# medians over {args.rounds} interleaved rounds; GPU times: the tuned kernel's "
-          "launches summed (CUPTI; kokkos_heat: its own fenced time of its stencil launches), "
+          "launches summed (CUPTI; the Kokkos examples: their own fenced time of the label's "
+          "launches), "
           "wall times: the application's own run")
     for r in [header] + rows:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))

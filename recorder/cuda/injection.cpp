@@ -31,6 +31,7 @@
 #include "code_images.hpp"
 #include "launched_function.hpp"
 #include "r3/capture.hpp"
+#include "r3/error.hpp"
 #include "r3/hash.hpp"
 #include "r3/log.hpp"
 #include "r3/record.hpp"
@@ -59,6 +60,23 @@ std::string kokkos_label() {
   }
   const char* label = fn();
   return label ? label : "";
+}
+
+// The candidates the application declared for the Kokkos kernel `label`'s tuning variables (the
+// connector's r3_kokkos_choices), read when the kernel is first recorded. Empty without any, or
+// with a connector that cannot say; a text the capture cannot take is dropped with a warning.
+std::map<std::string, std::vector<std::int64_t>> kokkos_choices(const std::string& label) {
+  using ChoicesFn = const char* (*)(const char*);
+  if (label.empty()) return {};
+  auto fn = reinterpret_cast<ChoicesFn>(dlsym(RTLD_DEFAULT, "r3_kokkos_choices"));
+  const char* text = fn ? fn(label.c_str()) : nullptr;
+  if (text == nullptr) return {};
+  try {
+    return capture::parse_kokkos_choices(text, "the Kokkos connector");
+  } catch (const Error& e) {
+    log::warning("kernel '", label, "': ", e.what());
+    return {};
+  }
 }
 
 // A driver call inside the recorder: a failure becomes a recorder error naming the call.
@@ -635,6 +653,7 @@ class CudaRecorder {
     record.kernel.name = n.name;
     record.kernel.demangled_name = n.demangled == n.name ? "" : n.demangled;
     record.kernel.kokkos_label = n.label;
+    record.kernel.kokkos_choices = kokkos_choices(n.label);
     record.kernel.params = params;
     // C types from the demangled signature: they say what the pointed-to memory holds, which
     // sets how replays compare it (floating point within tolerance).
@@ -855,7 +874,9 @@ class CudaRecorder {
   // and mutex_ is never taken while either is held (on_resource, take_activity and the PTX
   // readers take theirs alone). mutex_ is held across a recorded launch's cuCtxSynchronize, its
   // device-to-host copies and its write to the capture: while one launch is recorded, the
-  // launches of every other application thread wait for it.
+  // launches of every other application thread wait for it. The Kokkos connector's mutex is
+  // taken under mutex_ (kokkos_choices, when a kernel is first recorded); the connector never
+  // calls the recorder.
   std::mutex mutex_;
   bool active_ = false, finished_ = false, capture_all_ = false;
   std::string output_, selection_text_;

@@ -70,6 +70,20 @@ State& state() {
 
 thread_local std::string current_label;
 
+// The fraction that picks the middle of a list of Kokkos' own tuners (index n / 2).
+constexpr double kMiddleFraction = 0.5;
+
+// Seen with Kokkos 4.6.01 on CUDA, whatever a tool answers: MDRangePolicy::impl_change_tile_size,
+// which Kokkos' MDRange tuner calls, runs init_helper again without resetting m_num_tiles, so the
+// policy's tile count becomes the product of the old and the new one, and a parallel_reduce over
+// it visits every tile that many times (policies.cpp's sum_u came out 512 times too large). A
+// parallel_for iterates by tile_end and is not affected.
+constexpr const char* kMDRangeTunerWarning =
+    "warning: Kokkos' MDRange tuner sets a tile with MDRangePolicy::impl_change_tile_size, which "
+    "(Kokkos 4.6.01) multiplies the policy's tile count instead of resetting it: an MDRange "
+    "parallel_reduce whose tile it sets adds each point many times over. Check such results, or "
+    "give MDRange tiles through the application's own tuning variables";
+
 bool verbose() {
   const char* level = std::getenv("R3_LOG_LEVEL");
   return level && (!std::strcmp(level, "debug") || !std::strcmp(level, "trace"));
@@ -277,6 +291,33 @@ const char* r3_kokkos_current_label(void) {
   return current_label.empty() ? nullptr : current_label.c_str();
 }
 
+const char* r3_kokkos_choices(const char* label) {
+  thread_local std::string text;
+  try {
+    text.clear();
+    if (label == nullptr) return nullptr;
+    const std::string prefix = std::string(label) + "_";
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    std::map<std::string, const std::vector<std::int64_t>*> sets;  // the latest of each name
+    for (const auto& [id, v] : s.outputs) {
+      if (v.int_set.empty() || v.name.size() <= prefix.size() || v.name.rfind(prefix, 0) != 0)
+        continue;
+      const std::string name = v.name.substr(prefix.size());
+      if (name.find_first_of("=;,") == std::string::npos) sets[name] = &v.int_set;
+    }
+    for (const auto& [name, values] : sets) {
+      text += (text.empty() ? "" : ";") + name + "=";
+      for (std::size_t i = 0; i < values->size(); ++i)
+        text += (i ? "," : "") + std::to_string((*values)[i]);
+    }
+  } catch (...) {
+    ++state().internal_errors;
+    text.clear();
+  }
+  return text.empty() ? nullptr : text.c_str();
+}
+
 void kokkosp_init_library(const int load_sequence, const uint64_t interface_version,
                           const uint32_t device_count, void* device_info) {
   State& s = state();
@@ -413,13 +454,21 @@ void kokkosp_request_values(const size_t context, const size_t n_inputs,
       auto found = s.tuned.find(variable->second.name, label);
       if (!found) {
         ++s.unanswered;
-        if (is_kokkos_tuner_fraction(variable->second))
+        // Kokkos' own tuners take their first candidate for a variable no tool answers, a
+        // degenerate launch: a 1x1x1 tile, or vector length 1 with the largest team (4x slower
+        // on policies.cpp's matvec). Such a variable gets the middle of the candidates instead.
+        if (is_kokkos_tuner_fraction(variable->second)) {
+          outputs[i].value.double_value = kMiddleFraction;
           report_once(s, "not in the result: " + variable->second.name +
                              ", a variable of Kokkos' own tuners (--kokkos-tune-internals): "
-                             "unanswered, Kokkos takes its first candidate (vector length 1 and "
-                             "its largest team; a 1x1 tile), not the choice it makes without a "
-                             "tool. Tune every such kernel, or run without "
+                             "answered with the middle of its candidates, neither Kokkos' first "
+                             "(a 1x1x1 tile, or vector length 1 with the largest team, which it "
+                             "would take unanswered) nor the choice Kokkos makes without a tool. "
+                             "Tune every kernel Kokkos hands a tool, or run without "
                              "--kokkos-tune-internals");
+          if (variable->second.name.find("_tile_size_") != std::string::npos)
+            report_once(s, kMDRangeTunerWarning);
+        }
         continue;
       }
       Kokkos_Tools_VariableValue candidate = outputs[i];

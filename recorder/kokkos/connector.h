@@ -12,6 +12,12 @@ extern "C" {
 /* The Kokkos label of the parallel region the calling thread is launching, or NULL. */
 const char* r3_kokkos_current_label(void);
 
+/* The candidate sets of the integer tuning variables declared so far that belong to the kernel
+ * `label` (named "<label>_<name>", as Kokkos' tuners name them), as "name=v1,v2;name=v1" (see
+ * r3::capture::parse_kokkos_choices), or NULL when there is none. The text stays valid on the
+ * calling thread until its next call. */
+const char* r3_kokkos_choices(const char* label);
+
 void kokkosp_declare_output_type(const char* name, const size_t id,
                                  struct Kokkos_Tools_VariableInfo* info);
 void kokkosp_declare_input_type(const char* name, const size_t id,

@@ -41,6 +41,20 @@ class PrivateDirectory {
   fs::path path_;
 };
 
+// Runs the application and says for how long (its own run, without r3 apply's preparations)
+// and, when it failed, its exit status, which it returns.
+int run_timed(const std::vector<std::string>& command, const ApplicationEnvironment& env,
+              std::ostream& report) {
+  report.flush();
+  const auto start = std::chrono::steady_clock::now();
+  const int status = run_application("r3 apply", command, env);
+  char seconds[64];
+  std::snprintf(seconds, sizeof seconds, "%.3f", seconds_since(start));
+  report << "r3 apply: the application ran for " << seconds << " s\n";
+  if (status != 0) report << "r3 apply: the application exited with status " << status << "\n";
+  return status;
+}
+
 int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ostream& report) {
   ApplicationEnvironment env;
   env.dropped_prefixes.push_back("R3_APPLY_");
@@ -62,14 +76,7 @@ int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ost
   env.set.push_back("R3_APPLY_MANIFEST=" + manifest.string());
   if (options.original) env.set.push_back("R3_APPLY_SUBSTITUTE=0");
   if (options.check) env.set.push_back("R3_APPLY_CHECK=1");
-  report.flush();
-  const auto start = std::chrono::steady_clock::now();
-  const int status = run_application("r3 apply", options.command, env);
-  char seconds[64];
-  std::snprintf(seconds, sizeof seconds, "%.3f", seconds_since(start));
-  report << "r3 apply: the application ran for " << seconds << " s\n";
-  if (status != 0) report << "r3 apply: the application exited with status " << status << "\n";
-  return status;
+  return run_timed(options.command, env, report);
 }
 
 }  // namespace
@@ -114,10 +121,7 @@ int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   }
   if (options.kokkos_without_tuning)
     env.prepended_paths.push_back("LD_PRELOAD=" + find_kokkos_library(kCompatFile).string());
-  report.flush();
-  const int status = run_application("r3 apply", options.command, env);
-  if (status != 0) report << "r3 apply: the application exited with status " << status << "\n";
-  return status;
+  return run_timed(options.command, env, report);
 }
 
 }  // namespace r3::record

@@ -113,6 +113,11 @@ void print_kernel(std::size_t id, const capture::Kernel& kernel,
     out << "  demangled  " << kernel.demangled_name << "\n";
   }
   if (!kernel.kokkos_label.empty()) out << "  label      " << kernel.kokkos_label << "\n";
+  for (const auto& [choice, values] : kernel.kokkos_choices) {
+    out << "  declares   " << choice << ":";
+    for (std::int64_t v : values) out << " " << v;
+    out << "\n";
+  }
   if (!kernel.images.empty()) {
     out << "  images    ";
     for (const auto& [kind, content] : kernel.images) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <limits>
 #include <sstream>
@@ -119,6 +120,26 @@ std::map<std::string, capture::ElementType> struct_region_types(
   return types;
 }
 
+// `choices`, with each dimension whose variable (x, y, z: `names`) the application declared
+// candidates for (kokkos_choices, recorded by the connector) limited to those: a value outside
+// them would be refused when r3 apply hands it over.
+BlockChoices declared_choices(const capture::Kernel& kernel, const KernelTarget& k,
+                              BlockChoices choices, const std::array<const char*, 3>& names) {
+  std::vector<std::uint32_t>* dims[3] = {&choices.x, &choices.y, &choices.z};
+  for (std::size_t d = 0; d < 3; ++d) {
+    auto declared = kernel.kokkos_choices.find(names[d]);
+    if (*names[d] == 0 || declared == kernel.kokkos_choices.end()) continue;
+    std::vector<std::uint32_t> values;
+    for (std::int64_t v : declared->second)
+      if (v >= 1 && v <= 1024) values.push_back(static_cast<std::uint32_t>(v));
+    if (values.empty()) continue;
+    *dims[d] = std::move(values);
+    log::info("kernel ", k.name, ": ", "xyz"[d], " takes the values the application declared for ",
+              k.kokkos_label, "_", names[d], " (", declared->second.size(), ")");
+  }
+  return choices;
+}
+
 // What of a Kokkos kernel's launch Kokkos' tuning interface can be given and replay can launch
 // as Kokkos would (r3/replay/kokkos_policy.hpp); nullopt, with a warning saying why, when nothing.
 std::optional<BlockChoices> kokkos_blocks(const config::TuneConfig& config,
@@ -134,7 +155,8 @@ std::optional<BlockChoices> kokkos_blocks(const config::TuneConfig& config,
               "tuning interface",
               not_compiler);
     const config::LaunchLevel& l = config.search.launch;
-    return BlockChoices{l.block_x, l.block_y, l.block_z};
+    return declared_choices(kernel, k, BlockChoices{l.block_x, l.block_y, l.block_z},
+                            {"tile_size_0", "tile_size_1", "tile_size_2"});
   }
   std::optional<replay::TeamShape> team;
   if (replay::is_team_parallel_for(kernel.demangled_name))
@@ -154,7 +176,9 @@ std::optional<BlockChoices> kokkos_blocks(const config::TuneConfig& config,
               "would), which r3 apply gives the application through Kokkos' team-size tuner "
               "(--kokkos-tune-internals)",
               not_compiler);
-    return kokkos_team_choices(first.block, team->auto_team_size, team->auto_vector_length);
+    return declared_choices(
+        kernel, k, kokkos_team_choices(first.block, team->auto_team_size, team->auto_vector_length),
+        {"vector_length", "team_size", ""});
   } else if (team) {
     why = team->policy_found
               ? "a TeamPolicy kernel whose team size and vector length the application sets "

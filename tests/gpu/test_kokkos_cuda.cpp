@@ -56,6 +56,8 @@ TEST_F(KokkosCuda, AnMDRangeKernelRecordedByLabelReplaysWithTheTilesKokkosWouldL
   auto inspect = test::run_process({R3_TEST_R3, "inspect", capture_});
   EXPECT_TRUE(contains(inspect.out, "label      heat::step")) << inspect.out;
   EXPECT_TRUE(contains(inspect.out, "block 8x8x1")) << inspect.out;
+  // The tile candidates the application declares for its own tuning variables: the job's.
+  EXPECT_TRUE(contains(inspect.out, "declares   tile_size_0: 1 2 4 8 16 32 64")) << inspect.out;
 
   auto recorded = replay("");
   EXPECT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
@@ -87,6 +89,10 @@ TEST_F(KokkosCuda, TheTunedTileRunsInTheApplicationThroughKokkosTuningInterface)
                                std::chrono::seconds(600));
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_TRUE(contains(job.err, "is the Kokkos kernel 'heat::step'")) << job.err;
+  EXPECT_TRUE(contains(job.err,
+                       "x takes the values the application declared for "
+                       "heat::step_tile_size_0"))
+      << job.err;
   // Only what Kokkos' tuning interface can set is searched: no compiler level.
   std::ifstream csv(results / "candidates.csv");
   const std::string candidates{std::istreambuf_iterator<char>(csv), {}};

@@ -60,7 +60,11 @@ ExpectedCapture random_capture(std::uint64_t seed, const CaptureShape& shape) {
     Kernel kernel;
     kernel.name = "_Z6kernel" + std::to_string(k) + "PfPKfi";
     kernel.demangled_name = "kernel" + std::to_string(k) + "(float*, float const*, int)";
-    if (k % 2 == 1) kernel.kokkos_label = "Label::kernel" + std::to_string(k);
+    if (k % 2 == 1) {
+      kernel.kokkos_label = "Label::kernel" + std::to_string(k);
+      kernel.kokkos_choices["tile_size_0"] = {1, 2, 4, 8 * static_cast<std::int64_t>(k)};
+      if (k % 4 == 1) kernel.kokkos_choices["team_size"] = {-1, 32};
+    }
     std::vector<std::byte> ptx = random_bytes(rng, 100 + rng() % 1000);
     kernel.images["ptx"] = hash_bytes(ptx);
     out.contents.emplace(kernel.images["ptx"], std::move(ptx));

@@ -228,6 +228,30 @@ TEST(CaptureWriterChecks, RefusesBadKernels) {
   missing_image.name = "k";
   missing_image.images["ptx"] = r3::hash_string("absent");
   EXPECT_THROW(writer.add_kernel(missing_image), r3::Error);
+  Kernel bad_choice;
+  bad_choice.name = "k";
+  bad_choice.kokkos_choices["tile=0"] = {1};
+  EXPECT_THROW(writer.add_kernel(bad_choice), r3::Error);
+  bad_choice.kokkos_choices = {{"tile_size_0", {}}};
+  EXPECT_THROW(writer.add_kernel(bad_choice), r3::Error);
+}
+
+TEST(CaptureKokkosChoices, TextReadsBackAndDamagedTextIsRefused) {
+  const std::map<std::string, std::vector<std::int64_t>> choices{{"tile_size_0", {1, 2, 4, 64}},
+                                                                 {"team_size", {-1, 1024}}};
+  const std::string text = kokkos_choices_text(choices);
+  EXPECT_EQ(text, "team_size=-1,1024;tile_size_0=1,2,4,64");
+  EXPECT_EQ(parse_kokkos_choices(text, "here"), choices);
+  EXPECT_TRUE(parse_kokkos_choices("", "here").empty());
+  for (const char* bad :
+       {"tile_size_0", "=1,2", "tile_size_0=", "tile_size_0=1,x", "a=1;;b=2", "a=1,,2", "a=1.5"}) {
+    try {
+      parse_kokkos_choices(bad, "/kernels/0");
+      ADD_FAILURE() << "'" << bad << "' was read";
+    } catch (const r3::FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("/kernels/0"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // An application that dies while recording keeps the launches flushed before.

@@ -200,6 +200,8 @@ Kernel read_kernel(hid_t kernels, std::size_t id, bool complete,
   kernel.name = h5::read_string_attribute(group, "name", where);
   kernel.demangled_name = optional_string(group, "demangled_name", where);
   kernel.kokkos_label = optional_string(group, "kokkos_label", where);
+  kernel.kokkos_choices =
+      parse_kokkos_choices(optional_string(group, "kokkos_choices", where), where);
   for (const std::string& attribute : h5::attribute_names(group, where)) {
     if (attribute.rfind(schema::kImageAttributePrefix, 0) != 0) continue;
     std::string kind = attribute.substr(schema::kImageAttributePrefix.size());
@@ -251,6 +253,44 @@ std::string base_name(std::string_view demangled) {
 }
 
 }  // namespace
+
+std::string kokkos_choices_text(const std::map<std::string, std::vector<std::int64_t>>& choices) {
+  std::string text;
+  for (const auto& [name, values] : choices) {
+    if (!text.empty()) text += ';';
+    text += name + '=';
+    for (std::size_t i = 0; i < values.size(); ++i)
+      text += (i ? "," : "") + std::to_string(values[i]);
+  }
+  return text;
+}
+
+std::map<std::string, std::vector<std::int64_t>> parse_kokkos_choices(std::string_view text,
+                                                                      const std::string& where) {
+  std::map<std::string, std::vector<std::int64_t>> choices;
+  auto fail = [&](std::string_view item) -> void {
+    throw FormatError(where + ": Kokkos choices: expected NAME=V1,V2,... separated by ';', got '" +
+                      std::string(item) + "'");
+  };
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(';'), text.size());
+    const std::string_view item = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t eq = item.find('=');
+    if (eq == 0 || eq == std::string_view::npos || eq + 1 == item.size()) fail(item);
+    std::vector<std::int64_t>& values = choices[std::string(item.substr(0, eq))];
+    std::string_view list = item.substr(eq + 1);
+    while (!list.empty()) {
+      const std::size_t comma = std::min(list.find(','), list.size());
+      std::int64_t v = 0;
+      const auto [ptr, ec] = std::from_chars(list.data(), list.data() + comma, v);
+      if (ec != std::errc() || ptr != list.data() + comma) fail(item);
+      values.push_back(v);
+      list.remove_prefix(std::min(comma + 1, list.size()));
+    }
+  }
+  return choices;
+}
 
 std::string instance_name(std::string_view demangled) {
   int angle = 0;

@@ -186,6 +186,9 @@ Hash128 checksum(const Kernel& kernel) {
   h.update_field(kernel.name);
   h.update_field(kernel.demangled_name);
   h.update_field(kernel.kokkos_label);
+  // Only where there are any: captures written before they were recorded keep their checksum.
+  if (!kernel.kokkos_choices.empty())
+    h.update_field("kokkos_choices=" + kokkos_choices_text(kernel.kokkos_choices));
   number(h, kernel.images.size());
   for (const auto& [kind, content] : kernel.images) {
     h.update_field(kind);

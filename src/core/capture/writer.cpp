@@ -278,6 +278,12 @@ std::size_t CaptureWriter::add_kernel(const Kernel& kernel) {
   for (const std::string* text : {&kernel.name, &kernel.demangled_name, &kernel.kokkos_label}) {
     impl_->require_text(*text, what);
   }
+  for (const auto& [choice, values] : kernel.kokkos_choices) {
+    if (choice.empty() || choice.find_first_of("=;,") != std::string::npos || values.empty())
+      impl_->fail(what + ": Kokkos choice '" + choice +
+                  "' needs a name without '=', ';' or ',' "
+                  "and at least one value");
+  }
   for (const Param& param : kernel.params)
     impl_->require_text(param.type, what + " parameter type");
   for (const auto& [kind, content] : kernel.images) {
@@ -294,6 +300,9 @@ std::size_t CaptureWriter::add_kernel(const Kernel& kernel) {
     h5::write_string_attribute(group, "name", kernel.name);
     h5::write_string_attribute(group, "demangled_name", kernel.demangled_name);
     h5::write_string_attribute(group, "kokkos_label", kernel.kokkos_label);
+    if (!kernel.kokkos_choices.empty())
+      h5::write_string_attribute(group, "kokkos_choices",
+                                 kokkos_choices_text(kernel.kokkos_choices));
     for (const auto& [kind, content] : kernel.images) {
       h5::write_string_attribute(group, std::string(schema::kImageAttributePrefix) + kind,
                                  content.hex());

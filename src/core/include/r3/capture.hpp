@@ -125,12 +125,24 @@ struct Kernel {
   std::string name;                       // as the application knows it (mangled for CUDA)
   std::string demangled_name;             // "" when the same as name or unknown
   std::string kokkos_label;               // "" unless recorded under a Kokkos connector
+  // The candidates the application declared for its Kokkos tuning variables of this kernel, by
+  // name without the label ("heat::step_tile_size_0" -> "tile_size_0": 1 2 4 ... 64), as the
+  // connector saw them while it was recorded: what Kokkos' tuning interface can hand it. Empty:
+  // none declared (then Kokkos' own tuners decide what a tool may choose).
+  std::map<std::string, std::vector<std::int64_t>> kokkos_choices;
   std::map<std::string, Hash128> images;  // kind -> content
   std::vector<Param> params;
   std::vector<Launch> launches;
 
   friend bool operator==(const Kernel&, const Kernel&) = default;
 };
+
+// kokkos_choices as one line of text, "tile_size_0=1,2,4;tile_size_1=1,2" (the capture's
+// attribute, and what the Kokkos connector hands the recorder), and back. Parsing throws
+// FormatError naming `where` for anything else.
+std::string kokkos_choices_text(const std::map<std::string, std::vector<std::int64_t>>& choices);
+std::map<std::string, std::vector<std::int64_t>> parse_kokkos_choices(std::string_view text,
+                                                                      const std::string& where);
 
 // A demangled kernel name without its return type and parameters: "MatrixMulCUDA<32>" for
 // "void MatrixMulCUDA<32>(float*, float*, float*, int, int)", "ns::scale" for
