@@ -20,7 +20,7 @@ With --kokkos DIR (the examples examples/kokkos/build_kokkos.sh builds: a Kokkos
 its tuning interface) two Kokkos kernels too, the heat example's MDRange stencil and the policies
 example's TeamPolicy matvec (Kokkos::AUTO team size and vector length): each recorded by its label
 (`r3 record --kokkos -k LABEL`), tuned the same way (its tile or team shape: the launch level),
-then run with the connector and no values ("original") and under `r3 apply` (the tuned tile
+then run under `r3 apply --original` (the connector answering nothing) and `r3 apply` (the tuned tile
 through the application's own tuning variables; the tuned team through Kokkos' team-size tuner,
 --kokkos-tune-internals), interleaved; its GPU column is the application's own fenced time of
 the label's launches, as it prints it.
@@ -235,7 +235,6 @@ def kokkos_rows(args):
     measure through Kokkos' tuning interface (the connector without values, then r3 apply),
     interleaved."""
     r3 = os.path.join(args.build, "bin", "r3")
-    connector = dict(os.environ, KOKKOS_TOOLS_LIBS=os.path.join(args.build, "lib", "libr3kokkos.so"))
     rows = []
     for program, label, recorded, measured, time_line, apply_args, same in KOKKOS_EXAMPLES:
         app = os.path.join(os.path.abspath(args.kokkos), program)
@@ -268,7 +267,8 @@ def kokkos_rows(args):
         rows.append(interleaved_row(
             args, program, label, results, tune_s,
             plain=lambda app=app: one([app] + measured),
-            original=lambda app=app: one([app] + measured, env=connector),
+            original=lambda app=app, results=results:
+                one([r3, "apply", "--original", results, "--", app] + measured),
             applied=lambda app=app, results=results, apply_args=apply_args:
                 one([r3, "apply", results, "--", app] + measured + apply_args),
             result_lines=lambda o, same=same: "\n".join(l for l in o.splitlines()

@@ -84,9 +84,9 @@ int apply_cuda(const ApplyOptions& options, const CudaWinners& winners, std::ost
 int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   if (options.command.empty()) throw UsageError("r3 apply: give the application to run after --");
   if (options.cuda) return apply_cuda(options, *options.cuda, report);
-  if (options.original || options.check)
-    throw UsageError(std::string("r3 apply ") + (options.original ? "--original" : "--check") +
-                     ": for a CUDA application's result (this is Kokkos tuned values)");
+  if (options.check)
+    throw UsageError(
+        "r3 apply --check: for a CUDA application's result (this is Kokkos tuned values)");
   std::error_code ec;
   if (!fs::exists(options.result, ec))
     throw ConfigError("r3 apply: " + options.result.string() +
@@ -111,6 +111,11 @@ int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   ApplicationEnvironment env;
   const fs::path connector = find_kokkos_library(kConnectorFile);
   env.set = kokkos_tool_variables(connector);
+  if (options.original) {
+    // The same application with the connector loaded and nothing to answer: the baseline.
+    report << "r3 apply --original: the connector answers nothing\n";
+    return run_timed(options.command, env, report);
+  }
   env.set.push_back("R3_KOKKOS_TUNED=" + result.string());
   std::optional<PrivateDirectory> dir;
   if (!options.kokkos_team_limits.empty()) {

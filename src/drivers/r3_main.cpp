@@ -95,8 +95,9 @@ void add_apply(CLI::App& app, r3::record::ApplyOptions& o) {
                   "The application's Kokkos was built without Kokkos_ENABLE_TUNING: preload "
                   "libr3kokkos_compat.so to answer the application's own tuning variables");
   apply->add_flag("--original", o.original,
-                  "CUDA: substitute nothing; time the result's kernels on the GPU (CUPTI) as an "
-                  "applied run does, for comparing with one");
+                  "Apply nothing, for comparing with an applied run: CUDA: time the result's "
+                  "kernels on the GPU (CUPTI) as an applied run does; Kokkos: run with the "
+                  "connector answering nothing");
   apply->add_flag("--check", o.check,
                   "CUDA: the first launch of each substituted kernel also runs the application's "
                   "kernel on the same memory; a winner whose results differ beyond the run's "
@@ -128,7 +129,7 @@ int run_apply(r3::record::ApplyOptions& o) {
       winners.cubins.push_back(w.cubin);
     }
     o.cuda = std::move(winners);
-  } else {
+  } else if (!o.original) {
     for (const r3::replay::KokkosTeamKernel& k : r3::replay::kokkos_team_kernels(files, std::cerr))
       o.kokkos_team_limits.push_back(
           {k.label, k.max_team_threads, k.auto_team_size, k.auto_vector_length});

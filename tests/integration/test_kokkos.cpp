@@ -122,16 +122,26 @@ TEST_F(Kokkos, AResultThatCannotBeUsedIsRefusedBeforeTheApplicationStarts) {
   ProcessResult no_app = run_process({R3_TEST_R3, "apply", write("ok.yaml", kResult)});
   EXPECT_EQ(no_app.exit_code, 2) << no_app.err;
 
-  // The CUDA-only options are refused for Kokkos tuned values rather than ignored.
-  for (const char* option : {"--original", "--check"}) {
-    ProcessResult cuda_only = run_process({R3_TEST_R3, "apply", write("ok.yaml", kResult), option,
-                                           "--", R3_TEST_KOKKOS_HEAT, "64", "5"});
-    EXPECT_EQ(cuda_only.exit_code, 2) << option << ": " << cuda_only.err;
-    EXPECT_TRUE(contains(cuda_only.err, std::string("r3 apply ") + option +
-                                            ": for a CUDA application's result"))
-        << cuda_only.err;
-    EXPECT_FALSE(contains(cuda_only.out, "heat::step tile")) << "the application ran";
-  }
+  // The CUDA-only option is refused for Kokkos tuned values rather than ignored.
+  ProcessResult cuda_only = run_process({R3_TEST_R3, "apply", write("ok.yaml", kResult), "--check",
+                                         "--", R3_TEST_KOKKOS_HEAT, "64", "5"});
+  EXPECT_EQ(cuda_only.exit_code, 2) << cuda_only.err;
+  EXPECT_TRUE(contains(cuda_only.err, "r3 apply --check: for a CUDA application's result"))
+      << cuda_only.err;
+  EXPECT_FALSE(contains(cuda_only.out, "heat::step tile")) << "the application ran";
+}
+
+// --original: the baseline an applied run is compared with, the connector answering nothing.
+TEST_F(Kokkos, OriginalRunsTheApplicationWithTheConnectorAnsweringNothing) {
+  std::vector<std::string> args = {R3_TEST_R3, "apply", write("ok.yaml", kResult), "--original"};
+  if (!kKokkosHasTuning) args.push_back("--kokkos-without-tuning");
+  for (const char* a : {"--", R3_TEST_KOKKOS_HEAT, "64", "5"}) args.push_back(a);
+  ProcessResult r = run_process(args, std::chrono::seconds(120));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "heat::step tile 8 x 8\n")) << "Kokkos' own tile\n" << r.out;
+  EXPECT_TRUE(contains(r.err, "the connector answers nothing")) << r.err;
+  EXPECT_TRUE(contains(r.err, "the application ran for")) << r.err;
+  EXPECT_FALSE(contains(r.err, "applied heat::step")) << r.err;
 }
 
 TEST_F(Kokkos, AResultDamagedAfterTheStartLeavesTheApplicationRunning) {

@@ -25,8 +25,9 @@ struct ApplyOptions {
   std::filesystem::path result;        // a best.yaml or a results directory
   bool kokkos_without_tuning = false;  // preload libr3kokkos_compat.so
   std::optional<CudaWinners> cuda;     // a CUDA result: what to substitute
-  // CUDA: substitute nothing, only time the result's kernels on the GPU as an applied run does
-  // (the baseline bench/app_speedup compares with).
+  // Apply nothing, the baseline bench/app_speedup compares with: CUDA: substitute nothing, only
+  // time the result's kernels on the GPU as an applied run does; Kokkos: run with the connector
+  // answering nothing.
   bool original = false;
   // CUDA: the first launch of each substituted kernel also runs the application's kernel on the
   // same memory; a winner whose results differ beyond the run's tolerances is dropped.
