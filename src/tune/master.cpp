@@ -148,7 +148,18 @@ std::optional<BlockChoices> kokkos_blocks(const config::TuneConfig& config,
   const std::string what = "kernel " + k.name + " is the Kokkos kernel '" + k.kokkos_label + "', ";
   const std::string not_compiler =
       "; not its compiler options, which would need the application rebuilt";
-  if (replay::find_mdrange_tiling(first.args, first.block, first.grid)) {
+  std::string why =
+      "not an MDRange or TeamPolicy kernel whose launch replay can change as Kokkos would";
+  if (replay::find_mdrange_tiling(first.args, first.block, first.grid) &&
+      !kernel.kokkos_choices.contains("tile_size_0")) {
+    why =
+        "an MDRange kernel for which the application declares no tile variable "
+        "('" +
+        k.kokkos_label +
+        "_tile_size_0', ...): its tile would reach it only through "
+        "Kokkos' own MDRange tuner (--kokkos-tune-internals), which r3 apply does not answer "
+        "(and which Kokkos 4.6 applies wrongly to reductions: docs/kokkos.md)";
+  } else if (replay::find_mdrange_tiling(first.args, first.block, first.grid)) {
     log::info(what,
               "an MDRange kernel: its tile is searched (its block, the policy in its closure "
               "rewritten as Kokkos would), which r3 apply gives the application through Kokkos' "
@@ -161,8 +172,6 @@ std::optional<BlockChoices> kokkos_blocks(const config::TuneConfig& config,
   std::optional<replay::TeamShape> team;
   if (replay::is_team_parallel_for(kernel.demangled_name))
     team = replay::find_team_shape(first.args, first.block, first.grid, first.shared_memory_bytes);
-  std::string why =
-      "not an MDRange or TeamPolicy kernel whose launch replay can change as Kokkos would";
   if (team && team->uses_scratch) {
     why =
         "a TeamPolicy kernel whose teams use scratch memory, which a new team size would "
