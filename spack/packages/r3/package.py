@@ -105,7 +105,7 @@ class R3(CMakePackage, CudaPackage):
     with when("+tests"):
         depends_on("googletest@1.10:", type=("build", "link"))
         depends_on("cpp-httplib@0.10:", type="build")
-        # tests/unit/test_capture_refusal.cpp calls H5Dget_chunk_info (HDF5 1.10.5).
+        # tests/core/test_capture_refusal.cpp calls H5Dget_chunk_info (HDF5 1.10.5).
         depends_on("hdf5@1.10.5:")
 
     # --- conflicts -------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// Hostile candidates (tests/unit/test_sandbox_hostile.cpp): the demo stencil, preceded by one
+// Hostile candidates (tests/replayer/test_sandbox_hostile.cpp): the demo stencil, preceded by one
 // attempt to reach outside, chosen by ATTACK. An attempt that works adds 1 to every output, so
 // an unconfined run shows as a wrong result; a confined one is stopped (the candidate dies of a
 // forbidden system call) or refused (the call fails and the stencil comes out right). Set by the
