@@ -4,14 +4,21 @@
 #   run_install_test.sh shared BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
 #       installs the existing (shared) build
 #   run_install_test.sh static BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
-#       first builds r3 again, static, with every optional dependency off
+#       first builds r3 again, static, with every optional dependency off, with the other of
+#       Ninja and Unix Makefiles than GENERATOR (the main build's): every test run builds r3
+#       with both (Unix Makefiles is what Spack's CMakePackage uses by default)
 set -euo pipefail
 mode=$1 build=$2 source=$3 work=$4 generator=$5
 rm -rf "$work"
 mkdir -p "$work"
 if [ "$mode" = static ]; then
   build=$work/build
-  cmake -S "$source" -B "$build" -G "$generator" -DBUILD_SHARED_LIBS=OFF -DR3_BUILD_TESTS=OFF \
+  other="Unix Makefiles"
+  if [ "$generator" = "Unix Makefiles" ]; then
+    if command -v ninja >/dev/null; then other=Ninja; else other=$generator; fi
+  fi
+  echo "building r3 static with $other"
+  cmake -S "$source" -B "$build" -G "$other" -DBUILD_SHARED_LIBS=OFF -DR3_BUILD_TESTS=OFF \
     -DR3_ENABLE_CUDA=OFF -DR3_ENABLE_LLVM=OFF -DR3_ENABLE_KOKKOS=OFF -DR3_ENABLE_MPI=OFF -DR3_ENABLE_SECCOMP=OFF \
     >"$work/configure.log"
   cmake --build "$build" -j 2 >"$work/build.log"
