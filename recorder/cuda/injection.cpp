@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocations.hpp"
+#include "app_times.hpp"
 #include "code_images.hpp"
 #include "launched_function.hpp"
 #include "r3/capture.hpp"
@@ -90,6 +92,7 @@ struct RecorderError : std::runtime_error {
   } while (0)
 
 using record::cuda::KernelActivity;
+using record::cuda::WrittenLaunch;
 
 struct PendingRegion {
   capture::RegionKind kind = capture::RegionKind::allocation;
@@ -124,22 +127,6 @@ struct KernelRecord {
   std::set<r3::Hash128> distinct;
   std::optional<std::vector<ModuleGlobal>> globals;  // resolved at its first selected launch
   bool warned_managed = false;
-};
-
-// A launch as written, kept (without its contents) until the application's own times of the
-// kernel are known at exit.
-struct WrittenLaunch {
-  std::size_t kernel_id = 0, index = 0;
-  std::string name;
-  std::uint32_t correlation = 0;
-  capture::Launch launch;
-};
-
-// One launch of a recorded kernel in the application, from CUPTI's activity records.
-struct AppLaunch {
-  capture::Dim3 grid, block;
-  double us = 0;
-  std::uint32_t correlation = 0;
 };
 
 // PTX of a loaded fat binary, decompressed when a recorded kernel is looked up in it.
@@ -291,18 +278,22 @@ class CudaRecorder {
     if (auto event = record::cuda::memory_event(id, cb)) {
       using Kind = record::cuda::MemoryEvent::Kind;
       switch (event->kind) {
-        case Kind::allocated:
-          add_allocation(event->address, event->bytes);
+        case Kind::allocated: {
+          std::lock_guard lock(mutex_);
+          allocations_.add(event->address, event->bytes);
           return;
+        }
         case Kind::managed: {
           ++unsupported_managed_;
           std::lock_guard lock(mutex_);
-          managed_[event->address] = event->bytes;
+          allocations_.add_managed(event->address, event->bytes);
           return;
         }
-        case Kind::freed:
-          remove_allocation(event->address);
+        case Kind::freed: {
+          std::lock_guard lock(mutex_);
+          allocations_.remove(event->address);
           return;
+        }
       }
     }
     switch (id) {
@@ -469,43 +460,27 @@ class CudaRecorder {
   }
 
   void take_activity(uint8_t* buffer, std::size_t valid) {
-    constexpr std::size_t kSamplesPerKernel = 100000;
-    std::lock_guard lock(activity_mutex_);
     record::cuda::for_each_kernel_record(buffer, valid, [&](const KernelActivity& k) {
-      if (!k.name || !timed_names_.contains(k.name)) return;
-      std::vector<AppLaunch>& samples = app_launches_[k.name];
-      if (samples.size() >= kSamplesPerKernel) return;
-      samples.push_back(
+      app_times_.add(
+          k.name,
           {capture::Dim3{std::uint32_t(k.gridX), std::uint32_t(k.gridY), std::uint32_t(k.gridZ)},
            capture::Dim3{std::uint32_t(k.blockX), std::uint32_t(k.blockY), std::uint32_t(k.blockZ)},
            double(k.end - k.start) / 1000.0, k.correlationId});
     });
   }
 
-  // Each written launch's time in the application: the median duration of the application's
-  // launches of that kernel with the same shape, leaving out the recorded launch itself (it
-  // ran after the recorder's copies), unless it was the only one. Callers hold mutex_.
+  // Each written launch's time in the application (app_times.hpp). Callers hold mutex_.
   void apply_app_times() {
-    std::lock_guard lock(activity_mutex_);
-    std::size_t timed = 0;
-    for (WrittenLaunch& w : written_) {
-      std::vector<double> others, own;
-      for (const AppLaunch& a : app_launches_[w.name]) {
-        if (a.grid != w.launch.grid || a.block != w.launch.block) continue;
-        (a.correlation == w.correlation ? own : others).push_back(a.us);
-      }
-      std::vector<double>& samples = others.empty() ? own : others;
-      if (samples.empty()) continue;
-      std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-      w.launch.app_time_us = samples[samples.size() / 2];
+    const std::size_t timed = app_times_.apply([&](const WrittenLaunch& w) {
       try {
         writer_->set_app_time(w.kernel_id, w.index, w.launch);
-        ++timed;
+        return true;
       } catch (const std::exception& e) {
         log::error("record (CUDA): ", e.what());
         ++errors_;
+        return false;
       }
-    }
+    });
     log::debug("record (CUDA): application times of ", timed,
                " recorded launch(es) from CUPTI kernel activity records");
   }
@@ -515,39 +490,14 @@ class CudaRecorder {
            *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
   }
 
-  void add_allocation(CUdeviceptr address, std::size_t size) {
-    std::lock_guard lock(mutex_);
-    allocations_[address] = size;
-  }
-  void remove_allocation(CUdeviceptr address) {
-    std::lock_guard lock(mutex_);
-    allocations_.erase(address);
-    managed_.erase(address);
-  }
-
   // Says once per kernel that a launch reaches managed memory, which is not recorded (callers
   // hold the mutex).
   void warn_if_managed(std::uint64_t word, KernelRecord& record) {
-    if (record.warned_managed || !range_containing(managed_, word)) return;
+    if (record.warned_managed || !allocations_.is_managed(word)) return;
     record.warned_managed = true;
     log::warning("record (CUDA): a launch of ", record.kernel.name,
                  " uses managed memory (cudaMallocManaged) at 0x", std::hex, word, std::dec,
                  ", which is not recorded: its recorded launches will not replay");
-  }
-
-  // The (base, size) of `ranges` (base -> size) that contains `address`.
-  static std::optional<std::pair<std::uint64_t, std::uint64_t>> range_containing(
-      const std::map<std::uint64_t, std::uint64_t>& ranges, std::uint64_t address) {
-    auto it = ranges.upper_bound(address);
-    if (it == ranges.begin()) return std::nullopt;
-    --it;
-    if (address >= it->first + it->second) return std::nullopt;
-    return *it;
-  }
-
-  // The live allocation that contains `address` (callers hold the mutex).
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> allocation_of(std::uint64_t address) {
-    return range_containing(allocations_, address);
   }
 
   // What the recorder knows of a launched function, found once: the names are looked up, the
@@ -642,8 +592,7 @@ class CudaRecorder {
     if (record.distinct.size() >= launches_per_kernel_) functions_[f].recorded_enough = true;
     pending_[cb->correlationId] = std::move(pending);
     ++pending_count_;
-    std::lock_guard activity_lock(activity_mutex_);
-    timed_names_.insert(n.name);
+    app_times_.time(n.name);
   }
 
   std::size_t kernel_index(const Names& n, const std::vector<capture::Param>& params) {
@@ -678,7 +627,7 @@ class CudaRecorder {
     // What a typed pointer parameter says its allocation holds; unknown where two disagree.
     std::map<std::uint64_t, capture::ElementType> element_types;
     auto consider = [&](std::uint64_t word, const std::string& name) {
-      auto a = allocation_of(word);
+      auto a = allocations_.containing(word);
       if (!a) return;
       names.emplace(a->first, name);
       if (!capture_all_ && chosen.insert(a->first).second) queue.push_back(a->first);
@@ -710,7 +659,7 @@ class CudaRecorder {
         std::uint64_t word = 0;
         std::memcpy(&word, pending.launch.args.data() + at, 8);
         warn_if_managed(word, record);
-        if (auto a = allocation_of(word); a && p.size == 8) {
+        if (auto a = allocations_.containing(word); a && p.size == 8) {
           p.is_pointer = true;
           const capture::ElementType type = record::cuda::pointee_element_type(p.type);
           auto [it, fresh] = element_types.emplace(a->first, type);
@@ -721,13 +670,13 @@ class CudaRecorder {
     }
     if (capture_all_) {
       std::size_t unnamed = 0;
-      for (const auto& [base, size] : allocations_) {
+      for (const auto& [base, size] : allocations_.live()) {
         chosen.insert(base), queue.push_back(base);
         names.emplace(base, "allocation" + std::to_string(unnamed++));
       }
     }
     for (std::size_t i = 0; i < queue.size(); ++i) {
-      const std::uint64_t base = queue[i], size = allocations_.at(base);
+      const std::uint64_t base = queue[i], size = allocations_.live().at(base);
       PendingRegion region{capture::RegionKind::allocation, names[base], base, size,
                            std::vector<std::byte>(size)};
       if (auto it = element_types.find(base); it != element_types.end())
@@ -798,7 +747,7 @@ class CudaRecorder {
       record.id = writer.add_kernel(record.kernel);
     }
     const std::size_t index = writer.add_launch(*record.id, pending->launch);
-    written_.push_back({*record.id, index, pending->name, pending->correlation, pending->launch});
+    app_times_.written({*record.id, index, pending->name, pending->correlation, pending->launch});
     writer.flush();
   }
 
@@ -869,31 +818,27 @@ class CudaRecorder {
   }
 
   // Lock order: mutex_ first, then at most one of images_mutex_ (code images looked up while a
-  // launch is recorded: cubin_with, ptx_for) and activity_mutex_ (a recorded kernel's name added
-  // to those timed; apply_app_times). images_mutex_ and activity_mutex_ are never held together,
-  // and mutex_ is never taken while either is held (on_resource, take_activity and the PTX
-  // readers take theirs alone). mutex_ is held across a recorded launch's cuCtxSynchronize, its
-  // device-to-host copies and its write to the capture: while one launch is recorded, the
-  // launches of every other application thread wait for it. The Kokkos connector's mutex is
-  // taken under mutex_ (kokkos_choices, when a kernel is first recorded); the connector never
-  // calls the recorder.
+  // launch is recorded: cubin_with, ptx_for) and app_times_' own (a recorded kernel's name added
+  // to those timed, a written launch kept; apply_app_times). images_mutex_ and app_times_' are
+  // never held together, and mutex_ is never taken while either is held (on_resource,
+  // take_activity and the PTX readers take theirs alone). mutex_ is held across a recorded launch's
+  // cuCtxSynchronize, its device-to-host copies and its write to the capture: while one launch is
+  // recorded, the launches of every other application thread wait for it. The Kokkos connector's
+  // mutex is taken under mutex_ (kokkos_choices, when a kernel is first recorded); the connector
+  // never calls the recorder.
   std::mutex mutex_;
   bool active_ = false, finished_ = false, capture_all_ = false;
   std::string output_, selection_text_;
   std::regex selection_;
   unsigned long launches_per_kernel_ = 1;
-  std::map<std::uint64_t, std::uint64_t> allocations_;  // base -> size
-  std::map<std::uint64_t, std::uint64_t> managed_;      // managed allocations, base -> size
+  record::cuda::Allocations allocations_;
   // Its own lock: a module may be loaded inside a driver call made while mutex_ is held. A deque,
   // so that a cubin found stays where it is while other modules load.
   std::mutex images_mutex_;
   std::deque<std::vector<std::byte>> cubins_;
   std::deque<LoadedPtx> ptx_;
-  std::mutex activity_mutex_;
-  bool activity_on_ = false, activity_failed_ = false;
-  std::set<std::string, std::less<>> timed_names_;              // kernels whose activity is kept
-  std::map<std::string, std::vector<AppLaunch>> app_launches_;  // by kernel name
-  std::vector<WrittenLaunch> written_;
+  bool activity_on_ = false, activity_failed_ = false;  // set in start(), before any launch
+  record::cuda::AppTimes app_times_;                    // its own mutex, taken last
   unsigned device_architecture_ = 0;  // 90 for sm_90
   std::vector<KernelRecord> kernels_;
   std::map<std::uint32_t, std::unique_ptr<Pending>> pending_;  // by CUPTI correlation id
