@@ -46,6 +46,17 @@ config::TuneConfig load_result(const fs::path& file, std::string& text) {
   return config::parse_tune_config(text, file);
 }
 
+// The result as a tune.yaml; nullopt when it is not a whole one (Kokkos tuned values may be a
+// `kernels:` list alone: the connector's path says what is wrong with them).
+std::optional<config::TuneConfig> tune_yaml_of(const fs::path& file) {
+  std::string text;
+  try {
+    return load_result(file, text);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+}
+
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // The factor of the result's "# confirmed speedup 1.42x ..." line; 0 without one.
@@ -77,13 +88,9 @@ std::optional<Backend::LoadableCode> stored_code(const fs::path& result_file,
 
 bool is_cuda_result(const std::vector<fs::path>& files, std::ostream& report) {
   for (const fs::path& file : files) {
-    std::string text;
-    config::TuneConfig config;
-    try {
-      config = load_result(file, text);
-    } catch (const ConfigError&) {
-      return false;  // a Kokkos result need not be a whole tune.yaml: that path says what is wrong
-    }
+    const std::optional<config::TuneConfig> result = tune_yaml_of(file);
+    if (!result) return false;
+    const config::TuneConfig& config = *result;
     if (config.backend != config::Backend::cuda && config.backend != config::Backend::automatic)
       return false;
     std::error_code ec;
@@ -186,16 +193,12 @@ std::vector<KokkosTeamKernel> kokkos_team_kernels(const std::vector<fs::path>& f
   constexpr int kSharedPerBlock = 48 * 1024;
   std::vector<KokkosTeamKernel> kernels;
   for (const fs::path& file : files) {
-    std::string text;
-    config::TuneConfig config;
-    try {
-      config = load_result(file, text);
-    } catch (const ConfigError&) {
-      continue;  // Kokkos tuned values without a tune.yaml around them: no capture to look at
-    }
+    const std::optional<config::TuneConfig> result = tune_yaml_of(file);
     std::error_code ec;
-    if (config.backend != config::Backend::cuda || !fs::is_regular_file(config.capture, ec))
-      continue;
+    if (!result || result->backend != config::Backend::cuda ||
+        !fs::is_regular_file(result->capture, ec))
+      continue;  // no capture to look at
+    const config::TuneConfig& config = *result;
     const auto capture = capture::CaptureReader::open(config.capture);
     for (const config::KernelSelection& selection : config.kernels) {
       const std::size_t index = kernel_index(capture, selection.name);

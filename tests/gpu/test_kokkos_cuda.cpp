@@ -20,15 +20,49 @@ namespace {
 
 using test::contains;
 
+// The text of a file ("" when it cannot be read).
+std::string text_of(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Tunes the Kokkos kernel `label` of `capture` (2 ranks, 16 evaluations) into `dir`/results and
+// checks that only what Kokkos' tuning interface can set was searched: its launch level.
+test::ProcessResult tune_kokkos_kernel(const std::filesystem::path& dir, const std::string& capture,
+                                       const std::string& label) {
+  std::ofstream(dir / "tune.yaml")
+      << "capture: \"" << capture << "\"\nbackend: cuda\n"
+      << "kernels:\n  - name: \"" << label << "\"\n"
+      << "budget:\n  evaluations: 16\n"
+      << "timing:\n  repeats: 5\n"
+      << "output:\n  directory: \"" << (dir / "results").string() << "\"\n";
+  auto job = test::run_process(
+      {R3_TEST_MPIEXEC, "-n", "2", "--oversubscribe", R3_TEST_R3_MPI, (dir / "tune.yaml").string()},
+      std::chrono::seconds(600));
+  const std::string candidates = text_of(dir / "results" / "candidates.csv");
+  EXPECT_FALSE(contains(candidates, ",compiler,")) << candidates;
+  EXPECT_TRUE(contains(candidates, ",launch,")) << candidates;
+  return job;
+}
+
+// The example `program` of R3_TEST_KOKKOS_CUDA_EXAMPLES; "" when it is not there.
+std::string kokkos_example(const char* program) {
+  const char* dir = std::getenv("R3_TEST_KOKKOS_CUDA_EXAMPLES");
+  if (dir == nullptr || !std::filesystem::exists(std::filesystem::path(dir) / program)) return "";
+  return (std::filesystem::path(dir) / program).string();
+}
+
+#define R3_REQUIRE_KOKKOS_EXAMPLE(path)                                                    \
+  if ((path).empty())                                                                      \
+  GTEST_SKIP() << "Kokkos on CUDA is not tested: set R3_TEST_KOKKOS_CUDA_EXAMPLES to the " \
+                  "examples examples/kokkos/build_kokkos.sh builds (OUTDIR/examples)"
+
 class KokkosCuda : public ::testing::Test {
  protected:
   void SetUp() override {
     R3_REQUIRE_GPU_FOR("Kokkos on CUDA");
-    const char* dir = std::getenv("R3_TEST_KOKKOS_CUDA_EXAMPLES");
-    if (dir == nullptr || !std::filesystem::exists(std::filesystem::path(dir) / "kokkos_heat"))
-      GTEST_SKIP() << "Kokkos on CUDA is not tested: set R3_TEST_KOKKOS_CUDA_EXAMPLES to the "
-                      "examples examples/kokkos/build_kokkos.sh builds (OUTDIR/examples)";
-    heat_ = (std::filesystem::path(dir) / "kokkos_heat").string();
+    heat_ = kokkos_example("kokkos_heat");
+    R3_REQUIRE_KOKKOS_EXAMPLE(heat_);
     capture_ = (dir_ / "heat.h5").string();
     auto rec = test::run_process({R3_TEST_R3, "record", "--kokkos", "-k", "heat::step",
                                   "--launches", "1", "-o", capture_, "--", heat_, "1024", "4"},
@@ -79,28 +113,15 @@ TEST_F(KokkosCuda, AnMDRangeKernelRecordedByLabelReplaysWithTheTilesKokkosWouldL
 
 TEST_F(KokkosCuda, TheTunedTileRunsInTheApplicationThroughKokkosTuningInterface) {
   const auto results = dir_ / "results";
-  std::ofstream(dir_ / "tune.yaml") << "capture: \"" << capture_ << "\"\nbackend: cuda\n"
-                                    << "kernels:\n  - name: \"heat::step\"\n"
-                                    << "budget:\n  evaluations: 16\n"
-                                    << "timing:\n  repeats: 5\n"
-                                    << "output:\n  directory: \"" << results.string() << "\"\n";
-  auto job = test::run_process({R3_TEST_MPIEXEC, "-n", "2", "--oversubscribe", R3_TEST_R3_MPI,
-                                (dir_ / "tune.yaml").string()},
-                               std::chrono::seconds(600));
+  auto job = tune_kokkos_kernel(dir_.path(), capture_, "heat::step");
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_TRUE(contains(job.err, "is the Kokkos kernel 'heat::step'")) << job.err;
   EXPECT_TRUE(contains(job.err,
                        "x takes the values the application declared for "
                        "heat::step_tile_size_0"))
       << job.err;
-  // Only what Kokkos' tuning interface can set is searched: no compiler level.
-  std::ifstream csv(results / "candidates.csv");
-  const std::string candidates{std::istreambuf_iterator<char>(csv), {}};
-  EXPECT_FALSE(contains(candidates, ",compiler,")) << candidates;
-  EXPECT_TRUE(contains(candidates, ",launch,")) << candidates;
 
-  std::ifstream best_file(results / "heat__step" / "best.yaml");
-  const std::string best{std::istreambuf_iterator<char>(best_file), {}};
+  const std::string best = text_of(results / "heat__step" / "best.yaml");
   std::smatch block;
   const bool tuned = std::regex_search(best, block, std::regex(R"(block: \[(\d+), (\d+), 1\])"));
   const bool keep = contains(best, "# keep the application's code");
@@ -130,11 +151,8 @@ class KokkosCudaTeams : public ::testing::Test {
  protected:
   void SetUp() override {
     R3_REQUIRE_GPU_FOR("Kokkos on CUDA");
-    const char* dir = std::getenv("R3_TEST_KOKKOS_CUDA_EXAMPLES");
-    if (dir == nullptr || !std::filesystem::exists(std::filesystem::path(dir) / "kokkos_policies"))
-      GTEST_SKIP() << "Kokkos on CUDA is not tested: set R3_TEST_KOKKOS_CUDA_EXAMPLES to the "
-                      "examples examples/kokkos/build_kokkos.sh builds (OUTDIR/examples)";
-    policies_ = (std::filesystem::path(dir) / "kokkos_policies").string();
+    policies_ = kokkos_example("kokkos_policies");
+    R3_REQUIRE_KOKKOS_EXAMPLE(policies_);
     capture_ = (dir_ / "matvec.h5").string();
     auto rec = record(capture_);
     ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
@@ -190,25 +208,13 @@ TEST_F(KokkosCudaTeams, ATeamKernelReplaysWithTheTeamShapesKokkosCanChoose) {
 
 TEST_F(KokkosCudaTeams, TheTunedTeamRunsInTheApplicationThroughKokkosTeamSizeTuner) {
   const auto results = dir_ / "results";
-  std::ofstream(dir_ / "tune.yaml") << "capture: \"" << capture_ << "\"\nbackend: cuda\n"
-                                    << "kernels:\n  - name: \"policies::matvec\"\n"
-                                    << "budget:\n  evaluations: 16\n"
-                                    << "timing:\n  repeats: 5\n"
-                                    << "output:\n  directory: \"" << results.string() << "\"\n";
-  auto job = test::run_process({R3_TEST_MPIEXEC, "-n", "2", "--oversubscribe", R3_TEST_R3_MPI,
-                                (dir_ / "tune.yaml").string()},
-                               std::chrono::seconds(600));
+  auto job = tune_kokkos_kernel(dir_.path(), capture_, "policies::matvec");
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_TRUE(contains(job.err, "a TeamPolicy kernel: its team size and vector length are"))
       << job.err;
-  std::ifstream csv(results / "candidates.csv");
-  const std::string candidates{std::istreambuf_iterator<char>(csv), {}};
-  EXPECT_FALSE(contains(candidates, ",compiler,")) << candidates;
-  EXPECT_TRUE(contains(candidates, ",launch,")) << candidates;
 
   // The block the application runs with under r3 apply, as the recorder sees it launched.
-  std::ifstream best_file(results / "policies__matvec" / "best.yaml");
-  const std::string best{std::istreambuf_iterator<char>(best_file), {}};
+  const std::string best = text_of(results / "policies__matvec" / "best.yaml");
   std::smatch block;
   ASSERT_TRUE(std::regex_search(best, block, std::regex(R"(block: \[(\d+), (\d+), 1\])"))) << best;
   const std::string applied_capture = (dir_ / "applied.h5").string();
