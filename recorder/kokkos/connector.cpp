@@ -459,7 +459,8 @@ void kokkosp_request_values(const size_t context, const size_t n_inputs,
         // on policies.cpp's matvec). Such a variable gets the middle of the candidates instead.
         if (is_kokkos_tuner_fraction(variable->second)) {
           outputs[i].value.double_value = kMiddleFraction;
-          report_once(s, "not in the result: " + variable->second.name +
+          report_once(s, std::string(s.tuning_wanted ? "not in the result: " : "no r3 result: ") +
+                             variable->second.name +
                              ", a variable of Kokkos' own tuners (--kokkos-tune-internals): "
                              "answered with the middle of its candidates, neither Kokkos' first "
                              "(a 1x1x1 tile, or vector length 1 with the largest team, which it "

@@ -210,15 +210,21 @@ std::vector<KokkosTeamKernel> kokkos_team_kernels(const std::vector<fs::path>& f
                                          recorded.shared_memory_bytes);
       if (!shape || !(shape->auto_team_size || shape->auto_vector_length)) continue;
       const std::string what = "r3 apply: Kokkos kernel '" + kernel.kokkos_label + "': ";
-      std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
-      backend->prepare(capture, index, {launch});
-      Variant application;  // the recorded code: what the application runs
-      application.compiler = config::Compiler::recorded;
-      const Compiled compiled = backend->compile(application);
+      Compiled compiled;
+      try {  // a GPU or a CUDA backend missing here costs the tuner's answers, not the run
+        std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
+        backend->prepare(capture, index, {launch});
+        Variant application;  // the recorded code: what the application runs
+        application.compiler = config::Compiler::recorded;
+        compiled = backend->compile(application);
+      } catch (const Error& e) {
+        compiled.ok = false;
+        compiled.diagnostics = e.what();
+      }
       const int max_threads = compiled.resources.max_threads_per_block;
       if (!compiled.ok || max_threads < 32) {
         report << what << "its recorded code does not load here"
-               << (compiled.ok ? "" : ": " + first_line(compiled.diagnostics))
+               << (compiled.diagnostics.empty() ? "" : ": " + first_line(compiled.diagnostics))
                << "; Kokkos' team-size tuner is not answered for it\n";
         continue;
       }
