@@ -3,10 +3,12 @@
 // `r3 apply` runs the unchanged application with the tuned values of a result.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "r3/capture.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -170,6 +172,62 @@ TEST_F(Kokkos, WithoutTheCompatLibraryAKokkosWithoutTuningIsExplained) {
   EXPECT_TRUE(contains(r.out, "heat::step tile 8 x 8\n")) << r.out;
   EXPECT_TRUE(contains(r.err, "the application declared no tuning variable")) << r.err;
   EXPECT_TRUE(contains(r.err, "r3 apply --kokkos-without-tuning")) << r.err;
+}
+
+// A CUDA capture of a Kokkos TeamPolicy kernel with AUTO team size and vector length (the
+// closure as Kokkos 4 lays it out; no code image), for r3 apply's look-up of the team limits.
+void write_team_capture(const std::filesystem::path& file) {
+  using namespace r3::capture;
+  std::vector<std::byte> args;
+  auto put = [&](std::int64_t v, std::size_t bytes) {
+    const std::size_t at = args.size();
+    args.resize(at + bytes);
+    std::memcpy(args.data() + at, &v, bytes);
+  };
+  for (int i = 0; i < 6; ++i) put(0x7f0000001000 + i, 8);  // functor, execution space
+  for (std::int64_t v : {4096, -1, 1, 0}) put(v, 4);       // policy: league, AUTO team, vector
+  for (int i = 0; i < 4; ++i) put(0, 8);                   // scratch sizes
+  put(32, 4);                                              // chunk
+  put(0x0101, 4);                                          // AUTO team size and vector length
+  for (std::int64_t v : {4096, 128, 1, 8 * 130, 0, 0}) put(v, 4);  // the closure
+  for (int i = 0; i < 6; ++i) put(0, 8);
+  CaptureInfo info;
+  info.device.backend = "cuda";
+  info.device.architecture = "sm_90";
+  CaptureWriter writer = CaptureWriter::create(file, info);
+  Kernel kernel;
+  kernel.name = "_ZN6Kokkos4Impl33cuda_parallel_launch_local_memory";
+  kernel.demangled_name =
+      "void Kokkos::Impl::cuda_parallel_launch_local_memory<Kokkos::Impl::ParallelFor<main::"
+      "{lambda(Kokkos::Impl::CudaTeamMember const&)#1}, Kokkos::TeamPolicy<>, Kokkos::Cuda>>()";
+  kernel.kokkos_label = "policies::matvec";
+  kernel.params.push_back({0, args.size(), false, ""});
+  const std::size_t id = writer.add_kernel(kernel);
+  Launch launch;
+  launch.grid = {4096, 1, 1};
+  launch.block = {1, 128, 1};
+  launch.shared_memory_bytes = 8 * 130;
+  launch.args = args;
+  writer.add_launch(id, launch);
+  writer.close();
+}
+
+// The team limits r3 apply hands the connector come from loading the recorded kernel on a GPU;
+// where that cannot be done, the tuner goes unanswered, and the application still runs.
+TEST_F(Kokkos, TeamLimitsThatCannotBeFoundHereCostTheTunersAnswersNotTheRun) {
+  write_team_capture(dir_ / "matvec.h5");
+  const std::string best =
+      write("best.yaml", "capture: \"" + (dir_ / "matvec.h5").string() +
+                             "\"\nbackend: cuda\nkernels:\n  - name: \"policies::matvec\"\n"
+                             "    block: [1, 64, 1]\n");
+  ProcessResult r = run_process({R3_TEST_R3, "apply", best, "--", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "r3 apply: Kokkos kernel 'policies::matvec': its recorded code does "
+                       "not load here"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "team_size=64")) << r.err;
+  EXPECT_TRUE(contains(r.err, "the application ran for")) << r.err;
 }
 
 }  // namespace
