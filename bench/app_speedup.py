@@ -20,7 +20,7 @@ With --kokkos DIR (the examples examples/kokkos/build_kokkos.sh builds: a Kokkos
 its tuning interface) two Kokkos kernels too, the heat example's MDRange stencil and the policies
 example's TeamPolicy matvec (Kokkos::AUTO team size and vector length): each recorded by its label
 (`r3 record --kokkos -k LABEL`), tuned the same way (its tile or team shape: the launch level),
-then run under `r3 apply --original` (the connector answering nothing) and `r3 apply` (the tuned tile
+then run under `r3 apply --original` (the connector loaded without the result) and `r3 apply` (the tuned tile
 through the application's own tuning variables; the tuned team through Kokkos' team-size tuner,
 --kokkos-tune-internals), interleaved; its GPU column is the application's own fenced time of
 the label's launches, as it prints it.

@@ -64,14 +64,26 @@ std::string kokkos_label() {
   return label ? label : "";
 }
 
+// The connector's r3_kokkos_choices, looked up (dlsym takes the loader's lock) outside the
+// recorder's mutex, until it is there.
+using KokkosChoicesFn = const char* (*)(const char*);
+KokkosChoicesFn kokkos_choices_function() {
+  static std::atomic<KokkosChoicesFn> connector{nullptr};
+  KokkosChoicesFn fn = connector.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    fn = reinterpret_cast<KokkosChoicesFn>(dlsym(RTLD_DEFAULT, "r3_kokkos_choices"));
+    if (fn != nullptr) connector.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
 // The candidates the application declared for the Kokkos kernel `label`'s tuning variables (the
-// connector's r3_kokkos_choices), read when the kernel is first recorded. Empty without any, or
-// with a connector that cannot say; a text the capture cannot take is dropped with a warning.
-std::map<std::string, std::vector<std::int64_t>> kokkos_choices(const std::string& label) {
-  using ChoicesFn = const char* (*)(const char*);
-  if (label.empty()) return {};
-  auto fn = reinterpret_cast<ChoicesFn>(dlsym(RTLD_DEFAULT, "r3_kokkos_choices"));
-  const char* text = fn ? fn(label.c_str()) : nullptr;
+// connector's r3_kokkos_choices, `fn`), read when the kernel is first recorded. Empty without
+// any, or with a connector that cannot say; a text the capture cannot take is dropped with a
+// warning.
+std::map<std::string, std::vector<std::int64_t>> kokkos_choices(KokkosChoicesFn fn,
+                                                                const std::string& label) {
+  const char* text = fn && !label.empty() ? fn(label.c_str()) : nullptr;
   if (text == nullptr) return {};
   try {
     return capture::parse_kokkos_choices(text, "the Kokkos connector");
@@ -523,6 +535,7 @@ class CudaRecorder {
       return;
     }
     const std::string label = kokkos_label();
+    const KokkosChoicesFn choices = label.empty() ? nullptr : kokkos_choices_function();
     Names n;
     {
       std::lock_guard lock(mutex_);
@@ -561,7 +574,7 @@ class CudaRecorder {
     }
 
     std::lock_guard lock(mutex_);
-    std::size_t k = kernel_index(n, params);
+    std::size_t k = kernel_index(n, params, choices);
     KernelRecord& record = kernels_[k];
     if (!record.globals) record.globals = globals_of(f, n);
     r3::Hasher h;
@@ -595,14 +608,15 @@ class CudaRecorder {
     app_times_.time(n.name);
   }
 
-  std::size_t kernel_index(const Names& n, const std::vector<capture::Param>& params) {
+  std::size_t kernel_index(const Names& n, const std::vector<capture::Param>& params,
+                           KokkosChoicesFn choices) {
     for (std::size_t i = 0; i < kernels_.size(); ++i)
       if (kernels_[i].kernel.name == n.name) return i;
     KernelRecord record;
     record.kernel.name = n.name;
     record.kernel.demangled_name = n.demangled == n.name ? "" : n.demangled;
     record.kernel.kokkos_label = n.label;
-    record.kernel.kokkos_choices = kokkos_choices(n.label);
+    record.kernel.kokkos_choices = kokkos_choices(choices, n.label);
     record.kernel.params = params;
     // C types from the demangled signature: they say what the pointed-to memory holds, which
     // sets how replays compare it (floating point within tolerance).

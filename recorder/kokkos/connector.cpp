@@ -235,6 +235,8 @@ bool answer_team_tuner(State& s, const Variable& v, Kokkos_Tools_VariableValue& 
         "found none for this kernel";
   } else if (vector && team) {
     fractions = r3::kokkos::team_tuner_fractions(*limit, *vector, *team, why);
+  } else {
+    why = "the team size and vector length are not both integers";
   }
   if (!fractions) {
     ++s.refused;
@@ -451,7 +453,11 @@ void kokkosp_request_values(const size_t context, const size_t n_inputs,
         continue;
       }
       if (answer_team_tuner(s, variable->second, outputs[i])) continue;
-      auto found = s.tuned.find(variable->second.name, label);
+      // Kokkos' MDRange tuner's fractions are not answered from a result (a tile there is no
+      // fraction: the tuner's lists depend on an occupancy computation r3 does not redo).
+      auto found = is_kokkos_tuner_fraction(variable->second)
+                       ? std::nullopt
+                       : s.tuned.find(variable->second.name, label);
       if (!found) {
         ++s.unanswered;
         // Kokkos' own tuners take their first candidate for a variable no tool answers, a

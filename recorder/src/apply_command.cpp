@@ -111,9 +111,11 @@ int apply_to_application(const ApplyOptions& options, std::ostream& report) {
   ApplicationEnvironment env;
   const fs::path connector = find_kokkos_library(kConnectorFile);
   env.set = kokkos_tool_variables(connector);
+  if (options.kokkos_without_tuning)
+    env.prepended_paths.push_back("LD_PRELOAD=" + find_kokkos_library(kCompatFile).string());
   if (options.original) {
-    // The same application with the connector loaded and nothing to answer: the baseline.
-    report << "r3 apply --original: the connector answers nothing\n";
+    // The same application with the connector loaded and no result: the baseline.
+    report << "r3 apply --original: the connector is loaded without the result\n";
     return run_timed(options.command, env, report);
   }
   env.set.push_back("R3_KOKKOS_TUNED=" + result.string());
@@ -124,8 +126,6 @@ int apply_to_application(const ApplyOptions& options, std::ostream& report) {
     write_file(limits, kokkos::team_limits_text(options.kokkos_team_limits));
     env.set.push_back("R3_KOKKOS_TEAM_LIMITS=" + limits.string());
   }
-  if (options.kokkos_without_tuning)
-    env.prepended_paths.push_back("LD_PRELOAD=" + find_kokkos_library(kCompatFile).string());
   return run_timed(options.command, env, report);
 }
 

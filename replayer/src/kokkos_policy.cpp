@@ -183,7 +183,9 @@ bool is_team_parallel_for(std::string_view demangled_name) {
 std::optional<TeamShape> find_team_shape(std::span<const std::byte> args,
                                          const capture::Dim3& block, const capture::Dim3& grid,
                                          std::uint32_t dynamic_shared_bytes) {
-  if (block.z != 1 || grid.y != 1 || grid.z != 1) return std::nullopt;
+  if (block.z != 1 || grid.y != 1 || grid.z != 1 || block.x > kMaxTeamThreads ||
+      block.y > kMaxTeamThreads)
+    return std::nullopt;
   std::optional<TeamShape> found;
   for (std::size_t at = 0; scratch_sizes_at(at) + 16 <= args.size(); at += 4) {
     if (static_cast<std::uint32_t>(read32(args, at)) != grid.x) continue;

@@ -84,6 +84,64 @@ std::optional<Backend::LoadableCode> stored_code(const fs::path& result_file,
                                std::move(stored->architecture), std::move(stored->toolkit)};
 }
 
+// A Kokkos TeamPolicy kernel of `capture` whose team shape Kokkos' team-size tuner hands a tool,
+// with the largest team it allows on this GPU; nullopt, saying why on `report` where that is
+// not obvious, when there is none or it cannot be found here.
+std::optional<KokkosTeamKernel> kokkos_team_kernel(const capture::CaptureReader& capture,
+                                                   const config::KernelSelection& selection,
+                                                   std::ostream& report) {
+  // Kokkos' largest team on CUDA (CudaTraits::MaxHierarchicalParallelism) and the shared memory
+  // a block may use without opting in, which Kokkos' block size deduction keeps to.
+  constexpr std::uint32_t kMaxTeamThreads = 1024;
+  constexpr int kSharedPerBlock = 48 * 1024;
+  const std::size_t index = kernel_index(capture, selection.name);
+  const capture::Kernel& kernel = capture.kernels()[index];
+  if (kernel.kokkos_label.empty() || !is_team_parallel_for(kernel.demangled_name))
+    return std::nullopt;
+  const std::size_t launch = selection.launches.empty() ? 0 : selection.launches.front();
+  if (launch >= kernel.launches.size()) return std::nullopt;
+  const capture::Launch& recorded = kernel.launches[launch];
+  const auto shape =
+      find_team_shape(recorded.args, recorded.block, recorded.grid, recorded.shared_memory_bytes);
+  if (!shape || !(shape->auto_team_size || shape->auto_vector_length)) return std::nullopt;
+  const std::string what = "r3 apply: Kokkos kernel '" + kernel.kokkos_label + "': ";
+  auto unanswered = [&](const std::string& why) {
+    report << what << why << "; Kokkos' team-size tuner is not answered for it\n";
+    return std::nullopt;
+  };
+  // Kokkos counts a team's scratch against its shared memory when it lists team sizes, which
+  // r3 does not redo (nor does it tune such teams).
+  if (shape->uses_scratch) return unanswered("its teams use scratch memory");
+  Compiled compiled;
+  try {
+    std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
+    backend->prepare(capture, index, {launch});
+    Variant application;  // the recorded code: what the application runs
+    application.compiler = config::Compiler::recorded;
+    compiled = backend->compile(application);
+  } catch (const Error& e) {
+    compiled.ok = false;
+    compiled.diagnostics = e.what();
+  }
+  const int max_threads = compiled.resources.max_threads_per_block;
+  if (!compiled.ok || max_threads < 32)
+    return unanswered(
+        "its recorded code does not load here" +
+        (compiled.diagnostics.empty() ? "" : ": " + first_line(compiled.diagnostics)));
+  std::uint32_t threads = 1;
+  while (threads * 2 <= std::min<std::uint32_t>(kMaxTeamThreads, max_threads)) threads *= 2;
+  // Kokkos' team reduce space and team memory, 16 + 8 bytes per thread at vector length 1.
+  if (compiled.resources.shared_bytes + 16 + 8 * static_cast<int>(threads) > kSharedPerBlock)
+    return unanswered("its static shared memory (" +
+                      std::to_string(compiled.resources.shared_bytes) +
+                      " bytes) limits its team below what this GPU's registers allow, which r3 "
+                      "does not work out as Kokkos does");
+  report << what << "Kokkos' team-size tuner allows it " << threads << " threads ("
+         << compiled.resources.registers << " registers per thread)\n";
+  return KokkosTeamKernel{kernel.kokkos_label, threads, shape->auto_team_size,
+                          shape->auto_vector_length};
+}
+
 }  // namespace
 
 bool is_cuda_result(const std::vector<fs::path>& files, std::ostream& report) {
@@ -187,60 +245,26 @@ WinnerCodes compile_winners(const std::vector<fs::path>& files, std::ostream& re
 
 std::vector<KokkosTeamKernel> kokkos_team_kernels(const std::vector<fs::path>& files,
                                                   std::ostream& report) {
-  // Kokkos' largest team on CUDA (CudaTraits::MaxHierarchicalParallelism) and the shared memory
-  // a block may use without opting in, which Kokkos' block size deduction keeps to.
-  constexpr std::uint32_t kMaxTeamThreads = 1024;
-  constexpr int kSharedPerBlock = 48 * 1024;
   std::vector<KokkosTeamKernel> kernels;
   for (const fs::path& file : files) {
     const std::optional<config::TuneConfig> result = tune_yaml_of(file);
     std::error_code ec;
-    if (!result || result->backend != config::Backend::cuda ||
-        !fs::is_regular_file(result->capture, ec))
-      continue;  // no capture to look at
+    if (!result || !fs::is_regular_file(result->capture, ec)) continue;  // no capture to look at
     const config::TuneConfig& config = *result;
-    const auto capture = capture::CaptureReader::open(config.capture);
-    for (const config::KernelSelection& selection : config.kernels) {
-      const std::size_t index = kernel_index(capture, selection.name);
-      const capture::Kernel& kernel = capture.kernels()[index];
-      if (kernel.kokkos_label.empty() || !is_team_parallel_for(kernel.demangled_name)) continue;
-      const std::size_t launch = selection.launches.empty() ? 0 : selection.launches.front();
-      const capture::Launch& recorded = kernel.launches.at(launch);
-      const auto shape = find_team_shape(recorded.args, recorded.block, recorded.grid,
-                                         recorded.shared_memory_bytes);
-      if (!shape || !(shape->auto_team_size || shape->auto_vector_length)) continue;
-      const std::string what = "r3 apply: Kokkos kernel '" + kernel.kokkos_label + "': ";
-      Compiled compiled;
-      try {  // a GPU or a CUDA backend missing here costs the tuner's answers, not the run
-        std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
-        backend->prepare(capture, index, {launch});
-        Variant application;  // the recorded code: what the application runs
-        application.compiler = config::Compiler::recorded;
-        compiled = backend->compile(application);
-      } catch (const Error& e) {
-        compiled.ok = false;
-        compiled.diagnostics = e.what();
+    try {  // a result or GPU it cannot use costs the tuner's answers, not the run
+      const auto capture = capture::CaptureReader::open(config.capture);
+      if (capture.info().device.backend != "cuda") continue;
+      for (const config::KernelSelection& selection : config.kernels) {
+        if (auto k = kokkos_team_kernel(capture, selection, report)) {
+          const bool seen = std::any_of(kernels.begin(), kernels.end(), [&](const auto& other) {
+            return other.label == k->label;
+          });  // a results directory's best.yaml repeats its kernels' own
+          if (!seen) kernels.push_back(std::move(*k));
+        }
       }
-      const int max_threads = compiled.resources.max_threads_per_block;
-      if (!compiled.ok || max_threads < 32) {
-        report << what << "its recorded code does not load here"
-               << (compiled.diagnostics.empty() ? "" : ": " + first_line(compiled.diagnostics))
-               << "; Kokkos' team-size tuner is not answered for it\n";
-        continue;
-      }
-      std::uint32_t threads = 1;
-      while (threads * 2 <= std::min<std::uint32_t>(kMaxTeamThreads, max_threads)) threads *= 2;
-      // Kokkos' team reduce space and team memory, 16 + 8 bytes per thread at vector length 1.
-      if (compiled.resources.shared_bytes + 16 + 8 * static_cast<int>(threads) > kSharedPerBlock) {
-        report << what << "its static shared memory (" << compiled.resources.shared_bytes
-               << " bytes) limits its team below what this GPU's registers allow, which r3 does "
-                  "not work out as Kokkos does; Kokkos' team-size tuner is not answered for it\n";
-        continue;
-      }
-      report << what << "Kokkos' team-size tuner allows it " << threads << " threads ("
-             << compiled.resources.registers << " registers per thread)\n";
-      kernels.push_back(
-          {kernel.kokkos_label, threads, shape->auto_team_size, shape->auto_vector_length});
+    } catch (const std::exception& e) {
+      report << "r3 apply: " << file.string() << ": Kokkos' team-size tuner is not answered for "
+             << "its kernels: " << first_line(e.what()) << "\n";
     }
   }
   return kernels;

@@ -97,7 +97,7 @@ void add_apply(CLI::App& app, r3::record::ApplyOptions& o) {
   apply->add_flag("--original", o.original,
                   "Apply nothing, for comparing with an applied run: CUDA: time the result's "
                   "kernels on the GPU (CUPTI) as an applied run does; Kokkos: run with the "
-                  "connector answering nothing");
+                  "connector loaded without the result");
   apply->add_flag("--check", o.check,
                   "CUDA: the first launch of each substituted kernel also runs the application's "
                   "kernel on the same memory; a winner whose results differ beyond the run's "

@@ -27,7 +27,7 @@ struct ApplyOptions {
   std::optional<CudaWinners> cuda;     // a CUDA result: what to substitute
   // Apply nothing, the baseline bench/app_speedup compares with: CUDA: substitute nothing, only
   // time the result's kernels on the GPU as an applied run does; Kokkos: run with the connector
-  // answering nothing.
+  // loaded without the result.
   bool original = false;
   // CUDA: the first launch of each substituted kernel also runs the application's kernel on the
   // same memory; a winner whose results differ beyond the run's tolerances is dropped.
