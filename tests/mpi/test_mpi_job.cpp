@@ -192,6 +192,9 @@ TEST_F(MpiJob, CrashingHangingAndWrongCandidatesAreClassifiedAndTheRunFinishes) 
 // The wall-time stop looks one typical generation ahead: a generation slowed down by a hanging
 // candidate (MODE 7 waits for its 4 s timeout; the others take a fraction of a second) must
 // not make the run stop early. The run uses at least 90% of its wall time and not much more.
+// No winner confirmation: its estimate comes from candidates' times, which a loaded CI machine
+// stretches (a 12 s confirmation once ended such a run at 18.9 of 24 s); this test is about the
+// generations' look-ahead alone.
 TEST_F(MpiJob, OneSlowGenerationDoesNotEndARunEarly) {
   const double wall_time = 24;
   ProcessResult result = mpirun(
@@ -199,7 +202,7 @@ TEST_F(MpiJob, OneSlowGenerationDoesNotEndARunEarly) {
       "kernels:\n  - name: stencil2d\n    source: " +
       data("job/stencil_faulty.cpp") +
       "\nsearch:\n  batch_size: 4\n  levels:\n    source: {enabled: false}\n"
-      "timing:\n  candidate_timeout: 4s\n  repeats: 3\n"
+      "timing:\n  candidate_timeout: 4s\n  repeats: 3\n  confirm_top: 0\n"
       "budget:\n  wall_time: 24s\n  evaluations: 100000\n");
   ASSERT_FALSE(result.timed_out) << result.err;
   ASSERT_EQ(result.exit_code, 0) << result.err;
