@@ -1,14 +1,17 @@
 #include "r3/bo/optimizer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <numeric>
 #include <unordered_set>
 
 #include "gp.hpp"
 #include "posterior.hpp"
 #include "r3/bo/design.hpp"
+#include "r3/bo/fit_pool.hpp"
 #include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 
@@ -19,6 +22,14 @@ namespace r3::bo {
 struct Optimizer::Memo {
   std::size_t gp_at = 0, classifier_at = 0;  // the fit points of the cached hyperparameters
   std::optional<Hyperparameters> gp, classifier;
+  // A fit started on the pool (fit_ahead) for the fit point `at`; `dropped` tells a fit not
+  // started yet that a later point has made it useless.
+  struct AheadFit {
+    std::size_t at = 0;
+    std::shared_future<Hyperparameters> result;
+    std::shared_ptr<std::atomic<bool>> dropped;
+  };
+  std::optional<AheadFit> gp_ahead, classifier_ahead;
   // The models conditioned on the rows chosen at the fit point and on everything after it:
   // per row, the index of its success (gp) or observation (classifier).
   std::optional<Posterior> gp_posterior, classifier_posterior;
@@ -158,6 +169,98 @@ void condition(Posterior& posterior, std::vector<std::size_t>& rows, std::size_t
   }
 }
 
+// What a fit is given: the encoded points and their targets.
+struct FitData {
+  std::vector<Encoded> x;
+  Eigen::VectorXd y;
+};
+
+// The successes as they were when there were `at` of them, their times warped alone.
+Data data_then(const Data& data, const std::vector<double>& times, std::size_t at) {
+  Data then;
+  then.successes.assign(data.successes.begin(), data.successes.begin() + static_cast<long>(at));
+  const std::vector<double> then_times(times.begin(), times.begin() + static_cast<long>(at));
+  then.target = warp_times(then_times).values;
+  return then;
+}
+
+FitData gp_fit_data(const Encoder& encoder, const std::vector<Observation>& observations,
+                    const Data& then, const Options& options) {
+  FitData fit;
+  const std::vector<std::size_t> rows = subset(then, options.max_fit_points);
+  fit.y.resize(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    fit.x.push_back(encoder.encode(observations[then.successes[rows[k]]].configuration));
+    fit.y(static_cast<Eigen::Index>(k)) = then.target[rows[k]];
+  }
+  return fit;
+}
+
+// The classifier's fit data at `at` observations: labels +1/-1 around the rate observed then,
+// on every (then_rows.size() / max_fit_points)-th row the classifier conditions on.
+FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observation>& observations,
+                            std::size_t at, const Options& options) {
+  const std::vector<Observation> then(observations.begin(),
+                                      observations.begin() + static_cast<long>(at));
+  std::size_t then_successes = 0;
+  for (const Observation& o : then) then_successes += o.outcome.ok ? 1 : 0;
+  const double then_rate =
+      (static_cast<double>(then_successes) + 1) / (static_cast<double>(then.size()) + 2);
+  const std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
+  std::vector<std::size_t> fit_rows;
+  for (std::size_t k = 0; k < then_rows.size();
+       k += std::max<std::size_t>(1, then_rows.size() / options.max_fit_points)) {
+    fit_rows.push_back(then_rows[k]);
+  }
+  FitData fit;
+  fit.y.resize(static_cast<Eigen::Index>(fit_rows.size()));
+  for (std::size_t k = 0; k < fit_rows.size(); ++k) {
+    fit.x.push_back(encoder.encode(then[fit_rows[k]].configuration));
+    fit.y(static_cast<Eigen::Index>(k)) =
+        (then[fit_rows[k]].outcome.ok ? 1.0 : -1.0) - (2 * then_rate - 1);
+  }
+  return fit;
+}
+
+// Starts the fit of `fit` on the pool unless `ahead` already holds one for `at`; a fit for an
+// earlier point that has not started is dropped.
+void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at, FitData fit,
+               const Encoder& encoder, const Options& options) {
+  if (ahead && ahead->at == at) return;
+  if (ahead) ahead->dropped->store(true);
+  auto promise = std::make_shared<std::promise<Hyperparameters>>();
+  auto dropped = std::make_shared<std::atomic<bool>>(false);
+  ahead = Optimizer::Memo::AheadFit{at, promise->get_future().share(), dropped};
+  // The task owns what it reads: the data, and the encoder's dimension counts (the copy's space
+  // pointer is not followed by a fit).
+  options.fit_pool->submit(
+      [promise, dropped, fit = std::move(fit), encoder, evaluations = options.fit_evaluations] {
+        if (dropped->load()) return;  // nobody waits for it any more
+        try {
+          promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations));
+        } catch (...) {
+          promise->set_exception(std::current_exception());
+        }
+      });
+}
+
+// The hyperparameters at fit point `at`: from the pool's fit for it, or fitted here.
+template <typename MakeData>
+Hyperparameters fitted(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
+                       const Encoder& encoder, const Options& options, MakeData make_data) {
+  if (ahead && ahead->at == at) {
+    std::shared_future<Hyperparameters> result = ahead->result;
+    ahead.reset();
+    return result.get();
+  }
+  if (ahead) {  // for an earlier point: the history has passed it
+    ahead->dropped->store(true);
+    ahead.reset();
+  }
+  const FitData fit = make_data();
+  return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations);
+}
+
 class Model {
  public:
   Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
@@ -179,20 +282,10 @@ class Model {
 
     const std::size_t gp_at = fit_point(data.successes.size());
     if (!memo.gp || memo.gp_at != gp_at) {
-      // The data as it was when there were `gp_at` successes: those, their times warped alone.
-      Data then;
-      then.successes.assign(data.successes.begin(), data.successes.begin() + static_cast<long>(gp_at));
-      std::vector<double> then_times(times.begin(), times.begin() + static_cast<long>(gp_at));
-      then.target = warp_times(then_times).values;
-      std::vector<Encoded> fit_x;
-      Eigen::VectorXd fit_y;
-      const std::vector<std::size_t> rows = subset(then, options.max_fit_points);
-      fit_y.resize(static_cast<Eigen::Index>(rows.size()));
-      for (std::size_t k = 0; k < rows.size(); ++k) {
-        fit_x.push_back(encoder_.encode(observations[then.successes[rows[k]]].configuration));
-        fit_y(static_cast<Eigen::Index>(k)) = then.target[rows[k]];
-      }
-      memo.gp = GaussianProcess::fit(fit_x, fit_y, encoder_, options.fit_evaluations);
+      // The data as it was when there were `gp_at` successes.
+      const Data then = data_then(data, times, gp_at);
+      memo.gp = fitted(memo.gp_ahead, gp_at, encoder_, options,
+                       [&] { return gp_fit_data(encoder_, observations, then, options); });
       memo.gp_at = gp_at;
       // The GP conditions on the subset of the data then, and on every success after it.
       memo.gp_posterior.emplace(*memo.gp);
@@ -232,25 +325,10 @@ class Model {
       // As for the GP: fitted to the observations as they were at the fit point.
       const std::vector<Observation> then(observations.begin(),
                                           observations.begin() + static_cast<long>(classifier_at));
-      std::size_t then_successes = 0;
-      for (const Observation& o : then) then_successes += o.outcome.ok ? 1 : 0;
-      const double then_rate =
-          (static_cast<double>(then_successes) + 1) / (static_cast<double>(then.size()) + 2);
-      std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
-      std::vector<std::size_t> fit_rows;
-      for (std::size_t k = 0; k < then_rows.size();
-           k += std::max<std::size_t>(1, then_rows.size() / options.max_fit_points)) {
-        fit_rows.push_back(then_rows[k]);
-      }
-      std::vector<Encoded> fit_labels_x;
-      Eigen::VectorXd fit_labels(static_cast<Eigen::Index>(fit_rows.size()));
-      for (std::size_t k = 0; k < fit_rows.size(); ++k) {
-        fit_labels_x.push_back(encoder_.encode(then[fit_rows[k]].configuration));
-        fit_labels(static_cast<Eigen::Index>(k)) =
-            (then[fit_rows[k]].outcome.ok ? 1.0 : -1.0) - (2 * then_rate - 1);
-      }
-      memo.classifier =
-          GaussianProcess::fit(fit_labels_x, fit_labels, encoder_, options.fit_evaluations);
+      const std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
+      memo.classifier = fitted(memo.classifier_ahead, classifier_at, encoder_, options, [&] {
+        return classifier_fit_data(encoder_, observations, classifier_at, options);
+      });
       memo.classifier_at = classifier_at;
       memo.classifier_posterior.emplace(*memo.classifier);
       memo.classifier_rows.clear();
@@ -389,6 +467,31 @@ std::optional<Observation> Optimizer::best() const {
     if (o.outcome.ok && (!best || o.outcome.time < best->outcome.time)) best = o;
   }
   return best;
+}
+
+void Optimizer::fit_ahead() {
+  if (!options_.fit_pool) return;
+  Memo& memo = *memo_;
+  const Encoder encoder(space_);
+  Data data;
+  std::vector<double> times;
+  for (std::size_t i = 0; i < observations_.size(); ++i) {
+    if (!observations_[i].outcome.ok) continue;
+    data.successes.push_back(i);
+    times.push_back(observations_[i].outcome.time);
+  }
+  if (data.successes.size() < 2) return;  // no model yet (propose() samples)
+  const std::size_t gp_at = fit_point(data.successes.size());
+  if (!memo.gp || memo.gp_at != gp_at)
+    start_fit(memo.gp_ahead, gp_at,
+              gp_fit_data(encoder, observations_, data_then(data, times, gp_at), options_), encoder,
+              options_);
+  if (data.successes.size() == observations_.size()) return;  // no failures: no classifier
+  const std::size_t classifier_at = fit_point(observations_.size());
+  if (!memo.classifier || memo.classifier_at != classifier_at)
+    start_fit(memo.classifier_ahead, classifier_at,
+              classifier_fit_data(encoder, observations_, classifier_at, options_), encoder,
+              options_);
 }
 
 std::vector<Configuration> Optimizer::propose(std::size_t count) {

@@ -109,14 +109,19 @@ class SearchLoop {
                           ") was abandoned (a resume evaluates it again)";
         break;
       }
+      bool more_wanted = false;
       if (proposing_) {
-        propose_while_the_queue_is_low();
+        more_wanted = propose_if_the_queue_is_low();
         if (!proposing_)
           log::info("the search stopped proposing: ", stop_reason_, "; ", in_flight_.size(),
                     " generation(s) in flight finish");
       }
       if (in_flight_.empty()) break;
-      std::optional<Dispatcher::Finished> result = dispatcher_.next(0.5);
+      // One generation is proposed at a time, and the results already in are taken between
+      // two: an evaluator that finished gets its next work now, not after the search's next
+      // proposals (with candidates of 20 ms on two GPUs, a few proposals in a row left them
+      // idle). Only when the queue is full does rank 0 wait for a result.
+      std::optional<Dispatcher::Finished> result = dispatcher_.next(more_wanted ? 0.0 : 0.5);
       if (!result || result->abandoned) continue;  // a stop is taken at the top
       place(std::move(*result));
       while (!in_flight_.empty() && in_flight_.front().complete() &&
@@ -159,9 +164,10 @@ class SearchLoop {
     return std::max<std::size_t>(evaluators_, static_cast<std::size_t>(std::min(covering, 1e6)));
   }
 
-  // Proposes generations while fewer candidates wait than queue_target() (at most
-  // kMostGenerationsInFlight), so that no evaluator waits for the search.
-  void propose_while_the_queue_is_low() {
+  // Proposes a generation when fewer candidates wait than queue_target() (at most
+  // kMostGenerationsInFlight generations in flight), so that no evaluator waits for the search;
+  // true when one was proposed and the queue may want another.
+  bool propose_if_the_queue_is_low() {
     // Nothing is proposed before the originals (in the first generation) have run: a set-up in
     // which they fail stops the job, at the first generation's commit, before more is evaluated.
     auto originals_pending = [&] {
@@ -175,54 +181,55 @@ class SearchLoop {
       }
       return false;
     };
-    while (proposing_ && !waiting_for_commit_ && !originals_pending() &&
-           in_flight_.size() < kMostGenerationsInFlight && dispatcher_.queued() < queue_target()) {
-      const Stopwatch watch;
-      const std::size_t evaluated = m_.record.candidates.size() + pending();
-      const std::size_t count =
-          evaluated < m_.config.budget.evaluations
-              ? std::min<std::size_t>(batch_size_, m_.config.budget.evaluations - evaluated)
-              : 0;
-      // The confirmation at the end must fit too, and the candidates in flight before it.
-      const std::string reason =
-          budget_.stop_reason(evaluated, next_generation_, elapsed(), confirmation_estimate(m_),
-                              now_epoch(), pending() + count);
-      if (!reason.empty()) {
-        proposing_ = false;
-        stop_reason_ = reason;
-        break;
-      }
-      if (m_.llm) {
-        for (const auto& answer : m_.llm->take()) {
-          if (answer.status == evolve::ChatStatus::ok) latencies_.push_back(answer.seconds);
-          m_.search->take_llm_answer(answer);
-        }
-      }
-      std::vector<Planned> batch = m_.search->propose(next_generation_, count);
-      if (batch.empty()) {
-        // What is in flight may open more (a new source's levels): ask again after the next
-        // commit. With nothing in flight, the search is done.
-        add_search_time(watch);
-        if (!in_flight_.empty()) {
-          waiting_for_commit_ = true;
-          break;
-        }
-        proposing_ = false;
-        stop_reason_ = "the search has nothing left to propose";
-        break;
-      }
-      // Prompts for later generations go out now, to be answered while this one runs.
-      if (m_.llm && !m_.llm->budget_exhausted()) {
-        const std::size_t want = std::max<std::size_t>(
-            1, static_cast<std::size_t>(std::ceil(batch_size_ * m_.config.search.source.share)));
-        const std::size_t asked = m_.llm->outstanding();
-        if (asked < 2 * want) m_.llm->submit(m_.search->llm_requests(2 * want - asked));
-      }
-      enqueue(std::move(batch));
-      add_search_time(watch);
-      recent_proposals_.push_back(watch.wall());
-      if (recent_proposals_.size() > kRecentProposals) recent_proposals_.pop_front();
+    if (!proposing_ || waiting_for_commit_ || originals_pending() ||
+        in_flight_.size() >= kMostGenerationsInFlight || dispatcher_.queued() >= queue_target())
+      return false;
+    const Stopwatch watch;
+    const std::size_t evaluated = m_.record.candidates.size() + pending();
+    const std::size_t count =
+        evaluated < m_.config.budget.evaluations
+            ? std::min<std::size_t>(batch_size_, m_.config.budget.evaluations - evaluated)
+            : 0;
+    // The confirmation at the end must fit too, and the candidates in flight before it.
+    const std::string reason =
+        budget_.stop_reason(evaluated, next_generation_, elapsed(), confirmation_estimate(m_),
+                            now_epoch(), pending() + count);
+    if (!reason.empty()) {
+      proposing_ = false;
+      stop_reason_ = reason;
+      return false;
     }
+    if (m_.llm) {
+      for (const auto& answer : m_.llm->take()) {
+        if (answer.status == evolve::ChatStatus::ok) latencies_.push_back(answer.seconds);
+        m_.search->take_llm_answer(answer);
+      }
+    }
+    std::vector<Planned> batch = m_.search->propose(next_generation_, count);
+    if (batch.empty()) {
+      // What is in flight may open more (a new source's levels): ask again after the next
+      // commit. With nothing in flight, the search is done.
+      add_search_time(watch);
+      if (!in_flight_.empty()) {
+        waiting_for_commit_ = true;
+        return false;
+      }
+      proposing_ = false;
+      stop_reason_ = "the search has nothing left to propose";
+      return false;
+    }
+    // Prompts for later generations go out now, to be answered while this one runs.
+    if (m_.llm && !m_.llm->budget_exhausted()) {
+      const std::size_t want = std::max<std::size_t>(
+          1, static_cast<std::size_t>(std::ceil(batch_size_ * m_.config.search.source.share)));
+      const std::size_t asked = m_.llm->outstanding();
+      if (asked < 2 * want) m_.llm->submit(m_.search->llm_requests(2 * want - asked));
+    }
+    enqueue(std::move(batch));
+    add_search_time(watch);
+    recent_proposals_.push_back(watch.wall());
+    if (recent_proposals_.size() > kRecentProposals) recent_proposals_.pop_front();
+    return true;
   }
 
   void enqueue(std::vector<Planned> batch) {

@@ -17,6 +17,9 @@ namespace {
 using nlohmann::json;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr std::size_t kRecentFailures = 4;
+// Threads that fit hyperparameters ahead at most (fewer where rank 0 has fewer spare cores): a
+// generation touches a few optimizers, each fitting a GP and a classifier.
+constexpr std::size_t kFitThreads = 4;
 
 std::string first_lines(const std::string& text, std::size_t limit = 400) {
   return text.size() <= limit ? text : text.substr(0, limit) + " ...";
@@ -387,6 +390,12 @@ bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {
     options.acquisition = c.acquisition == config::Acquisition::log_ei ? bo::Acquisition::log_ei
                                                                        : bo::Acquisition::ucb;
     options.ucb_beta = c.ucb_beta;
+    if (!fit_pool_made_) {
+      fit_pool_made_ = true;
+      if (const std::size_t threads = bo::FitPool::spare_cores(kFitThreads); threads > 0)
+        fit_pool_ = std::make_shared<bo::FitPool>(threads);
+    }
+    options.fit_pool = fit_pool_;
     slot = std::make_unique<bo::Optimizer>(source.spaces.at(level).space, options);
   }
   return *slot;
@@ -554,13 +563,18 @@ void Search::observe(const run::CandidateRecord& done) {
                            : bo::Outcome::failed(std::string(to_string(done.outcome)));
   const std::optional<Level> level = plan.searched;
   auto configuration_of = [&](Level l) { return plan.levels.at(l); };
+  auto observe_in = [&](bo::Optimizer& o, const bo::Configuration& c) {
+    o.observe(c, outcome);
+    if (std::find(observed_optimizers_.begin(), observed_optimizers_.end(), &o) ==
+        observed_optimizers_.end())
+      observed_optimizers_.push_back(&o);
+  };
   if (level) {
-    optimizer(source, *level).observe(configuration_of(*level), outcome);
+    observe_in(optimizer(source, *level), configuration_of(*level));
   } else {
     // A new source ran with every level at its defaults: that is a first observation for each.
     if (source.candidate < 0) source.candidate = static_cast<std::int64_t>(done.id);
-    for (const auto& [l, space] : source.spaces)
-      optimizer(source, l).observe(space.defaults, outcome);
+    for (const auto& [l, space] : source.spaces) observe_in(optimizer(source, l), space.defaults);
   }
   if (ok) {
     if (done.seconds < source.best_time) {
@@ -591,6 +605,11 @@ void Search::observe(const run::CandidateRecord& done) {
 
 void Search::end_generation() {
   for (auto& state : states_) state->archive.end_generation();
+  // Their next proposals' fits start now, on the pool, while rank 0 takes results and proposes
+  // for others (the proposals are the same: a fit depends on the history alone).
+  if (!restoring_)
+    for (bo::Optimizer* o : observed_optimizers_) o->fit_ahead();
+  observed_optimizers_.clear();
   ++generations_observed_;
 }
 
@@ -663,6 +682,11 @@ std::string Search::state() const {
 }
 
 std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) {
+  restoring_ = true;
+  struct Restored {
+    bool& flag;
+    ~Restored() { flag = false; }
+  } restored{restoring_};
   json state = json::parse(record.search_state, nullptr, false);
   if (state.is_discarded() || !(state.contains("proposals") || state.contains("requested")))
     throw FormatError("the run database holds no search state to resume from");

@@ -20,6 +20,7 @@
 #include "levels.hpp"
 #include "mutation_worker.hpp"
 #include "plan.hpp"
+#include "r3/bo/fit_pool.hpp"
 #include "r3/bo/optimizer.hpp"
 #include "r3/capture.hpp"
 #include "r3/evolve/archive.hpp"
@@ -176,6 +177,13 @@ class Search {
   std::map<std::uint64_t, Planned> outstanding_;  // proposed, not yet observed
   std::unique_ptr<evolve::PromptBuilder> prompts_;
   std::unique_ptr<MutationWorker> mutation_worker_;  // made when a kernel is mutated
+  // Fits the optimizers' hyperparameters ahead of their proposals, on the cores rank 0 has to
+  // spare (none: in place); made with the first optimizer. The optimizers observed in the
+  // generation being observed, whose next fits end_generation() starts.
+  std::shared_ptr<bo::FitPool> fit_pool_;
+  bool fit_pool_made_ = false;
+  std::vector<bo::Optimizer*> observed_optimizers_;
+  bool restoring_ = false;  // restore() observes the history: nothing is fitted ahead for it
   capture::DeviceInfo device_;
   std::size_t rejected_answers_ = 0;
   std::map<std::uint64_t, std::pair<std::size_t, Hash128>> llm_parents_;  // tag -> kernel, parent

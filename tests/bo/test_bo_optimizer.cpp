@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gp.hpp"
+#include "r3/bo/fit_pool.hpp"
 #include "r3/bo/optimizer.hpp"
 #include "r3/bo/table.hpp"
 #include "r3/error.hpp"
@@ -216,6 +217,48 @@ TEST(BoOptimizer, TheGaussianProcessConditionsOnAtMostItsLimitOfObservations) {
   }
   EXPECT_GE(optimizer.observations().size(), 390u);
   EXPECT_GE(most, options.max_gp_points * 3 / 4);
+}
+
+// Fits made ahead on a pool are the fits propose() would make: the same history gives the same
+// proposals with and without the pool, whatever order the pool's threads finish in (two
+// optimizers fit ahead at once, and one of them fits ahead twice before it proposes, so its
+// first fit is dropped). Failures make the classifier fit ahead too.
+TEST(BoOptimizer, FitsMadeAheadOnAPoolProposeWhatFitsInPlaceDo) {
+  Space space({Parameter::ordinal("x", grid(0, 1, 32)), Parameter::ordinal("y", grid(0, 1, 32)),
+               Parameter::categorical("c", {"a", "b", "c"})});
+  auto outcome = [&](const Configuration& c) {
+    const double x = value(space, c, 0), y = value(space, c, 1);
+    if (x + y > 1.5) return Outcome::failed("launch error");
+    return Outcome::success(1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6));
+  };
+  Options in_place;
+  in_place.random_candidates = 64;
+  in_place.local_search_starts = 2;
+  in_place.fit_evaluations = 30;
+  Options ahead = in_place;
+  ahead.fit_pool = std::make_shared<FitPool>(2);
+  Optimizer plain(space, in_place), pooled(space, ahead), other(space, ahead);
+  std::size_t failures = 0;
+  for (int round = 0; round < 40; ++round) {
+    const std::vector<Configuration> expected = plain.propose(2);
+    const std::vector<Configuration> got = pooled.propose(2);
+    ASSERT_EQ(got.size(), expected.size()) << "round " << round;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i].hash(), expected[i].hash())
+          << "round " << round << ": " << space.describe(got[i]) << " instead of "
+          << space.describe(expected[i]);
+    for (const Configuration& c : got) {
+      const Outcome o = outcome(c);
+      failures += o.ok ? 0 : 1;
+      plain.observe(c, o);
+      pooled.observe(c, o);
+      pooled.fit_ahead();  // after each observation: the earlier one is dropped or wasted
+      other.observe(c, o);
+      other.fit_ahead();
+    }
+  }
+  EXPECT_GT(failures, 0u) << "no failure: the classifier was never fitted ahead";
+  EXPECT_EQ(other.propose(3).size(), 3u);
 }
 
 // As in GPU tuning, times fall towards a limit past which configurations fail: larger blocks

@@ -16,6 +16,8 @@
 
 namespace r3::bo {
 
+class FitPool;
+
 struct Outcome {
   bool ok = true;
   double time = 0;      // when ok: positive, any unit (the search models time / fastest)
@@ -45,6 +47,8 @@ struct Options {
   std::size_t max_gp_points = 384;   // observations the GP conditions on (best first)
   std::size_t max_fit_points = 128;  // observations its hyperparameters are fitted to
   int fit_evaluations = 120;         // marginal-likelihood evaluations per fit
+  // Threads for fit_ahead() (shared by many optimizers); none: every fit in propose().
+  std::shared_ptr<FitPool> fit_pool;
 };
 
 class Optimizer {
@@ -60,6 +64,11 @@ class Optimizer {
   // Records the outcome of a configuration (pending or not). Throws r3::Error for a
   // configuration that is not valid in the space.
   void observe(const Configuration& configuration, const Outcome& outcome);
+
+  // Starts on options().fit_pool the fits the next propose() needs for the history as it is
+  // now, so that propose() finds them done; nothing without a pool. The proposals do not
+  // change: a fit depends on the history alone.
+  void fit_ahead();
 
   // Up to `count` configurations for idle workers: valid, distinct, neither observed nor
   // pending; they become pending. Fewer only when the space has no more to offer.
