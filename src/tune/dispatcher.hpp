@@ -42,6 +42,9 @@ class Dispatcher {
   // Hands out work to evaluators with room, then returns the next result, waiting at most
   // `timeout_s` for one; nullopt when none came.
   std::optional<Finished> next(double timeout_s);
+  // What next(0) gives, but never an evaluation on this process's own evaluator (which would
+  // run it now): for rank 0 to hand out work and take results while it waits for something else.
+  std::optional<Finished> poll() { return local_ ? std::nullopt : next(0.0); }
 
   std::size_t queued() const;       // not handed out yet
   std::size_t outstanding() const;  // handed out, no result yet

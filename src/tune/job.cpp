@@ -85,7 +85,17 @@ class SearchLoop {
         evaluators_(static_cast<std::size_t>(dispatcher.evaluators())),
         batch_size_(m.config.search.batch_size > 0 ? m.config.search.batch_size : 2 * evaluators_),
         budget_(m.config.budget, job_end_time()),
-        elapsed_before_(m.record.elapsed_seconds) {}
+        elapsed_before_(m.record.elapsed_seconds) {
+    // While the search waits for the mutators, results are placed (not observed: the search is
+    // in the middle of a proposal) and the evaluators get the work already queued.
+    m_.search->set_while_waiting([this] {
+      while (std::optional<Dispatcher::Finished> result = dispatcher_.poll())
+        if (!result->abandoned) place(std::move(*result));
+    });
+  }
+  ~SearchLoop() { m_.search->set_while_waiting({}); }
+  SearchLoop(const SearchLoop&) = delete;
+  SearchLoop& operator=(const SearchLoop&) = delete;
 
   // Runs it; the job's exit status comes from run_generations.
   void run() {

@@ -29,7 +29,8 @@ void MutationWorker::prefetch(MutationRequest request) {
   changed_.notify_all();
 }
 
-evolve::MutationReport MutationWorker::take(MutationRequest request) {
+evolve::MutationReport MutationWorker::take(MutationRequest request,
+                                            const std::function<void()>& while_waiting) {
   const Hash128 parent = request.parent;
   std::unique_lock lock(mutex_);
   auto it = made_.find(parent);
@@ -48,7 +49,13 @@ evolve::MutationReport MutationWorker::take(MutationRequest request) {
       queued_.push_front(std::move(first));
     }
   }
-  changed_.wait(lock, [&] { return made_.at(parent).has_value(); });
+  // Waits in slices, the lock released for `while_waiting` between them.
+  while (!changed_.wait_for(lock, kWaitSlice, [&] { return made_.at(parent).has_value(); })) {
+    if (!while_waiting) continue;
+    lock.unlock();
+    while_waiting();
+    lock.lock();
+  }
   Made made = std::move(*made_.at(parent));
   made_.erase(parent);
   lock.unlock();

@@ -7,9 +7,11 @@
 // proposes, and what --resume replays, do not depend on the timing.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -38,6 +40,7 @@ class MutationWorker {
   // Requests made ahead and not yet started beyond this are dropped, the oldest first (the
   // newest sources are the likeliest parents; a dropped one is made when it is taken).
   static constexpr std::size_t kQueued = 16;
+  static constexpr std::chrono::milliseconds kWaitSlice{2};
 
   MutationWorker();
   ~MutationWorker();  // finishes the parent it is mutating, drops the rest
@@ -47,9 +50,11 @@ class MutationWorker {
   // Made when the thread has time, newest first; nothing if that parent was asked for before.
   void prefetch(MutationRequest request);
   // The parent's mutations, now: made ahead, or made first of all while the caller waits (on
-  // the worker's thread, so Clang never runs for mutators on two threads at once). Rethrows
-  // what evolve::mutate threw.
-  evolve::MutationReport take(MutationRequest request);
+  // the worker's thread, so Clang never runs for mutators on two threads at once); while it
+  // waits, `while_waiting` is called every few milliseconds (the job hands out work and takes
+  // results meanwhile). Rethrows what evolve::mutate threw.
+  evolve::MutationReport take(MutationRequest request,
+                              const std::function<void()>& while_waiting = {});
 
   std::size_t made_ahead() const;  // taken without waiting for them to be started
 

@@ -317,7 +317,8 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     auto [it, fresh] = kernel.mutations.try_emplace(parent->hash);
     if (fresh) {
       if (!mutation_worker_) mutation_worker_ = std::make_unique<MutationWorker>();
-      evolve::MutationReport report = mutation_worker_->take(mutation_request(kernel, *parent));
+      evolve::MutationReport report =
+          mutation_worker_->take(mutation_request(kernel, *parent), while_waiting_);
       if (!report.diagnostics.empty())
         log::debug("mutators: ", target.source_name, ": ", first_lines(report.diagnostics));
       it->second = std::move(report.mutations);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -104,6 +105,10 @@ class Search {
   // Up to `count` candidates for generation `generation` (fewer when the space is spent; none
   // may mean none until the candidates in flight are observed).
   std::vector<Planned> propose(std::uint32_t generation, std::size_t count);
+  // Called every few milliseconds while propose() waits for the mutators (a new parent's
+  // rewrites are parsed and compiled: up to a second for a CUDA kernel). It must not call back
+  // into the search; the job hands out work and takes results meanwhile.
+  void set_while_waiting(std::function<void()> work) { while_waiting_ = std::move(work); }
   // The outcome of a proposed candidate (in proposal order within a generation).
   void observe(const run::CandidateRecord& done);
   void end_generation();
@@ -184,6 +189,7 @@ class Search {
   bool fit_pool_made_ = false;
   std::vector<bo::Optimizer*> observed_optimizers_;
   bool restoring_ = false;  // restore() observes the history: nothing is fitted ahead for it
+  std::function<void()> while_waiting_;  // set_while_waiting()
   capture::DeviceInfo device_;
   std::size_t rejected_answers_ = 0;
   std::map<std::uint64_t, std::pair<std::size_t, Hash128>> llm_parents_;  // tag -> kernel, parent

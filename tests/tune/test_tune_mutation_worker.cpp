@@ -3,6 +3,8 @@
 // or asked for ahead and then dropped from a full queue.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "mutation_worker.hpp"
 #include "r3/hash.hpp"
 #include "support/files.hpp"
@@ -66,6 +68,34 @@ TEST(MutationWorker, AParentDroppedFromAFullQueueIsMadeWhenTaken) {
     ASSERT_FALSE(expected.empty());
     EXPECT_EQ(sources_of(worker.take(requests[i])), expected) << "request " << i;
   }
+}
+
+// While the caller waits for a parent the worker has not made yet, it is called back every few
+// milliseconds (the job hands out work meanwhile), and what it takes is what the mutators make.
+TEST(MutationWorker, TheCallerKeepsWorkingWhileItWaits) {
+  if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
+  const std::string text =
+      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  // Functions besides the kernel, which Clang parses and compiles with every rewrite: long
+  // enough a wait to be called back through on any machine.
+  std::string padded = text;
+  for (int i = 0; i < 400; ++i)
+    padded += "\nfloat pad" + std::to_string(i) +
+              "(const float* a, int n) { float s = 0; for (int j = 0; j < n; ++j) s += a[j] * " +
+              std::to_string(i) + "; return s; }";
+  const MutationRequest request = request_for(padded + "\n", {"restrict", "unroll", "hoist_loads"});
+  const auto direct = sources_of(evolve::mutate(request.text, request.file_name, request.entry,
+                                                request.language, request.mutators));
+  ASSERT_FALSE(direct.empty());
+  MutationWorker worker;
+  std::size_t calls = 0;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(sources_of(worker.take(request, [&] { ++calls; })), direct);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Clang parses and compiles every rewrite: tens of milliseconds at least, many slices.
+  ASSERT_GT(waited, 0.02) << "the mutators took no time: nothing to wait through";
+  EXPECT_GE(calls, 2u) << "waited " << waited << " s without calling back";
 }
 
 }  // namespace
