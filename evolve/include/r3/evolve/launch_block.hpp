@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "r3/mutation.hpp"
+
 namespace r3::evolve {
 
 using BlockExpressions = std::array<std::string, 3>;
@@ -38,10 +40,7 @@ std::optional<std::int64_t> evaluate_size(std::string_view expression,
 // The names an expression uses.
 std::vector<std::string> names_in(std::string_view expression);
 
-// Defines R3_LAUNCH_BLOCK away where the build does not (written by the mutators).
-inline constexpr const char* kLaunchBlockPreamble =
-    "#ifndef R3_LAUNCH_BLOCK\n#define R3_LAUNCH_BLOCK(...)\n#endif\n"
-    "#ifndef R3_LAUNCH_GRID\n#define R3_LAUNCH_GRID(...)\n#endif\n";
-inline constexpr const char* kKeepGridDeclaration = "R3_LAUNCH_GRID(recorded)";
+using r3::kKeepGridDeclaration;  // r3/mutation.hpp, with what the mutators write
+using r3::kLaunchBlockPreamble;
 
 }  // namespace r3::evolve

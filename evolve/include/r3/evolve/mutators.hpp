@@ -21,60 +21,30 @@
 //                  r3/evolve/launch_block.hpp), with the grid derived or kept (two variants)
 // Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
 // self-contained (they define R3_TUNABLE and the defaults if the build does not).
-// Lives in libr3llvm; mutators_available() is false in builds without LLVM.
+// The mutators themselves are Clang code in libr3llvm (r3/compiler/mutators.hpp); these are
+// evolve's entry points to them, and say why not in builds without LLVM
+// (mutators_available() is false there).
 #pragma once
 
-#include <array>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "r3/evolve/response.hpp"
+#include "r3/mutation.hpp"
 
 namespace r3::evolve {
 
-enum class SourceLanguage { cpp, cuda };
+using r3::Mutation;
+using r3::MutationContext;
+using r3::MutationReport;
+using r3::Rejection;
+using r3::SourceLanguage;
 
-// What the mutators know of the kernel beyond its source.
-struct MutationContext {
-  // The block the kernel was recorded with ({0, 0, 0}: unknown); sizes equal to one of its
-  // dimensions are taken to fix the launch shape.
-  std::array<std::uint32_t, 3> recorded_block{0, 0, 0};
-  // What the source declares already (parse_tunables, parse_launch_block): not made again.
-  std::vector<std::string> declared_tunables;
-  bool launch_coupled = false;
-  // The template arguments of the recorded instance of a template kernel, as the demangled
-  // name writes them ("32", "float", "4u"): the defaults of its integer parameters.
-  std::vector<std::string> template_arguments;
-};
-
-struct Mutation {
-  std::string mutator;      // "unroll"
-  std::string description;  // "#pragma unroll R3_UNROLL_1 on the loop at line 7"
-  std::string source;
-  std::vector<Tunable> tunables;  // the ones this mutation declares
-};
-
-struct Rejection {
-  Mutation mutation;
-  std::string error;  // the first error the compiler reported
-};
-
-struct MutationReport {
-  std::vector<Mutation> mutations;
-  // Rewrites that were made but did not compile (a bug of the mutator if it ever happens; they
-  // are never offered as candidates).
-  std::vector<Rejection> rejected;
-  std::string diagnostics;  // when the source itself does not parse
-};
-
-// All single rewrites the named mutators can make to kernel `entry` of `source`.
 MutationReport mutate(std::string_view source, std::string_view file_name, std::string_view entry,
                       SourceLanguage language, const std::vector<std::string>& mutators,
                       const MutationContext& context = {});
 
-// Whether `source` compiles (parses and type-checks) as `language`; diagnostics appended.
 bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,
               std::string& diagnostics);
 

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "r3/mutation.hpp"
+
 namespace r3::evolve {
 
 struct Edit {
@@ -54,12 +56,7 @@ std::vector<std::string> parameter_names(std::string_view signature);
 // __launch_bounds__ may differ).
 bool same_signature(std::string_view a, std::string_view b);
 
-struct Tunable {
-  std::string name;
-  std::string default_value;
-  std::vector<std::string> values;
-  friend bool operator==(const Tunable&, const Tunable&) = default;
-};
+using r3::Tunable;  // r3/mutation.hpp
 // R3_TUNABLE(NAME, default, v1 v2 v3) or R3_TUNABLE(NAME, default, v1, v2, v3).
 std::vector<Tunable> parse_tunables(std::string_view source);
 // What removes the R3_TUNABLE declarations at compile time: the macro defined empty

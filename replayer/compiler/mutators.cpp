@@ -1,6 +1,6 @@
-// The built-in mutators (r3/evolve/mutators.hpp): what to change is found on Clang's AST, the
-// change is made with Clang's Rewriter, and the result is compiled before it is offered.
-// Compiled into libr3llvm.
+// The built-in mutators (r3/compiler/mutators.hpp; what each does: r3/evolve/mutators.hpp):
+// what to change is found on Clang's AST, the change is made with Clang's Rewriter, and the
+// result is compiled before it is offered.
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
@@ -24,13 +24,10 @@
 #include <set>
 
 #include "frontend.hpp"
-#include "r3/evolve/launch_block.hpp"
-#include "r3/evolve/mutators.hpp"
+#include "r3/compiler/mutators.hpp"
 
-namespace r3::evolve {
+namespace r3::compiler {
 namespace {
-
-using compiler::Dialect;
 
 struct TextEdit {
   std::size_t offset = 0, length = 0;
@@ -92,7 +89,7 @@ struct Parameter {
 // A `#define NAME <integer>` of the main file: a compile-time size the kernel may depend on.
 struct SizeMacro {
   std::int64_t value = 0;
-  Span definition;   // the directive's line, from its start to the end of the value
+  Span definition;  // the directive's line, from its start to the end of the value
   unsigned order = 0;
   bool redefined = false;  // defined more than once: not one size
 };
@@ -111,7 +108,7 @@ struct Facts {
   Span body;  // the kernel's definition
   std::map<std::string, SizeMacro> size_macros;
   std::vector<std::pair<std::string, std::size_t>> macro_uses;  // expansions in the main file
-  std::vector<Span> shared_declarations;  // __shared__ variables of the kernel
+  std::vector<Span> shared_declarations;                      // __shared__ variables of the kernel
   std::vector<std::pair<Span, std::int64_t>> unroll_factors;  // `#pragma unroll N` in the kernel
   std::vector<std::pair<Span, std::int64_t>> literals;  // integer literals written in the kernel
   std::vector<std::pair<Span, std::int64_t>> loop_strides;  // `i += 256`: a for loop's literal step
@@ -207,7 +204,7 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
     auto at = file_offset(literal->getLocation());
     if (!at) return std::nullopt;
     return Span{*at, *at + clang::Lexer::MeasureTokenLength(literal->getLocation(), sm_,
-                                                           context_.getLangOpts())};
+                                                            context_.getLangOpts())};
   }
   void note_literal(const clang::IntegerLiteral* literal) {
     if (auto span = literal_span(literal))
@@ -326,8 +323,8 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
           if (auto span = expansion_span_of(declaration->getSourceRange()))
             facts_.shared_declarations.push_back(*span);
           // Array sizes are not statements: their literals are collected here.
-          clang::TypeLoc type = v->getTypeSourceInfo() ? v->getTypeSourceInfo()->getTypeLoc()
-                                                        : clang::TypeLoc();
+          clang::TypeLoc type =
+              v->getTypeSourceInfo() ? v->getTypeSourceInfo()->getTypeLoc() : clang::TypeLoc();
           for (auto array = type.getAs<clang::ArrayTypeLoc>(); !array.isNull();
                array = array.getElementLoc().getAs<clang::ArrayTypeLoc>()) {
             const clang::Expr* size_expr =
@@ -469,13 +466,15 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
         step = compound->getRHS();
     } else if (const auto* assign = llvm::dyn_cast<clang::BinaryOperator>(increment);
                assign != nullptr && assign->getOpcode() == clang::BO_Assign) {
-      const auto* sum = llvm::dyn_cast<clang::BinaryOperator>(assign->getRHS()->IgnoreParenImpCasts());
+      const auto* sum =
+          llvm::dyn_cast<clang::BinaryOperator>(assign->getRHS()->IgnoreParenImpCasts());
       if (sum != nullptr && sum->getOpcode() == clang::BO_Add &&
           variable(sum->getLHS()) == variable(assign->getLHS()) && variable(sum->getLHS()))
         step = sum->getRHS();
     }
-    const auto* literal =
-        step != nullptr ? llvm::dyn_cast<clang::IntegerLiteral>(step->IgnoreParenImpCasts()) : nullptr;
+    const auto* literal = step != nullptr
+                              ? llvm::dyn_cast<clang::IntegerLiteral>(step->IgnoreParenImpCasts())
+                              : nullptr;
     if (literal == nullptr) return;
     if (auto span = literal_span(literal))
       facts_.loop_strides.push_back({*span, literal->getValue().getSExtValue()});
@@ -534,7 +533,8 @@ class SizeMacroRecorder : public clang::PPCallbacks {
                     clang::SourceRange range, const clang::MacroArgs*) override {
     const clang::SourceLocation at = sm_.getFileLoc(range.getBegin());
     if (at.isValid() && sm_.isInMainFile(at))
-      facts_.macro_uses.push_back({name.getIdentifierInfo()->getName().str(), sm_.getFileOffset(at)});
+      facts_.macro_uses.push_back(
+          {name.getIdentifierInfo()->getName().str(), sm_.getFileOffset(at)});
   }
 
  private:
@@ -568,8 +568,8 @@ class CollectAction : public clang::ASTFrontendAction {
   Facts& facts_;
 };
 
-compiler::Source make_source(std::string_view text, std::string_view name) {
-  compiler::Source s;
+Source make_source(std::string_view text, std::string_view name) {
+  Source s;
   s.name = std::string(name);
   s.text = std::string(text);
   return s;
@@ -626,8 +626,8 @@ std::optional<std::int64_t> integer_argument(std::string text) {
     if (close == std::string::npos) return std::nullopt;
     text = text.substr(close + 1);
   }
-  while (!text.empty() && (text.back() == 'u' || text.back() == 'U' || text.back() == 'l' ||
-                           text.back() == 'L'))
+  while (!text.empty() &&
+         (text.back() == 'u' || text.back() == 'U' || text.back() == 'l' || text.back() == 'L'))
     text.pop_back();
   if (text.empty()) return std::nullopt;
   std::size_t used = 0;
@@ -654,7 +654,7 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     std::string name;
     const SizeMacro* macro;
     bool in_shared = false;
-    std::vector<Span> literals;  // a tile size written as a number: every place it is written
+    std::vector<Span> literals;      // a tile size written as a number: every place it is written
     std::string template_parameter;  // or the template parameter whose uses these are
     bool loop_stride = false;        // or the loops' steps of this size
   };
@@ -669,7 +669,8 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     for (const auto& [used_name, at] : facts.macro_uses) {
       if (used_name != name || !inside(facts.body, at)) continue;
       used = true;
-      for (const Span& shared : facts.shared_declarations) f.in_shared = f.in_shared || inside(shared, at);
+      for (const Span& shared : facts.shared_declarations)
+        f.in_shared = f.in_shared || inside(shared, at);
     }
     if (used) found.push_back(f);
   }
@@ -708,7 +709,8 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     Found f{fresh_name(taken, "R3_" + p.name + "_"), stand_in(*value), false, p.uses, p.name};
     taken += " " + f.name;
     for (const Span& use : p.uses)
-      for (const Span& shared : facts.shared_declarations) f.in_shared = f.in_shared || inside(shared, use.begin);
+      for (const Span& shared : facts.shared_declarations)
+        f.in_shared = f.in_shared || inside(shared, use.begin);
     found.push_back(std::move(f));
   }
   // A loop stepping by a recorded block dimension written as a number (`for (j = threadIdx.x;
@@ -751,7 +753,8 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
   std::vector<Tunable> defined_here;  // tunables nothing in the source defines (tile numbers)
   std::vector<TextEdit> edits;
   std::string described;
-  std::vector<const Found*> following;  // loop steps that take the name of the size the block follows
+  std::vector<const Found*>
+      following;  // loop steps that take the name of the size the block follows
   for (const Found& f : found) {
     const bool shapes_launch = std::find(follows.begin(), follows.end(), &f) != follows.end();
     if (f.loop_stride && !shapes_launch) following.push_back(&f);
@@ -774,20 +777,19 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     if (f.literals.empty()) {
       const Span& def = f.macro->definition;
       const std::string line(source.substr(def.begin, def.end - def.begin));
-      edits.push_back({def.begin, def.end - def.begin,
-                       "#ifndef " + f.name + "\n" + line + "\n#endif"});
+      edits.push_back(
+          {def.begin, def.end - def.begin, "#ifndef " + f.name + "\n" + line + "\n#endif"});
     } else {
       for (const Span& at : f.literals) edits.push_back({at.begin, at.end - at.begin, f.name});
       defined_here.push_back(t);
     }
-    const std::string what =
-        f.literals.empty() ? f.name
-        : !f.template_parameter.empty()
-            ? "template parameter " + f.template_parameter + " as " + f.name
-        : f.loop_stride ? "the loop step " + std::to_string(d) + " as " + f.name
-                        : "the number " + std::to_string(d) + " as " + f.name;
-    described += (described.empty() ? "" : ", ") + what +
-                 " (" + std::to_string(d) +
+    const std::string what = f.literals.empty() ? f.name
+                             : !f.template_parameter.empty()
+                                 ? "template parameter " + f.template_parameter + " as " + f.name
+                             : f.loop_stride
+                                 ? "the loop step " + std::to_string(d) + " as " + f.name
+                                 : "the number " + std::to_string(d) + " as " + f.name;
+    described += (described.empty() ? "" : ", ") + what + " (" + std::to_string(d) +
                  (shapes_launch ? ", shapes the launch" : ", sizes __shared__ data") + ")";
     tunables.push_back(std::move(t));
   }
@@ -797,7 +799,8 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
           std::none_of(tunables.begin(), tunables.end(),
                        [&](const Tunable& t) { return t.name == leader->name; }))
         continue;
-      for (const Span& at : step->literals) edits.push_back({at.begin, at.end - at.begin, leader->name});
+      for (const Span& at : step->literals)
+        edits.push_back({at.begin, at.end - at.begin, leader->name});
       described += (described.empty() ? "" : ", ") + std::string("the loop step ") +
                    std::to_string(step->macro->value) + " as " + leader->name;
       break;
@@ -811,7 +814,8 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     Tunable t{fresh_name(taken, "R3_UNROLL_"), std::to_string(factor), {}};
     taken += " " + t.name;
     for (std::int64_t v : {std::int64_t{1}, factor / 2, factor, factor * 2, std::int64_t{16}})
-      if (v >= 1 && std::find(t.values.begin(), t.values.end(), std::to_string(v)) == t.values.end())
+      if (v >= 1 &&
+          std::find(t.values.begin(), t.values.end(), std::to_string(v)) == t.values.end())
         t.values.push_back(std::to_string(v));
     edits.push_back({span.begin, span.end - span.begin, t.name});
     described += (described.empty() ? "" : ", ") + std::string("unroll factor ") +
@@ -835,7 +839,8 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
   if (follows[0] != nullptr || follows[1] != nullptr || follows[2] != nullptr) {
     std::array<std::string, 3> dims;
     for (int d = 0; d < 3; ++d)
-      dims[d] = follows[d] != nullptr ? follows[d]->name : std::to_string(std::max<std::uint32_t>(1, block[d]));
+      dims[d] = follows[d] != nullptr ? follows[d]->name
+                                      : std::to_string(std::max<std::uint32_t>(1, block[d]));
     coupling = "R3_LAUNCH_BLOCK(" + dims[0] + ", " + dims[1] + ", " + dims[2] + ")";
     top += kLaunchBlockPreamble + coupling + "\n";
   }
@@ -844,28 +849,27 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
       (coupling.empty() ? "" : "; block " + coupling.substr(16, coupling.size() - 17));
   std::vector<Mutation> out;
   edits.push_back({0, 0, top});
-  out.push_back({"parametrise", description + (coupling.empty() ? "" : ", grid covering the recorded threads"),
+  out.push_back({"parametrise",
+                 description + (coupling.empty() ? "" : ", grid covering the recorded threads"),
                  splice(source, edits), tunables});
   // Whether the grid covers the threads (one element each) or the blocks (one item each, a box,
   // a row) is not in the source's sizes: both are offered, and verification tells.
   if (!coupling.empty()) {
     edits.back().text = top + kKeepGridDeclaration + "\n";
-    out.push_back({"parametrise", description + ", the recorded grid", splice(source, edits),
-                   tunables});
+    out.push_back(
+        {"parametrise", description + ", the recorded grid", splice(source, edits), tunables});
   }
   return out;
 }
 
 }  // namespace
 
-bool mutators_available() { return true; }
-
 bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,
               std::string& diagnostics) {
   clang::SyntaxOnlyAction action;
-  return compiler::run_frontend(make_source(source, file_name),
-                                language == SourceLanguage::cuda ? Dialect::cuda : Dialect::cpp,
-                                action, diagnostics);
+  return run_frontend(make_source(source, file_name),
+                      language == SourceLanguage::cuda ? Dialect::cuda : Dialect::cpp, action,
+                      diagnostics);
 }
 
 MutationReport mutate(std::string_view source, std::string_view file_name, std::string_view entry,
@@ -875,8 +879,7 @@ MutationReport mutate(std::string_view source, std::string_view file_name, std::
   Facts facts;
   CollectAction action{std::string(entry), facts};
   const Dialect dialect = language == SourceLanguage::cuda ? Dialect::cuda : Dialect::cpp;
-  if (!compiler::run_frontend(make_source(source, file_name), dialect, action,
-                              report.diagnostics)) {
+  if (!run_frontend(make_source(source, file_name), dialect, action, report.diagnostics)) {
     return report;
   }
   if (!facts.found) {
@@ -996,4 +999,4 @@ MutationReport mutate(std::string_view source, std::string_view file_name, std::
   return report;
 }
 
-}  // namespace r3::evolve
+}  // namespace r3::compiler
