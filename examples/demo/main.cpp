@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "r3/record.hpp"
+#include "r3/record/call.hpp"
 
 extern "C" void stencil2d(const float* in, float* out, int n, float alpha, double* change);
 

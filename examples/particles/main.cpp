@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "particles.cpp"
-#include "r3/record.hpp"
+#include "r3/record/call.hpp"
 
 int main(int argc, char** argv) {
   const int count = argc > 1 ? std::atoi(argv[1]) : 100000;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "r3/record.hpp"
+#include "r3/record/call.hpp"
 
 extern "C" void spmv_csr(int rows, const int* row_offsets, const int* columns, const double* values,
                          const double* x, double* y);

@@ -36,7 +36,7 @@
 #include "r3/error.hpp"
 #include "r3/hash.hpp"
 #include "r3/log.hpp"
-#include "r3/record.hpp"
+#include "r3/record/call.hpp"
 #include "session.hpp"
 
 namespace {

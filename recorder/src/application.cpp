@@ -1,4 +1,4 @@
-#include "r3/application.hpp"
+#include "r3/record/application.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "r3/apply_command.hpp"
+#include "r3/record/apply_command.hpp"
 
 #include <stdlib.h>
 
@@ -8,10 +8,10 @@
 #include <ostream>
 
 #include "../kokkos/tuned_values.hpp"
-#include "r3/application.hpp"
 #include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 #include "r3/files.hpp"
+#include "r3/record/application.hpp"
 
 namespace r3::record {
 

@@ -1,4 +1,4 @@
-#include "r3/record.hpp"
+#include "r3/record/call.hpp"
 
 #include <sys/utsname.h>
 #include <unistd.h>

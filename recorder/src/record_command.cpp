@@ -1,4 +1,4 @@
-#include "r3/record_command.hpp"
+#include "r3/record/record_command.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,12 +6,12 @@
 #include <cstring>
 #include <ostream>
 
-#include "r3/application.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
-#include "r3/record.hpp"
+#include "r3/record/application.hpp"
+#include "r3/record/call.hpp"
 #include "session.hpp"
 
 namespace r3::record {

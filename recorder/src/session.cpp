@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "r3/log.hpp"
-#include "r3/record.hpp"
+#include "r3/record/call.hpp"
 
 namespace r3::record::session {
 

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "r3/apply_command.hpp"
 #include "r3/capture.hpp"
 #include "r3/error.hpp"
 #include "r3/exit_codes.hpp"
 #include "r3/inspect.hpp"
 #include "r3/log.hpp"
-#include "r3/record_command.hpp"
+#include "r3/record/apply_command.hpp"
+#include "r3/record/record_command.hpp"
 #include "r3/replay/extract_command.hpp"
 #include "r3/replay/replay_command.hpp"
 #include "r3/replay/winner_code.hpp"

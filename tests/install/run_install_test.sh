@@ -24,13 +24,13 @@ if [ "$mode" = static ]; then
   cmake --build "$build" -j 2 >"$work/build.log"
 fi
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
-for f in bin/r3 bin/r3-mpi libexec/r3/r3-sandbox include/r3/capture.hpp include/r3/config.hpp \
+for f in bin/r3 bin/r3-mpi libexec/r3/r3-sandbox include/r3/capture.hpp include/r3/config.hpp include/r3/record/call.hpp \
   share/r3/prompts share/r3/examples/smoke.h5 share/r3/examples/demo/tune.yaml \
   share/r3/examples/demo/stencil.cpp share/r3/jobs/README.md share/r3/jobs/slurm/tune.sbatch; do
   [ -e "$work/prefix/$f" ] || { echo "install is missing $f" >&2; exit 1; }
 done
 # The r3 driver's own headers (r3 record and r3 apply) are no library's interface.
-for f in include/r3/record_command.hpp include/r3/apply_command.hpp include/r3/application.hpp; do
+for f in include/r3/record/record_command.hpp include/r3/record/apply_command.hpp include/r3/record/application.hpp; do
   [ ! -e "$work/prefix/$f" ] || { echo "install has $f, which is the r3 driver's own" >&2; exit 1; }
 done
 [ -n "$(find "$work/prefix" -name r3Config.cmake)" ] || { echo "install is missing r3Config.cmake" >&2; exit 1; }

@@ -1,9 +1,11 @@
-// Writes and reads back a capture through the installed libr3core.
+// Writes and reads back a capture through the installed libr3core, and calls a kernel through
+// the installed host capture API (not under `r3 record`: the call just runs).
 #include <iostream>
 #include <string_view>
 
 #include "r3/capture.hpp"
 #include "r3/config.hpp"
+#include "r3/record/call.hpp"
 #include "r3/version.hpp"
 
 int main(int argc, char** argv) {
@@ -21,5 +23,8 @@ int main(int argc, char** argv) {
   auto reader = r3::capture::CaptureReader::open(argv[1]);
   std::cout << "r3 " << r3::version_string() << " (R3_VERSION_STRING " << R3_VERSION_STRING
             << "): " << reader.kernels().at(0).name << "\n";
-  return reader.kernels().size() == 1 ? 0 : 1;
+  int calls = 0;
+  r3::record::call(
+      "consumer_kernel", [](r3::record::Call&) {}, [&] { ++calls; });
+  return reader.kernels().size() == 1 && calls == 1 ? 0 : 1;
 }

@@ -35,7 +35,7 @@ struct ApplyOptions {
   // Kokkos: the largest teams of the result's TeamPolicy kernels on this GPU, for the connector
   // to answer Kokkos' team-size tuner (--kokkos-tune-internals) with.
   std::vector<kokkos::TeamLimit> kokkos_team_limits;
-  std::vector<std::string> command;    // the application and its arguments
+  std::vector<std::string> command;  // the application and its arguments
 };
 
 // Checks the result (throws r3::ConfigError naming the file and key), then runs the
