@@ -4,8 +4,13 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb] [--initial N] [--candidates N] [--local-starts N]
-//               [--fit-evaluations N] [--gp-points N] [--no-timing] [--verbose] TABLE.csv...
+//               [--fit-evaluations N] [--gp-points N] [--no-timing] [--verbose]
+//               [--constraint EXPR]... [--constraints FILE] TABLE.csv...
 //
+// Known constraints (tune.yaml's expressions over the table's column names) limit the space
+// both searches draw from, as a tuning run told them would: from --constraint, --constraints
+// FILE (one per line), and TABLE.constraints beside a table (that table only). Rows that break
+// them are left out, and random search draws from the configurations they allow.
 // Each search runs until it is within 1% of the table's optimum (all the figures need), BO for
 // at most --budget evaluations, random search for at most the whole space: its medians are
 // exact, over many more seeds (random runs cost nothing), so that the baseline is not luck.
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -39,6 +45,7 @@ struct Settings {
   Options defaults;  // the optimiser's other settings (--candidates, --local-starts, ...)
   bool timing = true;
   bool verbose = false;  // print every BO seed's evaluations to 5% and 1%
+  std::vector<std::string> constraints;  // for every table (--constraint, --constraints)
   std::vector<std::string> tables;
 };
 
@@ -93,7 +100,17 @@ Settings parse(int argc, char** argv) {
       s.timing = false;
     else if (a == "--verbose")
       s.verbose = true;
-    else if (a == "--help" || a == "-h") {
+    else if (a == "--constraint")
+      s.constraints.push_back(next());
+    else if (a == "--constraints") {
+      const std::string file = next();
+      try {
+        for (std::string& c : load_constraints(file)) s.constraints.push_back(std::move(c));
+      } catch (const r3::Error& e) {
+        std::fprintf(stderr, "bo_sim: %s\n", e.what());
+        std::exit(2);
+      }
+    } else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: bo_sim [options] TABLE.csv...\n"
           "  --seeds N             BO runs, seeds 1..N (default 20)\n"
@@ -107,7 +124,11 @@ Settings parse(int argc, char** argv) {
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
           "  --gp-points N         most observations the GP conditions on (default 384)\n"
           "  --no-timing           leave out the batch-of-64 timing\n"
-          "  --verbose             print every BO seed's evaluations to 5%% and 1%%\n");
+          "  --verbose             print every BO seed's evaluations to 5%% and 1%%\n"
+          "  --constraint EXPR     a known constraint over the tables' column names, as in\n"
+          "                        tune.yaml (repeatable; e.g. 'block_size_x*block_size_y>=64')\n"
+          "  --constraints FILE    known constraints, one per line ('#' comments)\n"
+          "  A file TABLE.constraints beside a table adds its lines for that table.\n");
       std::exit(0);
     } else
       s.tables.push_back(a);
@@ -122,12 +143,6 @@ Settings parse(int argc, char** argv) {
     std::exit(2);
   }
   return s;
-}
-
-double space_points(const Space& space) {
-  double points = 1;
-  for (const Parameter& p : space.parameters()) points *= static_cast<double>(p.choices());
-  return points;
 }
 
 // Median of evaluations-to-target, a run that never got there counting as budget + 1.
@@ -154,7 +169,7 @@ std::string ratio(double random, double bo, std::size_t budget) {
 }
 
 void simulate(const Table& table, const Settings& settings) {
-  const double points = space_points(table.space());
+  const auto points = static_cast<double>(table.points());
   const std::size_t budget = settings.budget;
   const auto space_size = static_cast<std::size_t>(points);
   const double target5 = table.optimum() * 1.05, target1 = table.optimum() * 1.01;
@@ -219,7 +234,7 @@ void time_batch(const Table& table) {
   std::mt19937_64 rng(11);
   std::unordered_set<r3::Hash128> seen;
   const std::size_t wanted =
-      std::min<std::size_t>(1000, static_cast<std::size_t>(space_points(table.space())) - 64);
+      std::min<std::size_t>(1000, table.points() > 64 ? table.points() - 64 : 0);
   while (optimizer.observations().size() < wanted) {
     Configuration c = table.space().sample(rng);
     if (seen.insert(c.hash()).second) optimizer.observe(c, table.evaluate(c));
@@ -243,7 +258,20 @@ int main(int argc, char** argv) {
   Settings settings = parse(argc, argv);
   try {
     std::vector<Table> tables;
-    for (const std::string& path : settings.tables) tables.push_back(Table::load_csv(path));
+    for (const std::string& path : settings.tables) {
+      std::vector<std::string> constraints = settings.constraints;
+      const std::filesystem::path beside =
+          std::filesystem::path(path).replace_extension(".constraints");
+      if (std::filesystem::exists(beside))
+        for (std::string& c : load_constraints(beside)) constraints.push_back(std::move(c));
+      tables.push_back(Table::load_csv(path, constraints));
+      if (!constraints.empty()) {
+        std::printf("%s: known constraints", path.c_str());
+        for (const std::string& c : constraints) std::printf(" '%s'", c.c_str());
+        std::printf(": %zu configurations, %zu rows left out\n", tables.back().points(),
+                    tables.back().excluded_rows());
+      }
+    }
     std::printf(
         "Bayesian optimisation (%s, %zu initial, batch %zu; %zu seeds, at most %zu evaluations)\n"
         "against random search (%zu seeds, until found); evaluations to get within 5%% and 1%%\n"

@@ -39,7 +39,19 @@ std::optional<double> number(const std::string& text) {
 
 }  // namespace
 
-Table Table::load_csv(const std::filesystem::path& path) {
+std::vector<std::string> load_constraints(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read the constraints", in_file(path.string()));
+  std::vector<std::string> constraints;
+  for (std::string line; std::getline(in, line);) {
+    std::string text = trim(line);
+    if (!text.empty() && text[0] != '#') constraints.push_back(std::move(text));
+  }
+  return constraints;
+}
+
+Table Table::load_csv(const std::filesystem::path& path,
+                      const std::vector<std::string>& constraints) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read the table", in_file(path.string()));
   auto fail = [&](int line, const std::string& message) -> Error {
@@ -91,7 +103,13 @@ Table Table::load_csv(const std::filesystem::path& path) {
     parameters.push_back(numeric ? Parameter::ordinal(header[c], values)
                                  : Parameter::categorical(header[c], labels));
   }
-  Table table{Space(parameters)};
+  Table table = [&] {
+    try {
+      return Table{Space(parameters, constraints)};
+    } catch (const Error& e) {
+      throw fail(0, "the constraints do not fit the table: " + e.message());
+    }
+  }();
   table.path_ = path;
   table.optimum_ = std::numeric_limits<double>::infinity();
   std::unordered_map<Hash128, int> first_line;
@@ -111,6 +129,10 @@ Table Table::load_csv(const std::filesystem::path& path) {
       }
       c.values.push_back({index});
     }
+    if (!table.space_.satisfies_constraints(c)) {
+      ++table.excluded_rows_;
+      continue;
+    }
     const std::string& time = fields[time_index];
     std::optional<double> value;
     if (time != "fail") {
@@ -128,7 +150,34 @@ Table Table::load_csv(const std::filesystem::path& path) {
     table.times_.emplace(c.hash(), value);
     ++table.rows_;
   }
-  if (!std::isfinite(table.optimum_)) throw fail(0, "every configuration in the table failed");
+  if (!std::isfinite(table.optimum_))
+    throw fail(0, constraints.empty() ? "every configuration in the table failed"
+                                      : "every configuration the constraints allow failed");
+  // The population random search draws from: the space's points that meet the constraints,
+  // counted one by one (a table's columns are ordinal or categorical: an odometer over them).
+  if (constraints.empty()) {
+    table.points_ = 1;
+    for (const Parameter& p : parameters) table.points_ *= p.choices();
+  } else {
+    constexpr double kCountedSpace = 1e8;
+    double product = 1;
+    for (const Parameter& p : parameters) product *= static_cast<double>(p.choices());
+    if (product > kCountedSpace)
+      throw fail(0,
+                 "the table's space has more than 10^8 points: too many to count the "
+                 "configurations its constraints allow");
+    Configuration c;
+    for (std::size_t k = 0; k < parameters.size(); ++k) c.values.push_back({0});
+    while (true) {
+      table.points_ += table.space_.satisfies_constraints(c) ? 1 : 0;
+      std::size_t k = 0;
+      for (; k < parameters.size(); ++k) {
+        if (++c.values[k][0] < static_cast<int>(parameters[k].choices())) break;
+        c.values[k][0] = 0;
+      }
+      if (k == parameters.size()) break;
+    }
+  }
   return table;
 }
 

@@ -415,6 +415,45 @@ TEST(BoTable, LoadsInfersTheSpaceAndCountsMissingRowsAsFailures) {
   EXPECT_EQ(table.evaluate(best).time, 1.5);
 }
 
+// Known constraints (bo_sim --constraint) limit the table as a tuning run told them would: rows
+// that break them are left out, the optimum and the random baseline's population are those of
+// the configurations they allow, and random search draws nothing else. A constraint naming no
+// column is refused, naming the file and the constraint.
+TEST(BoTable, KnownConstraintsLimitTheSpaceTheOptimumAndTheRandomBaseline) {
+  r3::test::TempDir dir;
+  {
+    std::ofstream out(dir / "t.csv");
+    out << "x,y,time\n";
+    for (int x : {1, 2, 4, 8})
+      for (int y : {1, 2, 4, 8}) out << x << "," << y << "," << 10.0 / (x * y) + x << "\n";
+  }
+  const Table all = Table::load_csv(dir / "t.csv");
+  EXPECT_EQ(all.points(), 16u);
+  EXPECT_EQ(all.excluded_rows(), 0u);
+  EXPECT_DOUBLE_EQ(all.optimum(), 10.0 / 8 + 1);  // x = 1, y = 8
+  std::ofstream(dir / "t.constraints") << "# known\nx * y >= 8\n\nx <= 4\n";
+  const Table limited = Table::load_csv(dir / "t.csv", load_constraints(dir / "t.constraints"));
+  // x*y >= 8 and x <= 4: (1,8) (2,4) (2,8) (4,2) (4,4) (4,8).
+  EXPECT_EQ(limited.points(), 6u);
+  EXPECT_EQ(limited.rows(), 6u);
+  EXPECT_EQ(limited.excluded_rows(), 10u);
+  EXPECT_DOUBLE_EQ(limited.optimum(), 10.0 / 8 + 1);
+  const Table strict = Table::load_csv(dir / "t.csv", {"x >= 2"});
+  EXPECT_DOUBLE_EQ(strict.optimum(), 10.0 / 16 + 2);  // x = 2, y = 8: the best that is allowed
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const Trace trace = run_random(limited, seed, limited.points());
+    EXPECT_EQ(trace.size(), limited.points()) << "random search draws every allowed point once";
+    for (double t : trace) EXPECT_TRUE(std::isfinite(t)) << "a point outside the constraints";
+  }
+  try {
+    Table::load_csv(dir / "t.csv", {"x * z >= 8"});
+    FAIL() << "a constraint naming no column was accepted";
+  } catch (const r3::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t.csv"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'z'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BoTable, MalformedTablesNameTheLine) {
   r3::test::TempDir dir;
   auto expect_error = [&](const std::string& text, const std::string& needle) {

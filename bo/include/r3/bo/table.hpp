@@ -1,7 +1,9 @@
 // A tuning problem given as a table of measured configurations, for simulating searches:
 // CSV, one column per parameter and a `time` column (a number, or `fail`). The space is the
-// product of each column's distinct values (numeric columns ordinal, others categorical); a
-// configuration the table does not hold counts as a failure.
+// product of each column's distinct values (numeric columns ordinal, others categorical),
+// limited by known constraints when given (expressions over the column names, as tune.yaml's
+// `constraints:`); a configuration the table does not hold counts as a failure, and rows that
+// break a constraint are left out.
 #pragma once
 
 #include <filesystem>
@@ -16,8 +18,10 @@ namespace r3::bo {
 
 class Table {
  public:
-  // Throws r3::Error naming the file and line for a malformed table.
-  static Table load_csv(const std::filesystem::path& path);
+  // Throws r3::Error naming the file and line for a malformed table, or the constraint that
+  // does not parse or names no column.
+  static Table load_csv(const std::filesystem::path& path,
+                        const std::vector<std::string>& constraints = {});
 
   const Space& space() const { return space_; }
   const std::filesystem::path& path() const { return path_; }
@@ -25,6 +29,9 @@ class Table {
   double optimum() const { return optimum_; }  // the lowest time in the table
   std::size_t rows() const { return rows_; }
   std::size_t failed_rows() const { return failed_rows_; }
+  std::size_t excluded_rows() const { return excluded_rows_; }  // breaking a constraint
+  // Configurations of the space that meet the constraints (the random baseline's population).
+  std::size_t points() const { return points_; }
   // How many configurations took at most `time`.
   std::size_t count_at_most(double time) const;
 
@@ -36,7 +43,12 @@ class Table {
   double optimum_ = 0;
   std::size_t rows_ = 0;
   std::size_t failed_rows_ = 0;
+  std::size_t excluded_rows_ = 0;
+  std::size_t points_ = 0;
 };
+
+// Known constraints from a file: one expression per line; blank lines and '#' comments skipped.
+std::vector<std::string> load_constraints(const std::filesystem::path& path);
 
 // The time of each evaluation in order (+infinity for failures).
 using Trace = std::vector<double>;
