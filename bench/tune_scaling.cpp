@@ -14,7 +14,9 @@
 // evaluators fit on one small machine (oversubscribed, mostly sleeping) and what limits rank 0
 // and the flow of work shows. Besides the whole run it prints the busy fraction while the search
 // was still proposing ("steady": after the first commit, which includes the start, and before the
-// last candidates drain and evaluators run out of work), and how many LLM answers were evaluated.
+// last candidates drain and evaluators run out of work), how many LLM answers were evaluated,
+// and rank 0's search: its share of the generations' wall time ("search": near 100%, rank 0
+// sets the pace) and its searching thread's CPU per candidate ("ms/cand").
 //
 // Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
@@ -64,6 +66,10 @@ struct Measured {
   double wall = 0;                // the whole mpirun, start-up included
   // Generations committed while the search still proposed (before the drain at the end).
   double steady_seconds = 0, steady_busy_weighted = 0;
+  // Rank 0's search (proposals, observations, commits) per generation, from the progress
+  // lines: its wall time and its searching thread's CPU time. Search wall near the
+  // generations' time means rank 0, not the evaluators, sets the pace.
+  double search_seconds = 0, search_cpu_seconds = 0;
   int llm_candidates = 0;  // LLM answers evaluated (the run's candidates.csv)
   std::string last_llm;           // the last progress line's LLM part
   int exit_code = 0;
@@ -72,7 +78,12 @@ struct Measured {
   double steady_busy() const {
     return steady_seconds > 0 ? steady_busy_weighted / steady_seconds : 0;
   }
-
+  double search_share() const {
+    return generation_seconds > 0 ? search_seconds / generation_seconds : 0;
+  }
+  double search_cpu_ms_per_candidate() const {
+    return candidates > 0 ? 1e3 * search_cpu_seconds / candidates : 0;
+  }
 };
 
 std::string read_file(const fs::path& path) {
@@ -117,6 +128,7 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
   const std::regex progress(
       R"(generation \d+: (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
   const std::regex llm(R"(; (LLM: [^;]*);)");
+  const std::regex search(R"(; search ([0-9.e+-]+) ms \(CPU ([0-9.e+-]+) ms\))");
   std::ifstream in(log);
   bool proposing = true;
   for (std::string line; std::getline(in, line);) {
@@ -133,6 +145,10 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
     if (proposing && m.generations > 1) {
       m.steady_seconds += seconds;
       m.steady_busy_weighted += seconds * std::stoi(match[3]) / 100.0;
+    }
+    if (std::regex_search(line, match, search)) {
+      m.search_seconds += std::stod(match[1]) / 1e3;
+      m.search_cpu_seconds += std::stod(match[2]) / 1e3;
     }
     if (std::regex_search(line, match, llm)) m.last_llm = match[1];
   }
@@ -239,20 +255,22 @@ int main(int argc, char** argv) {
                                         " s, run " + std::to_string(o.run_time) + " s (+-30%)")
                                            .c_str()
                                      : "real backend of the capture");
-  std::printf("%-10s %-14s %6s %6s %10s %9s %6s %6s %8s %8s %8s  %s\n", "evaluators", "LLM",
-              "gens", "cands", "gen time", "cands/s", "busy", "eff", "steady", "wall",
-              "LLM eval", "LLM answers");
+  std::printf("%-10s %-14s %6s %6s %10s %9s %6s %6s %8s %7s %9s %8s %8s  %s\n", "evaluators", "LLM",
+              "gens", "cands", "gen time", "cands/s", "busy", "eff", "steady", "search", "ms/cand",
+              "wall", "LLM eval", "LLM answers");
   for (bool with_llm : o.llm) {
     double single = 0;
     for (int k : o.evaluators) {
       Measured m = run(o, k, with_llm ? server.endpoint() : std::string(), dir);
       if (k == o.evaluators.front()) single = m.throughput() / k;
       std::printf(
-          "%-10d %-14s %6d %6d %9.1fs %9.2f %5.0f%% %6.2f %7.0f%% %7.1fs %8d  %s\n", k,
+          "%-10d %-14s %6d %6d %9.1fs %9.2f %5.0f%% %6.2f %7.0f%% %6.0f%% %9.2f %7.1fs %8d  %s\n",
+          k,
           with_llm ? ("answers " + std::to_string(o.llm_delay).substr(0, 4) + "s").c_str() : "none",
           m.generations, m.candidates, m.generation_seconds, m.throughput(), 100 * m.busy(),
-          single > 0 ? m.throughput() / (k * single) : 0, 100 * m.steady_busy(), m.wall,
-          m.llm_candidates, m.last_llm.c_str());
+          single > 0 ? m.throughput() / (k * single) : 0, 100 * m.steady_busy(),
+          100 * m.search_share(), m.search_cpu_ms_per_candidate(), m.wall, m.llm_candidates,
+          m.last_llm.c_str());
       std::fflush(stdout);
       if (m.exit_code != 0) return 1;
     }
