@@ -196,17 +196,15 @@ FitData gp_fit_data(const Encoder& encoder, const std::vector<Observation>& obse
   return fit;
 }
 
-// The classifier's fit data at `at` observations: labels +1/-1 around the rate observed then,
-// on every (then_rows.size() / max_fit_points)-th row the classifier conditions on.
-FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observation>& observations,
-                            std::size_t at, const Options& options) {
-  const std::vector<Observation> then(observations.begin(),
-                                      observations.begin() + static_cast<long>(at));
+// The classifier's fit data from the observations as they were at its fit point (`then`) and
+// the rows it conditions on (`then_rows`): labels +1/-1 around the rate observed then, on every
+// (then_rows.size() / max_fit_points)-th of those rows.
+FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observation>& then,
+                            const std::vector<std::size_t>& then_rows, const Options& options) {
   std::size_t then_successes = 0;
   for (const Observation& o : then) then_successes += o.outcome.ok ? 1 : 0;
   const double then_rate =
       (static_cast<double>(then_successes) + 1) / (static_cast<double>(then.size()) + 2);
-  const std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
   std::vector<std::size_t> fit_rows;
   for (std::size_t k = 0; k < then_rows.size();
        k += std::max<std::size_t>(1, then_rows.size() / options.max_fit_points)) {
@@ -222,10 +220,12 @@ FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observatio
   return fit;
 }
 
-// Starts the fit of `fit` on the pool unless `ahead` already holds one for `at`; a fit for an
-// earlier point that has not started is dropped.
-void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at, FitData fit,
-               const Encoder& encoder, const Options& options) {
+// Starts on the pool the fit of the data `make_data` gives, unless `ahead` already holds one
+// for `at` (then the data is not made again); a fit for an earlier point that has not started
+// is dropped.
+template <typename MakeData>
+void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
+               const Encoder& encoder, const Options& options, MakeData make_data) {
   if (ahead && ahead->at == at) return;
   if (ahead) ahead->dropped->store(true);
   auto promise = std::make_shared<std::promise<Hyperparameters>>();
@@ -234,7 +234,7 @@ void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at, 
   // The task owns what it reads: the data, and the encoder's dimension counts (the copy's space
   // pointer is not followed by a fit).
   options.fit_pool->submit(
-      [promise, dropped, fit = std::move(fit), encoder, evaluations = options.fit_evaluations] {
+      [promise, dropped, fit = make_data(), encoder, evaluations = options.fit_evaluations] {
         if (dropped->load()) return;  // nobody waits for it any more
         try {
           promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations));
@@ -327,7 +327,7 @@ class Model {
                                           observations.begin() + static_cast<long>(classifier_at));
       const std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
       memo.classifier = fitted(memo.classifier_ahead, classifier_at, encoder_, options, [&] {
-        return classifier_fit_data(encoder_, observations, classifier_at, options);
+        return classifier_fit_data(encoder_, then, then_rows, options);
       });
       memo.classifier_at = classifier_at;
       memo.classifier_posterior.emplace(*memo.classifier);
@@ -483,15 +483,18 @@ void Optimizer::fit_ahead() {
   if (data.successes.size() < 2) return;  // no model yet (propose() samples)
   const std::size_t gp_at = fit_point(data.successes.size());
   if (!memo.gp || memo.gp_at != gp_at)
-    start_fit(memo.gp_ahead, gp_at,
-              gp_fit_data(encoder, observations_, data_then(data, times, gp_at), options_), encoder,
-              options_);
+    start_fit(memo.gp_ahead, gp_at, encoder, options_, [&] {
+      return gp_fit_data(encoder, observations_, data_then(data, times, gp_at), options_);
+    });
   if (data.successes.size() == observations_.size()) return;  // no failures: no classifier
   const std::size_t classifier_at = fit_point(observations_.size());
   if (!memo.classifier || memo.classifier_at != classifier_at)
-    start_fit(memo.classifier_ahead, classifier_at,
-              classifier_fit_data(encoder, observations_, classifier_at, options_), encoder,
-              options_);
+    start_fit(memo.classifier_ahead, classifier_at, encoder, options_, [&] {
+      const std::vector<Observation> then(observations_.begin(),
+                                          observations_.begin() + static_cast<long>(classifier_at));
+      return classifier_fit_data(encoder, then, classifier_rows(then, options_.max_fit_points * 2),
+                                 options_);
+    });
 }
 
 std::vector<Configuration> Optimizer::propose(std::size_t count) {
