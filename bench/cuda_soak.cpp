@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     variant.source_name = "stencil.cu";
     variant.source_text = kStencil;
     variant.entry = "stencil2d";
-    variant.compiler = config::Compiler::nvrtc;
+    variant.compiler = replay::Compiler::nvrtc;
     variant.defines["SCALE"] = "(1.0f + 0.0f * " + std::to_string(i) + ")";
     replay::RunOptions options;
     options.warmup = 1;

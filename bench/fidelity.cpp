@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
               : kernel.demangled_name.substr(0, kernel.demangled_name.find('('));
       backend->prepare(reader, k, {});
       replay::Variant variant;
-      variant.compiler = config::Compiler::recorded;
+      variant.compiler = replay::Compiler::recorded;
       replay::Compiled compiled = backend->compile(variant);
       if (!compiled.ok) {
         std::printf("%-10s %-28s   does not load: %s\n", fs::path(path).stem().c_str(),

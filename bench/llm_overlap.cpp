@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
           return reply;
         },
         static_cast<std::size_t>(concurrency) + 4);
-    r3::config::LlmConfig config;
+    r3::evolve::LlmOptions config;
     config.endpoint = server.endpoint();
     config.model = "r3-bench";
     config.api_key_env = "";

@@ -85,7 +85,7 @@ double evaluate(replay::Backend& backend, const replay::Variant& variant, Split&
 
 // `count` stencil variants for `compiler` that verify (SCALE stays 1) but each compile anew: the
 // spelling of SCALE differs by `tag` and index.
-std::vector<replay::Variant> fresh_variants(config::Compiler compiler, const std::string& tag,
+std::vector<replay::Variant> fresh_variants(replay::Compiler compiler, const std::string& tag,
                                             int count) {
   std::vector<replay::Variant> variants;
   for (int i = 0; i < count; ++i) {
@@ -94,7 +94,7 @@ std::vector<replay::Variant> fresh_variants(config::Compiler compiler, const std
     variant.source_text = kStencil;
     variant.entry = "stencil2d";
     variant.compiler = compiler;
-    if (compiler == config::Compiler::clang) variant.passes = "default<O3>";
+    if (compiler == replay::Compiler::clang) variant.passes = "default<O3>";
     variant.defines["SCALE"] = "(1.0f + 0.0f * " + std::to_string(i) + " * " + tag + ")";
     variants.push_back(std::move(variant));
   }
@@ -107,7 +107,7 @@ std::vector<replay::Variant> fresh_variants(config::Compiler compiler, const std
 // worker started late still gets one.
 void warm_up(replay::CompilePool& pool) {
   static int round = 0;
-  const auto variants = fresh_variants(config::Compiler::nvrtc, "-" + std::to_string(++round),
+  const auto variants = fresh_variants(replay::Compiler::nvrtc, "-" + std::to_string(++round),
                                        2 * int(pool.threads()));
   for (const replay::Variant& v : variants) pool.submit(v);
   for (const replay::Variant& v : variants) pool.get(v);
@@ -130,7 +130,7 @@ Split pooled(replay::Backend& backend, const std::vector<replay::Variant>& varia
 
 replay::Variant recorded_variant() {
   replay::Variant variant;
-  variant.compiler = config::Compiler::recorded;
+  variant.compiler = replay::Compiler::recorded;
   return variant;
 }
 
@@ -162,7 +162,7 @@ int measure(int mib) {
     const capture::Dim3 shapes[] = {{16, 16, 1}, {32, 8, 1},  {64, 4, 1}, {128, 2, 1},
                                     {256, 1, 1}, {32, 16, 1}, {64, 8, 1}, {32, 32, 1}};
     replay::Variant recorded;
-    recorded.compiler = config::Compiler::recorded;
+    recorded.compiler = replay::Compiler::recorded;
     // Once before measuring: the first verification compiles the comparison kernels (NVRTC,
     // once per process).
     auto setup_start = Clock::now();
@@ -177,18 +177,18 @@ int measure(int mib) {
           std::printf("  block %ux%ux%u: run() %.2f ms\n", shape.x, shape.y, shape.z, 1e3 * wall);
       }
     }
-    for (const replay::Variant& variant : fresh_variants(config::Compiler::nvrtc, "1", 16))
+    for (const replay::Variant& variant : fresh_variants(replay::Compiler::nvrtc, "1", 16))
       evaluate(*backend, variant, recompiled);
     if (R3_HAVE_LLVM) {
-      for (const replay::Variant& variant : fresh_variants(config::Compiler::clang, "1", 16))
+      for (const replay::Variant& variant : fresh_variants(replay::Compiler::clang, "1", 16))
         evaluate(*backend, variant, clang);
     }
     launch_only.print("launch-only variants");
     recompiled.print("recompiled (NVRTC), compiled in turn");
     if (clang.evaluations > 0) clang.print("recompiled (Clang), compiled in turn");
-    std::vector<std::pair<config::Compiler, const char*>> compilers = {
-        {config::Compiler::nvrtc, "NVRTC"}};
-    if (R3_HAVE_LLVM) compilers.push_back({config::Compiler::clang, "Clang"});
+    std::vector<std::pair<replay::Compiler, const char*>> compilers = {
+        {replay::Compiler::nvrtc, "NVRTC"}};
+    if (R3_HAVE_LLVM) compilers.push_back({replay::Compiler::clang, "Clang"});
     const std::filesystem::path worker_program = replay::find_sandbox_helper();
     int salt = 2;
     for (std::size_t c = 0; c < compilers.size(); ++c) {
@@ -197,7 +197,7 @@ int measure(int mib) {
         int column = 0;
         const std::string unit = processes ? "compile worker" : "compile thread";
         for (unsigned threads : {1u, 8u}) {
-          const int count = compilers[c].first == config::Compiler::clang ? 24 : 96;
+          const int count = compilers[c].first == replay::Compiler::clang ? 24 : 96;
           Split split = pooled(*backend,
                                fresh_variants(compilers[c].first, std::to_string(salt++), count),
                                threads, processes ? worker_program : std::filesystem::path());
@@ -233,8 +233,8 @@ int measure(int mib) {
     double busy = 0;
     {
       replay::CompilePool pool(*backend, 8);
-      const config::Compiler compiler =
-          R3_HAVE_LLVM ? config::Compiler::clang : config::Compiler::nvrtc;
+      const replay::Compiler compiler =
+          R3_HAVE_LLVM ? replay::Compiler::clang : replay::Compiler::nvrtc;
       for (const replay::Variant& variant : fresh_variants(compiler, "11", 32))
         pool.submit(variant);
       busy = kernel_median(*backend, original, 9);

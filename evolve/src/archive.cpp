@@ -35,7 +35,7 @@ Archive::Archive(std::vector<std::string> descriptors, std::size_t bins, std::si
   for (const std::string& d : descriptors_) range_of(d);  // refuse unknown ones now
 }
 
-Archive::Archive(const config::ArchiveConfig& config)
+Archive::Archive(const evolve::ArchiveOptions& config)
     : Archive(config.descriptors, config.bins, config.islands, config.migration_interval) {}
 
 bool Archive::end_generation() {

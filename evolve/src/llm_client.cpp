@@ -110,7 +110,7 @@ struct LlmClient::Impl {
     bool too_large = false;     // the answer passed max_bytes and was cut off
   };
 
-  config::LlmConfig config;
+  evolve::LlmOptions config;
   double budget = 0;
   std::string url, key;
   CURLM* multi = nullptr;
@@ -351,7 +351,7 @@ struct LlmClient::Impl {
   }
 };
 
-LlmClient::LlmClient(const config::LlmConfig& config, double budget)
+LlmClient::LlmClient(const evolve::LlmOptions& config, double budget)
     : impl_(std::make_unique<Impl>()) {
   if (!config.enabled())
     throw ConfigError("no LLM endpoint is configured", ErrorContext{"", 0, 0, "llm.endpoint", ""});
@@ -437,7 +437,7 @@ void LlmClient::set_backoff_base(std::chrono::milliseconds base) { impl_->backof
 
 namespace r3::evolve {
 
-std::string check_endpoint(const config::LlmConfig& config) {
+std::string check_endpoint(const evolve::LlmOptions& config) {
   initialise_curl();
   std::unique_ptr<CURL, void (*)(CURL*)> easy(curl_easy_init(), curl_easy_cleanup);
   if (!easy) return "curl_easy_init failed";

@@ -208,7 +208,7 @@ class CudaBackend final : public Backend {
   // processes alone; Clang/NVPTX scales on the pool's threads (7x with 8 on an H100 node), where
   // a worker process would pay LLVM's start-up again.
   bool translates(const Variant& variant) const override {
-    return variant.compiler == config::Compiler::nvrtc && cuda::from_source(facts(), variant);
+    return variant.compiler == replay::Compiler::nvrtc && cuda::from_source(facts(), variant);
   }
   Compiled compile_translated(const Variant& variant, Translation translation) override {
     return compile_from(variant, &translation);
@@ -389,7 +389,7 @@ class CudaBackend final : public Backend {
     Image image;
     const std::string entry = variant.entry.empty() ? kernel_name_ : variant.entry;
     const std::string& text = variant.source_text.empty() ? recorded_source_ : variant.source_text;
-    if (variant.compiler == config::Compiler::recorded || text.empty()) {
+    if (variant.compiler == replay::Compiler::recorded || text.empty()) {
       if (!flags.error.empty()) {
         image.diagnostics = flags.error;
         return image;
@@ -688,7 +688,7 @@ class CudaBackend final : public Backend {
               LaunchResult& out) {
     bool passed = verify_regions(
         launch.regions, options, out,
-        [&](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance,
+        [&](const PreparedRegion& region, bool changes, const replay::Tolerance& tolerance,
             capture::ElementType type) {
           const CUdeviceptr target = live(region, loaded);
           if (target == 0) {  // a global this code does not have: nothing it can change
@@ -770,7 +770,7 @@ class CudaBackend final : public Backend {
     };
     if (std::string why = second_input_memory_short(bytes); !why.empty()) return drop(why);
     Variant recorded;
-    recorded.compiler = config::Compiler::recorded;
+    recorded.compiler = replay::Compiler::recorded;
     const Compiled reference = compile_from(recorded, nullptr);
     if (!reference.ok) return drop("the recorded code does not load: " + reference.diagnostics);
     auto code = std::static_pointer_cast<const CudaCode>(reference.code);
@@ -848,13 +848,13 @@ class CudaBackend final : public Backend {
       RegionCheck check;
       if (zeros_) {
         compare_.compare(live, zeros_, 0, span.size, capture::ElementType::unknown,
-                         config::Tolerance::exact(), stream_.get(), check);
+                         replay::Tolerance::exact(), stream_.get(), check);
       } else {  // device memory was short: on the host
         std::vector<std::byte> bytes(span.size);
         R3_CU(d.cuStreamSynchronize(stream_.get()));
         R3_CU(d.cuMemcpyDtoH(bytes.data(), live, bytes.size()));
         check = compare_region(bytes, std::vector<std::byte>(span.size),
-                               capture::ElementType::unknown, config::Tolerance::exact());
+                               capture::ElementType::unknown, replay::Tolerance::exact());
       }
       if (check.mismatches == 0) continue;
       out.regions.push_back(out_of_bounds_check(span, check.mismatches, check.first_bad_index));
@@ -869,7 +869,7 @@ class CudaBackend final : public Backend {
   // else on the host, after copying the region back.
   // `before`: what the region held before the launch, where it was expected to change.
   RegionCheck compare(CUdeviceptr actual, const Copy& expected, const Copy* before,
-                      capture::ElementType type, const config::Tolerance& tolerance) {
+                      capture::ElementType type, const replay::Tolerance& tolerance) {
     const std::vector<std::byte>& reference = *expected.host;
     const std::size_t element = capture::element_size(type);
     const bool before_on_device = before != nullptr && before->device != 0 &&

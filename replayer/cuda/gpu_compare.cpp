@@ -221,8 +221,7 @@ std::vector<std::uint64_t> GpuCompare::keyed_hashes(std::span<const Buffer> buff
 
 void GpuCompare::compare(CUdeviceptr actual, CUdeviceptr expected, CUdeviceptr before,
                          std::uint64_t count, capture::ElementType type,
-                         const config::Tolerance& tolerance, CUstream stream,
-                         RegionCheck& check) {
+                         const replay::Tolerance& tolerance, CUstream stream, RegionCheck& check) {
   if (count == 0) return;
   load();
   const Driver& d = driver();

@@ -29,7 +29,7 @@ class GpuCompare {
   // of `check`; with `before` (else 0), what the region held before the launch, also changed
   // and left_unchanged. Loads the kernels into the current context on first use.
   void compare(CUdeviceptr actual, CUdeviceptr expected, CUdeviceptr before, std::uint64_t count,
-               capture::ElementType type, const config::Tolerance& tolerance, CUstream stream,
+               capture::ElementType type, const replay::Tolerance& tolerance, CUstream stream,
                RegionCheck& check);
 
   // A hash of `size` bytes at `bytes` (8-aligned) keyed with a secret of this object (random,

@@ -54,7 +54,7 @@ KernelFacts decode_facts(std::string_view text) {
 
 bool from_source(const KernelFacts& facts, const Variant& variant) {
   const std::string& text = variant.source_text.empty() ? facts.recorded_source : variant.source_text;
-  return variant.compiler != config::Compiler::recorded && !text.empty();
+  return variant.compiler != replay::Compiler::recorded && !text.empty();
 }
 
 Translation translate_source(const KernelFacts& facts, const Variant& variant,
@@ -69,7 +69,7 @@ Translation translate_source(const KernelFacts& facts, const Variant& variant,
     t.seconds = seconds_since(start);
     return t;
   };
-  if (variant.compiler == config::Compiler::nvrtc) {
+  if (variant.compiler == replay::Compiler::nvrtc) {
     // A template kernel exists in the source's code only once instantiated: NVRTC does that
     // for the recorded instance named as an expression ("MatrixMulCUDA<32>"), also when the
     // entry names the template alone.

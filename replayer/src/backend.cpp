@@ -22,7 +22,7 @@ std::string_view to_string(AddressMode mode) {
 Hash128 Variant::key() const {
   Hasher hasher;
   hasher.update_field(source_text).update_field(entry).update_field(passes);
-  hasher.update_field(config::to_string(compiler));
+  hasher.update_field(replay::to_string(compiler));
   for (const auto& [name, value] : defines) hasher.update_field(name).update_field(value);
   hasher.update_field("|");
   for (const auto& dir : include_dirs) hasher.update_field(dir.string());

@@ -274,7 +274,7 @@ class HostBackend final : public Backend {
   bool verify(const PreparedLaunch& launch, const RunOptions& options, LaunchResult& out) {
     bool passed = verify_regions(
         launch.regions, options, out,
-        [](const PreparedRegion& region, bool changes, const config::Tolerance& tolerance,
+        [](const PreparedRegion& region, bool changes, const replay::Tolerance& tolerance,
            capture::ElementType type) {
           const std::vector<std::byte>& expected = changes ? *region.after : *region.before;
           std::span<const std::byte> before;

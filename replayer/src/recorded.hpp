@@ -87,8 +87,9 @@ bool verify_regions(const std::vector<PreparedRegion>& regions, const RunOptions
     const bool changes = region.after != nullptr;
     const capture::ElementType type =
         options.verify.type_of(region.recorded.name, region.recorded.element_type);
-    const config::Tolerance tolerance =
-        changes ? options.verify.for_region(region.recorded.name, type) : config::Tolerance::exact();
+    const replay::Tolerance tolerance = changes
+                                            ? options.verify.for_region(region.recorded.name, type)
+                                            : replay::Tolerance::exact();
     RegionCheck check = compare(region, changes, tolerance, type);
     check.name = region.recorded.name;
     check.address = region.recorded.address;

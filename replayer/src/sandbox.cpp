@@ -2,6 +2,7 @@
 #include "r3/replay/sandbox.hpp"
 
 #include "helper_process.hpp"
+#include "r3/duration.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -243,7 +244,7 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   if (!wait_readable(from_child_, setup_.timeout_s)) {
     stop();
     failed.outcome = Outcome::timeout;
-    failed.message = "no result within " + config::format_duration(setup_.timeout_s) +
+    failed.message = "no result within " + r3::format_duration(setup_.timeout_s) +
                      " (timing.candidate_timeout); the sandbox was killed";
     failed.seconds = seconds_since(start_time);
     return failed;

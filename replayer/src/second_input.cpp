@@ -121,7 +121,7 @@ SecondInputRule second_input_rule(const SecondInputReference& reference,
   SecondInputRule rule;
   rule.type = options.verify.type_of(recorded.name, recorded.element_type);
   if (!reference.changes) {
-    rule.tolerance = config::Tolerance::exact();
+    rule.tolerance = replay::Tolerance::exact();
     return rule;
   }
   // This input judges whether the candidate does the application's work, not how precisely:

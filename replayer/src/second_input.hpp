@@ -80,7 +80,7 @@ SecondInputReference second_input_reference(std::span<const std::byte> expected,
 // `reference` was computed for another type.
 struct SecondInputRule {
   capture::ElementType type = capture::ElementType::unknown;
-  config::Tolerance tolerance;
+  replay::Tolerance tolerance;
 };
 SecondInputRule second_input_rule(const SecondInputReference& reference,
                                   std::span<const std::byte> expected,

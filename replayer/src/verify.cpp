@@ -74,7 +74,7 @@ constexpr bool kFloating =
 // One loop per element type, so that no element pays for a switch on its type.
 template <class T>
 void compare_elements(std::span<const std::byte> actual, std::span<const std::byte> expected,
-                      std::size_t count, const config::Tolerance& tolerance, RegionCheck& check) {
+                      std::size_t count, const replay::Tolerance& tolerance, RegionCheck& check) {
   const bool tolerant = kFloating<T> && !tolerance.bitwise;
   for (std::size_t i = 0; i < count; ++i) {
     T a, e;
@@ -100,7 +100,7 @@ void compare_elements(std::span<const std::byte> actual, std::span<const std::by
 
 }  // namespace
 
-std::string describe(const config::Tolerance& tolerance) {
+std::string describe(const replay::Tolerance& tolerance) {
   if (tolerance.bitwise) return "bitwise";
   std::ostringstream out;
   out << "rtol=" << tolerance.rtol << " atol=" << tolerance.atol;
@@ -108,7 +108,7 @@ std::string describe(const config::Tolerance& tolerance) {
 }
 
 RegionCheck compare_region(std::span<const std::byte> actual, std::span<const std::byte> expected,
-                           ElementType type, const config::Tolerance& tolerance,
+                           ElementType type, const replay::Tolerance& tolerance,
                            std::span<const std::byte> before) {
   RegionCheck check;
   check.type = type;

@@ -15,7 +15,7 @@ namespace r3::replay {
 // launch changed and those of them the candidate left as they were (RegionCheck::changed,
 // left_unchanged), and fails more than 1% of them left alone.
 RegionCheck compare_region(std::span<const std::byte> actual, std::span<const std::byte> expected,
-                           capture::ElementType type, const config::Tolerance& tolerance,
+                           capture::ElementType type, const replay::Tolerance& tolerance,
                            std::span<const std::byte> before = {});
 
 // Whether a candidate left too many of the elements the recorded launch changed as they were.
@@ -23,6 +23,6 @@ inline bool left_work_undone(const RegionCheck& check) {
   return check.left_unchanged > 0 && check.left_unchanged * 100 > check.changed;
 }
 
-std::string describe(const config::Tolerance& tolerance);
+std::string describe(const replay::Tolerance& tolerance);
 
 }  // namespace r3::replay

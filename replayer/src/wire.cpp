@@ -19,18 +19,18 @@ using nlohmann::json;
 // The largest message accepted: a batch carrying a few thousand sources stays far below it.
 constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 32;
 
-config::Compiler parse_compiler(std::string_view text) {
-  if (auto compiler = config::parse_compiler(text)) return *compiler;
+replay::Compiler parse_compiler(std::string_view text) {
+  if (auto compiler = replay::parse_compiler(text)) return *compiler;
   throw FormatError("unknown compiler '" + std::string(text) + "'");
 }
 
-json tolerance_json(const config::Tolerance& t) {
+json tolerance_json(const replay::Tolerance& t) {
   return t.bitwise ? json{{"bitwise", true}} : json{{"rtol", t.rtol}, {"atol", t.atol}};
 }
 
-config::Tolerance tolerance_from(const json& j) {
-  if (j.value("bitwise", false)) return config::Tolerance::exact();
-  return config::Tolerance::relative(j.at("rtol").get<double>(), j.at("atol").get<double>());
+replay::Tolerance tolerance_from(const json& j) {
+  if (j.value("bitwise", false)) return replay::Tolerance::exact();
+  return replay::Tolerance::relative(j.at("rtol").get<double>(), j.at("atol").get<double>());
 }
 
 json variant_json(const Variant& v) {
@@ -40,7 +40,7 @@ json variant_json(const Variant& v) {
          {"defines", v.defines},
          {"flags", v.flags},
          {"passes", v.passes},
-         {"compiler", config::to_string(v.compiler)}};
+         {"compiler", replay::to_string(v.compiler)}};
   json dirs = json::array();
   for (const auto& dir : v.include_dirs) dirs.push_back(dir.string());
   j["include_dirs"] = dirs;

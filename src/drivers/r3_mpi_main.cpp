@@ -8,11 +8,11 @@
 #include <string>
 
 #include "r3/capture.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
 #include "r3/exit_codes.hpp"
 #include "r3/log.hpp"
 #include "r3/tune/job.hpp"
-#include "r3/tune_config.hpp"
 #include "r3/version.hpp"
 #include "world.hpp"
 
@@ -82,6 +82,19 @@ int main(int argc, char** argv) {
                "Check tune.yaml against its capture, print the resolved configuration, then "
                "compile and verify each kernel's original (the recorded code, and its source at "
                "its defaults) in a sandbox on this rank");
+  app.add_flag_callback(
+      "--keys",
+      [&world] {
+        if (world.rank() == 0) {
+          std::cout << "| key | type | default | meaning |\n| --- | --- | --- | --- |\n";
+          for (const r3::config::KeyDescription& key : r3::config::describe_keys())
+            std::cout << "| `" << key.key << "` | " << key.type << " | " << key.default_value
+                      << " | " << key.doc << " |\n";
+        }
+        throw CLI::Success();
+      },
+      "Print every key tune.yaml accepts, with its type, default and meaning, and exit "
+      "(docs/tune-yaml.md says more)");
   app.add_option("--log-level", options.log_level,
                  "error, warning, info, debug or trace (or R3_LOG_LEVEL)")
       ->check(CLI::IsMember({"error", "warning", "info", "debug", "trace"}));

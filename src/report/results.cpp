@@ -6,11 +6,11 @@
 #include <sstream>
 
 #include "html.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
 #include "r3/files.hpp"
 #include "r3/report/diff.hpp"
 #include "r3/result_notes.hpp"
-#include "r3/tune_config.hpp"
 #include "r3/winner_code_file.hpp"
 #include "svg.hpp"
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "r3/duration.hpp"
+
 namespace r3::tune {
 
 namespace {
@@ -36,11 +38,11 @@ std::string Budget::stop_reason(std::size_t evaluated, std::uint32_t generation,
   if (generation >= limits_.generations)
     return "budget.generations (" + std::to_string(limits_.generations) + ") reached";
   if (elapsed + next + reserve > limits_.wall_time_s)
-    return "budget.wall_time (" + config::format_duration(limits_.wall_time_s) +
+    return "budget.wall_time (" + r3::format_duration(limits_.wall_time_s) +
            ") would be passed by another generation and the confirmation";
   if (job_end_ && now + next + reserve + limits_.job_end_margin_s > *job_end_)
     return "the batch job's time limit is near (budget.job_end_margin " +
-           config::format_duration(limits_.job_end_margin_s) + ")";
+           r3::format_duration(limits_.job_end_margin_s) + ")";
   return "";
 }
 

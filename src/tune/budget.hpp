@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "r3/tune_config.hpp"
+#include "r3/config/tune_config.hpp"
 
 namespace r3::tune {
 

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "r3/bo/space.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/evolve/response.hpp"
 #include "r3/replay/backend.hpp"
 #include "r3/run_database.hpp"
-#include "r3/tune_config.hpp"
 
 namespace r3::tune {
 

@@ -6,7 +6,7 @@
 
 namespace r3::tune {
 
-LlmWorker::LlmWorker(const config::LlmConfig& config, double budget)
+LlmWorker::LlmWorker(const evolve::LlmOptions& config, double budget)
     : client_(std::make_unique<evolve::LlmClient>(config, budget)), thread_([this] { loop(); }) {}
 
 LlmWorker::~LlmWorker() {

@@ -15,7 +15,7 @@ namespace r3::tune {
 
 class LlmWorker {
  public:
-  LlmWorker(const config::LlmConfig& config, double budget);
+  LlmWorker(const evolve::LlmOptions& config, double budget);
   ~LlmWorker();  // abandons what is still in flight
   LlmWorker(const LlmWorker&) = delete;
   LlmWorker& operator=(const LlmWorker&) = delete;

@@ -253,7 +253,7 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     if (!k.original_block && !kernel.launches.empty())
       k.original_block = kernel.launches.at(k.launches.empty() ? 0 : k.launches.front()).block;
     k.base.compiler =
-        m->backend == config::Backend::cuda ? config::Compiler::nvrtc : config::Compiler::clang;
+        m->backend == config::Backend::cuda ? replay::Compiler::nvrtc : replay::Compiler::clang;
     k.has_recorded_cubin = kernel.images.contains(std::string(capture::kImageCubin));
     k.has_recorded_ptx = kernel.images.contains(std::string(capture::kImagePtx));
     k.has_recorded_source = kernel.images.contains(std::string(capture::kImageSource));
@@ -366,7 +366,7 @@ protocol::EvaluatorSetup evaluator_setup(const Master& m) {
   setup.backend = std::string(config::to_string(m.backend));
   if (m.config.backend == config::Backend::simulate) {
     setup.backend = "simulate";
-    const config::SimulationConfig& s = m.config.simulate;
+    const replay::SimulationOptions& s = m.config.simulate;
     setup.simulation = replay::encode(replay::SimulationOptions{s.compile_s, s.run_s, s.spread,
                                                                 s.failure_rate, s.kernel_s});
   }

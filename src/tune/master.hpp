@@ -12,10 +12,10 @@
 #include "llm_worker.hpp"
 #include "protocol.hpp"
 #include "r3/capture.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/database_lock.hpp"
 #include "r3/run_database.hpp"
 #include "r3/tune/job.hpp"
-#include "r3/tune_config.hpp"
 #include "search.hpp"
 
 namespace r3::tune {

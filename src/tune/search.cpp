@@ -214,7 +214,7 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   if (path == CodePath::host && v.passes.empty()) v.passes = config_.search.compiler.passes.baseline;
   if (path == CodePath::recorded) {
     // The recorded code: none of tune.yaml's compile settings act on it.
-    v.compiler = config::Compiler::recorded;
+    v.compiler = replay::Compiler::recorded;
     v.entry.clear();
     v.defines.clear();
     v.include_dirs.clear();
@@ -380,17 +380,9 @@ void Search::mutate_ahead(KernelState& kernel, const SourceEntry& parent) {
 bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {
   auto& slot = source.optimizers[level];
   if (!slot) {
-    const config::BoConfig& c = config_.search.bo;
-    bo::Options options;
-    // Its own seed per source and level, the same in a resumed run.
+    // tune.yaml's search.bo, with its own seed per source and level (the same in a resumed run).
+    bo::Options options = config_.search.bo;
     options.seed = config_.search.seed ^ source.hash.low ^ (std::uint64_t(level) << 56);
-    options.initial_samples = c.initial_samples;
-    options.initial_design = c.initial_design == config::InitialDesign::sobol
-                                 ? bo::InitialDesign::sobol
-                                 : bo::InitialDesign::latin_hypercube;
-    options.acquisition = c.acquisition == config::Acquisition::log_ei ? bo::Acquisition::log_ei
-                                                                       : bo::Acquisition::ucb;
-    options.ucb_beta = c.ucb_beta;
     if (!fit_pool_made_) {
       fit_pool_made_ = true;
       if (const std::size_t threads = bo::FitPool::spare_cores(kFitThreads); threads > 0)
@@ -432,7 +424,7 @@ Planned Search::plan_recorded(KernelState& kernel, std::uint32_t generation) {
   Planned p;
   replay::Variant& v = p.request.variant;
   v.source_name = target.source_name;
-  v.compiler = config::Compiler::recorded;  // the cubin at the recorded launch shape
+  v.compiler = replay::Compiler::recorded;  // the cubin at the recorded launch shape
   p.request.kernel = kernel.index;
   p.request.options = run_options(kernel.index);
   const Hash128 none = hash_string("");

@@ -78,7 +78,7 @@ TEST(Archive, MigrationMovesEachIslandsBestAroundTheRing) {
 }
 
 TEST(Archive, MigratesEveryKGenerationsAsConfigured) {
-  config::ArchiveConfig config;
+  evolve::ArchiveOptions config;
   config.islands = 2;
   config.migration_interval = 3;
   config.descriptors = {"registers"};

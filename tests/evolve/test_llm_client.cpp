@@ -28,8 +28,8 @@ using namespace std::chrono_literals;
 constexpr const char* kKeyVariable = "R3_TEST_LLM_KEY";
 constexpr const char* kKey = "sk-r3-test-0123456789-secret";
 
-config::LlmConfig config_for(const ChatServer& server) {
-  config::LlmConfig c;
+evolve::LlmOptions config_for(const ChatServer& server) {
+  evolve::LlmOptions c;
   c.endpoint = server.endpoint();
   c.model = "r3-test-model";
   c.api_key_env = kKeyVariable;
@@ -73,7 +73,7 @@ TEST_F(LlmClientTest, SendsTheProtocolAndCountsTokensAndCost) {
   ChatServer server([](const ReceivedRequest&, std::size_t) {
     return ChatReply::completion("hello", 1000, 500);
   });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.temperature = 0.25;
   c.max_tokens = 777;
   c.prompt_cost_per_mtok = 2.0;
@@ -109,7 +109,7 @@ TEST_F(LlmClientTest, SendsTheProtocolAndCountsTokensAndCost) {
 TEST_F(LlmClientTest, WithoutAKeyVariableNoAuthorizationIsSent) {
   ChatServer server(
       [](const ReceivedRequest&, std::size_t) { return ChatReply::completion("ok"); });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.api_key_env = "";
   LlmClient client(c, 0);
   client.submit(request(1));
@@ -124,7 +124,7 @@ TEST_F(LlmClientTest, AnswersAreCappedInSizeAndStrippedOfControlCharacters) {
     return i == 0 ? ChatReply::completion(std::string(3u << 20, 'x'))
                   : ChatReply::completion("int a;\x1b[2J\a\t// ok\r\n\x7f");
   });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.concurrency = 1;
   c.max_answer_bytes = 1u << 20;
   LlmClient client(c, 0);
@@ -145,7 +145,7 @@ TEST_F(LlmClientTest, MalformedAnswersAreNotRetried) {
     return i == 0 ? status(200, "{\"choices\": [ {\"message\": ")
                   : status(200, R"({"object":"chat.completion"})");
   });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.concurrency = 1;  // the first request gets the first script answer
   LlmClient client(c, 0);
   client.submit(request(1));
@@ -195,7 +195,7 @@ TEST_F(LlmClientTest, RetriesServerErrorsThenSucceeds) {
 
 TEST_F(LlmClientTest, GivesUpAfterMaxRetries) {
   ChatServer server([](const ReceivedRequest&, std::size_t) { return status(502, "bad gateway"); });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.max_retries = 2;
   LlmClient client(c, 0);
   client.set_backoff_base(5ms);
@@ -226,7 +226,7 @@ TEST_F(LlmClientTest, AHangingServerTimesOutAndIsRetried) {
     reply.delay = 600s;  // ended when the server stops
     return reply;
   });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.timeout_s = 0.5;
   c.max_retries = 1;
   LlmClient client(c, 0);
@@ -246,7 +246,7 @@ TEST_F(LlmClientTest, ASlowAnswerWithinTheTimeoutArrives) {
     reply.delay = 1200ms;
     return reply;
   });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.timeout_s = 10;
   LlmClient client(c, 0);
   client.submit(request(1));
@@ -262,7 +262,7 @@ TEST_F(LlmClientTest, KeepsAtMostConcurrencyRequestsInFlight) {
     reply.delay = 200ms;
     return reply;
   });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.concurrency = 3;
   LlmClient client(c, 0);
   for (std::uint64_t i = 0; i < 9; ++i) client.submit(request(i));
@@ -278,7 +278,7 @@ TEST_F(LlmClientTest, KeepsAtMostConcurrencyRequestsInFlight) {
 TEST_F(LlmClientTest, TheBudgetStopsNewRequests) {
   ChatServer server(
       [](const ReceivedRequest&, std::size_t) { return ChatReply::completion("ok", 1000, 1000); });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.concurrency = 1;
   c.prompt_cost_per_mtok = 1.0;
   c.completion_cost_per_mtok = 1.0;  // 0.002 per request
@@ -306,7 +306,7 @@ TEST_F(LlmClientTest, AnUnreachableEndpointIsANetworkErrorNamingIt) {
     ChatServer closed([](const ReceivedRequest&, std::size_t) { return status(500); });
     endpoint = closed.endpoint();  // a port that nothing listens on once the server is gone
   }
-  config::LlmConfig c;
+  evolve::LlmOptions c;
   c.endpoint = endpoint;
   c.model = "m";
   c.max_retries = 2;
@@ -322,7 +322,7 @@ TEST_F(LlmClientTest, AnUnreachableEndpointIsANetworkErrorNamingIt) {
 
 TEST_F(LlmClientTest, NoEndpointIsAConfigurationError) {
   try {
-    LlmClient client(config::LlmConfig{}, 0);
+    LlmClient client(evolve::LlmOptions{}, 0);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("llm.endpoint"), std::string::npos) << e.what();
@@ -393,7 +393,7 @@ TEST_F(LlmClientTest, TlsCertificatesAreVerified) {
   }
   {
     // With the certificate as the CA bundle (llm.ca_bundle), the same server is trusted.
-    config::LlmConfig c = config_for(server);
+    evolve::LlmOptions c = config_for(server);
     c.ca_bundle = dir / "cert.pem";
     LlmClient client(c, 0);
     client.submit(request(2));
@@ -413,7 +413,7 @@ TEST_F(LlmClientTest, AnswersBecomeCandidatesOrReasons) {
       return ChatReply::completion("```cuda\n__global__ void k(double* y) { y[0] = 2; }\n```");
     return ChatReply::completion("Sorry, I cannot help with that.");
   });
-  config::LlmConfig c = config_for(server);
+  evolve::LlmOptions c = config_for(server);
   c.concurrency = 1;
   LlmClient client(c, 0);
   for (std::uint64_t i = 0; i < 3; ++i) client.submit(request(i));

@@ -230,7 +230,7 @@ RunResult compile_and_run(Backend& backend, const Variant& variant, RunOptions o
 }
 
 Variant source_variant(const std::string& text,
-                       config::Compiler compiler = config::Compiler::nvrtc) {
+                       replay::Compiler compiler = replay::Compiler::nvrtc) {
   Variant v;
   v.source_name = "variant.cu";
   v.source_text = text;
@@ -251,22 +251,22 @@ TEST(CudaBackend, EveryTestKernelReplaysThroughEveryCompilePath) {
       {"sum_squares", reduction_spec()}};
   for (const auto& [name, spec] : kernels) {
     auto p = prepare(spec);
-    for (config::Compiler compiler :
-         {config::Compiler::recorded, config::Compiler::nvrtc, config::Compiler::clang}) {
-      if (compiler == config::Compiler::clang && !R3_HAVE_LLVM) continue;
+    for (replay::Compiler compiler :
+         {replay::Compiler::recorded, replay::Compiler::nvrtc, replay::Compiler::clang}) {
+      if (compiler == replay::Compiler::clang && !R3_HAVE_LLVM) continue;
       Variant variant;
       variant.compiler = compiler;
-      if (compiler != config::Compiler::recorded) {
+      if (compiler != replay::Compiler::recorded) {
         variant.source_name = std::string(name) + ".cu";
         variant.source_text = spec.source;
         variant.entry = spec.entry;
       }
       Compiled compiled = p->backend->compile(variant);
-      ASSERT_TRUE(compiled.ok) << name << " " << config::to_string(compiler) << ": "
+      ASSERT_TRUE(compiled.ok) << name << " " << replay::to_string(compiler) << ": "
                                << compiled.diagnostics;
       RunResult result = p->backend->run(compiled, {});
       EXPECT_EQ(result.outcome, Outcome::ok)
-          << name << " " << config::to_string(compiler) << ": " << result.message;
+          << name << " " << replay::to_string(compiler) << ": " << result.message;
     }
   }
 }
@@ -275,7 +275,7 @@ TEST(CudaBackend, ReplaysTheRecordedCubinVerifiedAndTimed) {
   R3_REQUIRE_GPU();
   auto p = prepare(stencil_spec());
   Variant recorded;
-  recorded.compiler = config::Compiler::recorded;
+  recorded.compiler = replay::Compiler::recorded;
   Compiled compiled = p->backend->compile(recorded);
   ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
   EXPECT_GT(compiled.resources.registers, 0);
@@ -300,7 +300,7 @@ TEST(CudaBackend, RecordedPtxGoesThroughTheJitWithItsOptions) {
   R3_REQUIRE_GPU();
   auto p = prepare(stencil_spec());
   Variant jit;
-  jit.compiler = config::Compiler::recorded;
+  jit.compiler = replay::Compiler::recorded;
   jit.flags = {"-O3", "--maxrregcount=32", "-dlcm=cg"};
   Compiled compiled = p->backend->compile(jit);
   ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
@@ -339,7 +339,7 @@ TEST(CudaBackend, ClangNvptxVariantsRunThroughTheirPassPipeline) {
   R3_REQUIRE_GPU();
   if (!R3_HAVE_LLVM) GTEST_SKIP() << "this build has no Clang/LLVM";
   auto p = prepare(stencil_spec());
-  Variant clang = source_variant(stencil_variant(""), config::Compiler::clang);
+  Variant clang = source_variant(stencil_variant(""), replay::Compiler::clang);
   clang.passes = "default<O3>";
   Compiled compiled = p->backend->compile(clang);
   ASSERT_TRUE(compiled.ok) << compiled.diagnostics;
@@ -417,7 +417,7 @@ __global__ void adjust(const float* delta, float* w, float* oldw, int n) {
 )");
   };
   Variant recorded;
-  recorded.compiler = config::Compiler::recorded;
+  recorded.compiler = replay::Compiler::recorded;
   RunResult original = compile_and_run(*p->backend, recorded);
   auto named = [](Variant v) {
     v.entry = "adjust";
@@ -482,7 +482,7 @@ TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshS
   EXPECT_TRUE(crashed.process_lost);
 
   Request recorded;
-  recorded.variant.compiler = config::Compiler::recorded;
+  recorded.variant.compiler = replay::Compiler::recorded;
   Evaluation after = sandbox.evaluate(recorded);
   EXPECT_EQ(after.outcome, Outcome::ok) << after.message;
   EXPECT_EQ(sandbox.restarts(), 1u);
@@ -548,7 +548,7 @@ TEST(CudaBackend, CandidatesOutcomesDoNotDependOnWhatRanBefore) {
     Request r;
     r.variant.source_text = text;
     r.variant.entry = "matmul";
-    r.variant.compiler = config::Compiler::nvrtc;
+    r.variant.compiler = replay::Compiler::nvrtc;
     r.options.warmup = 2;
     r.options.repeats = 20;
     return r;
@@ -559,7 +559,7 @@ TEST(CudaBackend, CandidatesOutcomesDoNotDependOnWhatRanBefore) {
   };
   std::vector<std::pair<std::string, Request>> list;
   Request recorded = source("");
-  recorded.variant.compiler = config::Compiler::recorded;
+  recorded.variant.compiler = replay::Compiler::recorded;
   recorded.variant.entry.clear();
   list.push_back({"recorded", recorded});
   Request jit = recorded;
@@ -633,8 +633,8 @@ __global__ void saxpy_t(int n, float a, const float* x, float* y) {
   const capture::Kernel& kernel = p->capture->kernels().at(0);
   EXPECT_EQ(capture::instance_name(kernel.demangled_name), "saxpy_t<2>") << kernel.demangled_name;
   EXPECT_EQ(p->capture->find_kernel("saxpy_t<2>"), 0u);
-  for (config::Compiler compiler : {config::Compiler::nvrtc, config::Compiler::clang}) {
-    if (compiler == config::Compiler::clang && !R3_HAVE_LLVM) continue;
+  for (replay::Compiler compiler : {replay::Compiler::nvrtc, replay::Compiler::clang}) {
+    if (compiler == replay::Compiler::clang && !R3_HAVE_LLVM) continue;
     for (std::string entry : {"", "saxpy_t", "saxpy_t<2>"}) {
       Variant v;
       v.source_text = spec.source;
@@ -642,7 +642,7 @@ __global__ void saxpy_t(int n, float a, const float* x, float* y) {
       v.compiler = compiler;
       RunResult result = compile_and_run(*p->backend, v);
       EXPECT_EQ(result.outcome, Outcome::ok)
-          << config::to_string(compiler) << ", entry '" << entry << "': " << result.message;
+          << replay::to_string(compiler) << ", entry '" << entry << "': " << result.message;
     }
   }
 }
@@ -702,7 +702,7 @@ __global__ void saxpy(int n, float a, const float* x, float* y) {
 }
 )";
   past_end.entry = "saxpy";
-  past_end.compiler = config::Compiler::nvrtc;
+  past_end.compiler = replay::Compiler::nvrtc;
   RunResult result = compile_and_run(*p->backend, past_end);
   EXPECT_EQ(result.outcome, Outcome::wrong_result) << result.message;
   // 1.0f is 00 00 80 3f: two bytes change per float, the first 18 bytes past the end.
@@ -714,7 +714,7 @@ __global__ void saxpy(int n, float a, const float* x, float* y) {
       << result.message;
 
   Variant recorded;
-  recorded.compiler = config::Compiler::recorded;
+  recorded.compiler = replay::Compiler::recorded;
   RunResult clean = compile_and_run(*p->backend, recorded);
   EXPECT_EQ(clean.outcome, Outcome::ok) << clean.message;
 }
@@ -764,7 +764,7 @@ TEST(CudaBackend, RestoresFromHostMemoryWhenDeviceMemoryIsShort) {
   EXPECT_TRUE(contains(backend->placement(), "restored from host memory")) << backend->placement();
 
   Variant recorded;
-  recorded.compiler = config::Compiler::recorded;
+  recorded.compiler = replay::Compiler::recorded;
   RunResult result = compile_and_run(*backend, recorded);
   ASSERT_EQ(result.outcome, Outcome::ok) << result.message;
   EXPECT_TRUE(result.launches.at(0).verified);
@@ -774,7 +774,7 @@ TEST(CudaBackend, RestoresFromHostMemoryWhenDeviceMemoryIsShort) {
   wrong.source_text = std::string(kSaxpy);
   wrong.source_text.replace(wrong.source_text.find("a * x[i]"), 8, "a * x[i] * 1.001f");
   wrong.entry = "saxpy";
-  wrong.compiler = config::Compiler::nvrtc;
+  wrong.compiler = replay::Compiler::nvrtc;
   RunResult caught = compile_and_run(*backend, wrong);
   EXPECT_EQ(caught.outcome, Outcome::wrong_result) << caught.message;
 }
@@ -801,7 +801,7 @@ TEST(CudaBackend, RelocatesWhenTheRecordedAddressesAreTakenAndRewritesPointerTab
   backend->prepare(capture, 0, {});
   EXPECT_EQ(backend->address_mode(), AddressMode::relocated) << backend->placement();
   Variant recorded;
-  recorded.compiler = config::Compiler::recorded;
+  recorded.compiler = replay::Compiler::recorded;
   RunResult result = compile_and_run(*backend, recorded);
   EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
   cuda::driver().cuMemAddressFree(taken, high - low);
@@ -834,7 +834,7 @@ extern "C" __global__ void biased(const float* in, float* out, int n) {
                   {"launches", test::bytes_of(std::vector<unsigned>{41})}};
   auto p = prepare(spec);
   Variant recorded;
-  recorded.compiler = config::Compiler::recorded;
+  recorded.compiler = replay::Compiler::recorded;
   // Every timed run finds bias and the counter as recorded (else the counter ends above 42).
   RunResult ok = compile_and_run(*p->backend, recorded);
   ASSERT_EQ(ok.outcome, Outcome::ok) << ok.message;
@@ -844,7 +844,7 @@ extern "C" __global__ void biased(const float* in, float* out, int n) {
   twice.source_name = "biased.cu";
   twice.source_text = std::string(source).replace(std::string(source).find("1u"), 2, "2u");
   twice.entry = "biased";
-  twice.compiler = config::Compiler::nvrtc;
+  twice.compiler = replay::Compiler::nvrtc;
   RunResult wrong = compile_and_run(*p->backend, twice);
   ASSERT_EQ(wrong.outcome, Outcome::wrong_result);
   EXPECT_TRUE(contains(wrong.message, "region 'launches' differs")) << wrong.message;
@@ -902,7 +902,7 @@ TEST(CudaBackend, L2FlushBetweenTimedRuns) {
   R3_REQUIRE_GPU();
   auto p = prepare(stencil_spec());
   Variant recorded;
-  recorded.compiler = config::Compiler::recorded;
+  recorded.compiler = replay::Compiler::recorded;
   RunOptions options;
   options.flush_l2 = true;
   options.repeats = 5;

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "r3/tune_config.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/version.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -222,6 +222,21 @@ TEST_F(Cli, DryRunPrintsTheResolvedConfigurationAsValidYaml) {
   r3::config::TuneConfig resolved = r3::config::parse_tune_config(result.out, tune);
   EXPECT_EQ(resolved.timing.repeats, 7u);
   EXPECT_EQ(resolved.kernels.at(0).source, dir_ / "stencil.cpp");
+}
+
+TEST_F(Cli, KeysListsEveryDeclaredKeyWithoutATuneFile) {
+  ProcessResult result = r3_mpi({"--keys"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::size_t rows = 0;
+  for (const r3::config::KeyDescription& key : r3::config::describe_keys()) {
+    EXPECT_TRUE(contains(result.out, "| `" + key.key + "` | " + key.type + " | " +
+                                         key.default_value + " | " + key.doc + " |"))
+        << key.key;
+    ++rows;
+  }
+  EXPECT_GT(rows, 60u);
+  EXPECT_TRUE(contains(result.out, "| `timing.repeats` | integer 1..1048576 | `10` |"))
+      << result.out;
 }
 
 TEST_F(Cli, DryRunErrorsNameFileLineAndKey) {

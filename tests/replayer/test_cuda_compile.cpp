@@ -47,7 +47,7 @@ TEST(CompileWorker, TranslatesAsTheBackendDoesInProcessAndSurvivesItsDeath) {
   Variant variant;
   variant.source_name = "scale.cu";
   variant.source_text = kKernel;
-  variant.compiler = config::Compiler::nvrtc;
+  variant.compiler = replay::Compiler::nvrtc;
   variant.defines = {{"SCALE", "4"}, {"R3_TUNABLE(...)", ""}};
   ASSERT_TRUE(from_source(facts, variant));
   const Translation here = translate_source(facts, variant, split_flags(variant.flags));

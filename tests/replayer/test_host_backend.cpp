@@ -324,7 +324,7 @@ TEST(HostBackend, ToleranceComesFromTheOptions) {
   RunOptions loose;
   EXPECT_EQ(replay.backend->run(compiled, loose).outcome, Outcome::ok);
   RunOptions exact;
-  exact.verify.regions["out"] = r3::config::Tolerance::exact();
+  exact.verify.regions["out"] = r3::replay::Tolerance::exact();
   RunResult strict = replay.backend->run(compiled, exact);
   EXPECT_EQ(strict.outcome, Outcome::wrong_result) << "reassociation changed no bit";
 }

@@ -11,9 +11,9 @@
 namespace {
 
 using r3::capture::ElementType;
-using r3::config::Tolerance;
 using r3::replay::compare_region;
 using r3::replay::RegionCheck;
+using r3::replay::Tolerance;
 
 template <class T>
 RegionCheck compare(const std::vector<T>& actual, const std::vector<T>& expected, ElementType type,

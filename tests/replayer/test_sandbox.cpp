@@ -240,7 +240,7 @@ TEST(SandboxWire, EvaluationsRoundTrip) {
 TEST(SandboxWire, RunOptionsRoundTripWithTheirRegionTypes) {
   RunOptions o;
   o.repeats = 7;
-  o.verify.regions["C"] = r3::config::Tolerance::exact();
+  o.verify.regions["C"] = r3::replay::Tolerance::exact();
   o.verify.region_types["arg2"] = r3::capture::ElementType::f64;
   RunOptions back = wire::decode_run_options(wire::encode(o));
   EXPECT_EQ(back.repeats, 7u);

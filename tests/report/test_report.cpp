@@ -7,11 +7,11 @@
 #include <random>
 #include <sstream>
 
+#include "r3/config/tune_config.hpp"
 #include "r3/report/analysis.hpp"
 #include "r3/report/diff.hpp"
 #include "r3/report/results.hpp"
 #include "r3/report/unit_patch.hpp"
-#include "r3/tune_config.hpp"
 #include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "levels.hpp"
-#include "r3/tune_config.hpp"
+#include "r3/config/tune_config.hpp"
 
 namespace r3::tune {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "plan.hpp"
 #include "r3/capture.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
-#include "r3/tune_config.hpp"
 #include "search.hpp"
 #include "support/temp_dir.hpp"
 
@@ -116,7 +116,7 @@ Split run_search(int kernels, std::size_t batch, int generations, bool with_para
     t.name = "kernel" + std::to_string(k);
     t.original_block = capture::Dim3{128, 1, 1};
     t.has_recorded_cubin = t.has_recorded_ptx = true;
-    t.base.compiler = config::Compiler::nvrtc;
+    t.base.compiler = replay::Compiler::nvrtc;
     if (with_parameters) {
       // A source with a tunable: the nvrtc path, and a parameter level to search.
       t.source = "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n__global__ void kernel" + std::to_string(k) +
@@ -280,7 +280,7 @@ TEST(TuneSearch, AResumeReplaysTheOrderInWhichGenerationsWereProposedAndObserved
   t.name = "kernel0";
   t.original_block = capture::Dim3{128, 1, 1};
   t.has_recorded_cubin = t.has_recorded_ptx = true;
-  t.base.compiler = config::Compiler::nvrtc;
+  t.base.compiler = replay::Compiler::nvrtc;
   t.source = "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n"
              "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
   t.source_name = "k.cu";
@@ -346,7 +346,7 @@ TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
   t.source_entry = "kernel0";
   t.original_block = capture::Dim3{128, 1, 1};
   t.has_recorded_cubin = t.has_recorded_ptx = true;
-  t.base.compiler = config::Compiler::nvrtc;
+  t.base.compiler = replay::Compiler::nvrtc;
   t.source = "__global__ void kernel0(float* x) {\n  for (int i = 0; i < 4; ++i) x[i] *= 2;\n}\n";
   t.source_name = "k.cu";
   EXPECT_EQ(entry_in_source(t), "kernel0");
@@ -374,7 +374,7 @@ TEST(TuneSearch, ASourceCoupledToItsBlockIsLaunchedWithTheBlockItsValuesGive) {
     t.name = "kernel0";
     t.original_block = capture::Dim3{16, 16, 1};
     t.has_recorded_cubin = t.has_recorded_ptx = true;
-    t.base.compiler = config::Compiler::nvrtc;
+    t.base.compiler = replay::Compiler::nvrtc;
     t.source = std::string("R3_TUNABLE(TILE, 16, 4 8 16 32)\n") +
                (declared_in_source ? "R3_LAUNCH_BLOCK(TILE, TILE, 1)\n" : "") +
                "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";

@@ -1,10 +1,12 @@
-// Writes and reads back a capture through the installed libr3core, and calls a kernel through
-// the installed host capture API (not under `r3 record`: the call just runs).
+// Writes and reads back a capture through the installed libr3core, calls a kernel through the
+// installed host capture API (not under `r3 record`: the call just runs), and reads a tune.yaml
+// through the installed libr3config.
 #include <iostream>
 #include <string_view>
 
 #include "r3/capture.hpp"
 #include "r3/config.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/record/call.hpp"
 #include "r3/version.hpp"
 
@@ -26,5 +28,7 @@ int main(int argc, char** argv) {
   int calls = 0;
   r3::record::call(
       "consumer_kernel", [](r3::record::Call&) {}, [&] { ++calls; });
-  return reader.kernels().size() == 1 && calls == 1 ? 0 : 1;
+  const r3::config::TuneConfig tune =
+      r3::config::parse_tune_config("capture: a.h5\nkernels: [consumer_kernel]\n", "tune.yaml");
+  return reader.kernels().size() == 1 && calls == 1 && tune.kernels.size() == 1 ? 0 : 1;
 }

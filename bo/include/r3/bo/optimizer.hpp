@@ -34,6 +34,9 @@ struct Observation {
 
 enum class Acquisition { log_ei, ucb };
 enum class InitialDesign { sobol, latin_hypercube };
+// How a batch of proposals is formed: the Kriging believer (each proposal observed at the
+// model's mean before the next is chosen) is the one implemented.
+enum class BatchStrategy { kriging_believer };
 
 struct Options {
   std::uint64_t seed = 1;
@@ -41,6 +44,7 @@ struct Options {
   InitialDesign initial_design = InitialDesign::sobol;
   Acquisition acquisition = Acquisition::log_ei;
   double ucb_beta = 2.0;
+  BatchStrategy batch = BatchStrategy::kriging_believer;
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
   std::size_t local_search_steps = 6;

@@ -12,8 +12,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "r3/evolve/options.hpp"
 #include "r3/hash.hpp"
-#include "r3/tune_config.hpp"
 
 namespace r3::evolve {
 
@@ -31,7 +31,7 @@ class Archive {
   Archive(std::vector<std::string> descriptors, std::size_t bins, std::size_t islands,
           std::size_t migration_interval = 0);
   // search.archive of tune.yaml.
-  explicit Archive(const config::ArchiveConfig& config);
+  explicit Archive(const evolve::ArchiveOptions& config);
 
   // Offers an evaluated candidate to `island`; returns true when it became its cell's elite.
   bool add(std::size_t island, const Elite& candidate);

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "r3/tune_config.hpp"
+#include "r3/evolve/options.hpp"
 
 namespace r3::evolve {
 
@@ -62,7 +62,7 @@ class LlmClient {
  public:
   // Throws ConfigError when the endpoint is not set. `budget`: the cost at which new requests
   // are refused (0: no limit).
-  LlmClient(const config::LlmConfig& config, double budget);
+  LlmClient(const evolve::LlmOptions& config, double budget);
   ~LlmClient();
   LlmClient(const LlmClient&) = delete;
   LlmClient& operator=(const LlmClient&) = delete;
@@ -86,6 +86,6 @@ class LlmClient {
 
 // "" when something answers HTTP at llm.endpoint (a HEAD of <endpoint>/models, whatever its
 // status), else why not (connection refused, DNS, TLS, timeout): checked before a job starts.
-std::string check_endpoint(const config::LlmConfig& config);
+std::string check_endpoint(const evolve::LlmOptions& config);
 
 }  // namespace r3::evolve

@@ -15,7 +15,7 @@
 #include "r3/capture.hpp"
 #include "r3/hash.hpp"
 #include "r3/outcome.hpp"
-#include "r3/tune_config.hpp"
+#include "r3/replay/options.hpp"
 
 namespace r3::replay {
 
@@ -38,7 +38,7 @@ struct Variant {
   std::vector<std::filesystem::path> include_dirs;
   std::vector<std::string> flags;  // compiler flags
   std::string passes;              // LLVM pass pipeline; empty: the compiler's default
-  config::Compiler compiler = config::Compiler::clang;
+  replay::Compiler compiler = replay::Compiler::clang;
   std::optional<capture::Dim3> block;  // a new block shape (GPU backends)
   // With a new block: launch the recorded grid instead of deriving one that covers the recorded
   // threads (kernels that give each block one item of work, whatever its size).
@@ -129,7 +129,7 @@ struct RunOptions {
   std::uint32_t repeats = 10;
   bool verify_after_timing = true;
   bool flush_l2 = false;  // GPU backends: evict the L2 cache before every timed launch
-  config::VerifyConfig verify;
+  replay::VerifyOptions verify;
   // Send the candidate's compiled code back with its evaluation (Evaluation::code): the winner
   // confirmation asks for it, so that `r3 apply` loads what was confirmed.
   bool return_code = false;

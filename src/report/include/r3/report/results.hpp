@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "r3/config/tune_config.hpp"
 #include "r3/report/analysis.hpp"
 #include "r3/run_database.hpp"
-#include "r3/tune_config.hpp"
 
 namespace r3::report {
 

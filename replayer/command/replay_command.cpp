@@ -19,9 +19,7 @@ std::string microseconds(double seconds) {
   return text;
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  return read_text_file(path, "source");
-}
+std::string read_file(const std::filesystem::path& path) { return read_text_file(path, "source"); }
 
 void print_region(const RegionCheck& check, std::ostream& out) {
   out << "      " << (check.passed ? "ok   " : "FAIL ") << check.name << "  "
@@ -91,13 +89,13 @@ std::size_t kernel_index(const capture::CaptureReader& capture, const std::strin
 Variant variant_of(const ReplayOptions& options, std::string_view backend) {
   Variant variant;
   if (!options.compiler.empty()) {
-    auto compiler = config::parse_compiler(options.compiler);
+    auto compiler = replay::parse_compiler(options.compiler);
     if (!compiler)
       throw UsageError("--compiler " + options.compiler + ": expected nvrtc, clang or recorded");
     variant.compiler = *compiler;
   } else if (backend == "cuda") {
     variant.compiler =
-        options.source.empty() ? config::Compiler::recorded : config::Compiler::nvrtc;
+        options.source.empty() ? replay::Compiler::recorded : replay::Compiler::nvrtc;
   }
   if (!options.source.empty()) {
     variant.source_text = read_file(options.source);
@@ -134,7 +132,7 @@ int replay_capture(const ReplayOptions& options, std::ostream& out) {
   if (!variant.passes.empty()) out << ", passes " << variant.passes;
   for (const auto& [name, value] : variant.defines) out << ", -D" << name << "=" << value;
   if (!variant.flags.empty()) out << ", flags " << options.flags;
-  if (backend->name() == "cuda") out << ", compiler " << config::to_string(variant.compiler);
+  if (backend->name() == "cuda") out << ", compiler " << replay::to_string(variant.compiler);
   if (variant.block)
     out << ", block " << variant.block->x << "," << variant.block->y << "," << variant.block->z;
   out << "\n";

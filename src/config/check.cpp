@@ -1,9 +1,9 @@
 // Checks of a tune.yaml that need the capture and the build, not only the YAML.
 #include <filesystem>
 
+#include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
 #include "r3/files.hpp"
-#include "r3/tune_config.hpp"
 #include "r3/version.hpp"
 
 namespace r3::config {
@@ -55,9 +55,9 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
     }
     for (const fs::path& dir : selection.include_dirs) {
       if (!fs::is_directory(dir, ec)) {
-        config.fail(key + ".include_dirs", "include directory " + dir.string() +
-                                               (fs::exists(dir, ec) ? " is not a directory"
-                                                                    : " does not exist"));
+        config.fail(key + ".include_dirs",
+                    "include directory " + dir.string() +
+                        (fs::exists(dir, ec) ? " is not a directory" : " does not exist"));
       }
     }
     if (!selection.block.empty() && recorded == Backend::host) {

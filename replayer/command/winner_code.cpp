@@ -4,13 +4,13 @@
 #include <ostream>
 #include <sstream>
 
+#include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
 #include "r3/files.hpp"
 #include "r3/replay/backend.hpp"
 #include "r3/replay/kokkos_policy.hpp"
 #include "r3/replay/replay_command.hpp"
 #include "r3/result_notes.hpp"
-#include "r3/tune_config.hpp"
 #include "r3/winner_code_file.hpp"
 
 namespace r3::replay {
@@ -117,7 +117,7 @@ std::optional<KokkosTeamKernel> kokkos_team_kernel(const capture::CaptureReader&
     std::unique_ptr<Backend> backend = make_backend(capture.info().device.backend);
     backend->prepare(capture, index, {launch});
     Variant application;  // the recorded code: what the application runs
-    application.compiler = config::Compiler::recorded;
+    application.compiler = replay::Compiler::recorded;
     compiled = backend->compile(application);
   } catch (const Error& e) {
     compiled.ok = false;

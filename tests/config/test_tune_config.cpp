@@ -3,17 +3,19 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
-#include "r3/tune_config.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace r3::config;
+using r3::replay::Tolerance;
 
 const fs::path kData = R3_TEST_DATA_DIR;
 
@@ -76,7 +78,7 @@ TEST(TuneConfig, MinimalFileGetsDefaultsAndResolvedPaths) {
   EXPECT_EQ(config.llm.api_key_env, "OPENAI_API_KEY");
   const TuneConfig defaults;
   EXPECT_EQ(config.search.launch.block_x, defaults.search.launch.block_x);
-  EXPECT_EQ(config.search.source.mutators, kKnownMutators);
+  EXPECT_EQ(config.search.source.mutators, r3::evolve::kMutatorNames);
   EXPECT_EQ(config.timing.repeats, defaults.timing.repeats);
   EXPECT_EQ(config.budget.wall_time_s, 3600);
   EXPECT_EQ(config.text, read_file(file));
@@ -112,9 +114,9 @@ TEST(TuneConfig, FullFileSetsEveryValue) {
   EXPECT_EQ(c.search.launch.grid, "ceil(4096 / bx)");
   EXPECT_FALSE(c.search.parameters.enabled);
   EXPECT_EQ(c.search.archive.descriptors, (std::vector<std::string>{"registers", "occupancy"}));
-  EXPECT_EQ(c.search.bo.initial_design, InitialDesign::latin_hypercube);
-  EXPECT_EQ(c.search.bo.acquisition, Acquisition::ucb);
-  EXPECT_EQ(c.search.bo.batch, BatchStrategy::local_penalization);
+  EXPECT_EQ(c.search.bo.initial_design, r3::bo::InitialDesign::latin_hypercube);
+  EXPECT_EQ(c.search.bo.acquisition, r3::bo::Acquisition::ucb);
+  EXPECT_EQ(c.search.bo.batch, r3::bo::BatchStrategy::kriging_believer);
 
   EXPECT_EQ(c.budget.evaluations, 5000u);
   EXPECT_DOUBLE_EQ(c.budget.wall_time_s, 2.5 * 3600);
@@ -222,31 +224,6 @@ TEST(TuneConfig, ToleranceForARegionPrefersItsNameOverItsType) {
   EXPECT_EQ(config.verify.for_region("x", ElementType::unknown), Tolerance::exact());
 }
 
-TEST(Durations, ParseUnitsAndCombinations) {
-  EXPECT_EQ(parse_duration("90"), 90.0);
-  EXPECT_EQ(parse_duration("90s"), 90.0);
-  EXPECT_EQ(parse_duration("1.5m"), 90.0);
-  EXPECT_EQ(parse_duration("2h"), 7200.0);
-  EXPECT_EQ(parse_duration("1h30m"), 5400.0);
-  EXPECT_EQ(parse_duration("250ms"), 0.25);
-  EXPECT_EQ(parse_duration("1d"), 86400.0);
-  for (const char* bad :
-       {"", "h", "1x", "-5", "1h 30m", "5 s", "1h30", "s5", "99999999999999999999d"}) {
-    EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
-  }
-}
-
-TEST(Durations, FormatReadsBack) {
-  EXPECT_EQ(format_duration(5400), "1h30m");
-  EXPECT_EQ(format_duration(3600), "1h");
-  EXPECT_EQ(format_duration(0), "0s");
-  EXPECT_EQ(format_duration(0.25), "0.25s");
-  EXPECT_EQ(format_duration(1234567.5), "1234567.5s");
-  for (double seconds : {1.0, 59.0, 61.0, 3599.0, 86400.0, 0.5, 12.5, 1234567.5, 1e-7, 0.1}) {
-    EXPECT_EQ(parse_duration(format_duration(seconds)), seconds) << seconds;
-  }
-}
-
 // Key paths of a resolved tune.yaml: leaves, lists of mappings ("kernels", then "kernels[].name"),
 // and mappings whose keys the user chooses (defines, tolerance tables) as one key each.
 void collect_keys(const YAML::Node& node, const std::string& prefix, std::set<std::string>& keys) {
@@ -266,32 +243,81 @@ void collect_keys(const YAML::Node& node, const std::string& prefix, std::set<st
   }
 }
 
-// docs/tune-yaml.md documents exactly the keys tune.yaml accepts.
-TEST(TuneConfigDocs, ReferenceListsExactlyTheAcceptedKeys) {
+std::set<std::string> declared_keys() {
+  std::set<std::string> keys;
+  for (const KeyDescription& key : describe_keys()) keys.insert(key.key);
+  return keys;
+}
+
+// The declarations describe exactly the keys the resolved configuration writes (and so reads:
+// the resolved configuration is read back whole by ResolvedConfigReadsBackTheSame).
+TEST(TuneConfigKeys, DeclarationsAreTheKeysWrittenBack) {
   TuneConfig config = load_tune_config(kData / "tune" / "good" / "full.yaml");
-  std::set<std::string> accepted;
-  collect_keys(YAML::Load(to_yaml(config)), "", accepted);
+  std::set<std::string> written;
+  collect_keys(YAML::Load(to_yaml(config)), "", written);
   // The simulate backend's section is written only with that backend.
   TuneConfig simulated = load_tune_config(kData / "tune" / "good" / "simulate.yaml");
   EXPECT_EQ(simulated.backend, Backend::simulate);
   EXPECT_DOUBLE_EQ(simulated.simulate.run_s, 3.0);
   EXPECT_DOUBLE_EQ(simulated.simulate.kernel_s, 2e-3);
-  collect_keys(YAML::Load(to_yaml(simulated)), "", accepted);
+  collect_keys(YAML::Load(to_yaml(simulated)), "", written);
+  EXPECT_EQ(written, declared_keys());
+  EXPECT_GT(written.size(), 60u);
+  for (const KeyDescription& key : describe_keys()) {
+    EXPECT_FALSE(key.type.empty()) << key.key;
+    EXPECT_FALSE(key.default_value.empty()) << key.key;
+    EXPECT_FALSE(key.doc.empty()) << key.key;
+    EXPECT_EQ(key.doc.find('\n'), std::string::npos) << key.key;
+  }
+}
 
-  std::set<std::string> documented;
+// A declared default is the default the parser leaves: a file that writes a key's declared
+// default back changes nothing.
+TEST(TuneConfigKeys, DeclaredDefaultsAreWhatAnEmptyFileGets) {
+  const TuneConfig plain = parse_tune_config("capture: a.h5\nkernels: [k]\n", "t.yaml");
+  for (const KeyDescription& key : describe_keys()) {
+    if (key.default_value.size() < 2 || key.default_value.front() != '`' ||
+        key.default_value.find('`', 1) != key.default_value.size() - 1 ||
+        key.key.starts_with("kernels") || key.key.starts_with("output.") ||
+        key.key.starts_with("simulate."))
+      continue;  // in words, or relative to the file
+    // "a.b.c" with value V as nested YAML.
+    std::string yaml = "capture: a.h5\nkernels: [k]\n", indent;
+    std::string rest = key.key;
+    for (std::size_t dot; (dot = rest.find('.')) != std::string::npos;
+         rest = rest.substr(dot + 1)) {
+      yaml += indent + rest.substr(0, dot) + ":\n";
+      indent += "  ";
+    }
+    yaml += indent + rest + ": " + key.default_value.substr(1, key.default_value.size() - 2) + "\n";
+    const TuneConfig explicit_default = parse_tune_config(yaml, "t.yaml");
+    EXPECT_EQ(to_yaml(explicit_default), to_yaml(plain)) << key.key << "\n" << yaml;
+  }
+}
+
+// docs/tune-yaml.md has a row for every declared key, with the declared type and default, and no
+// row for anything else.
+TEST(TuneConfigDocs, ReferenceRowsAreTheDeclaredKeys) {
+  std::map<std::string, std::pair<std::string, std::string>> documented;  // key -> type, default
   std::ifstream doc(fs::path(R3_TEST_SOURCE_DIR) / "docs" / "tune-yaml.md");
-  const std::regex row(R"(^\| `([a-z0-9_.\[\]]+)` \|)");
+  const std::regex row(R"(^\| `([a-z0-9_.\[\]]+)` \| (.*?) \| (.*?) \| )");
   for (std::string line; std::getline(doc, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, row)) documented.insert(m[1]);
+    if (std::regex_search(line, m, row)) documented[m[1]] = {m[2], m[3]};
   }
-  for (const std::string& key : accepted) {
-    EXPECT_TRUE(documented.contains(key)) << "not documented in docs/tune-yaml.md: " << key;
+  const std::set<std::string> declared = declared_keys();
+  for (const KeyDescription& key : describe_keys()) {
+    auto it = documented.find(key.key);
+    if (it == documented.end()) {
+      ADD_FAILURE() << "not documented in docs/tune-yaml.md: " << key.key;
+      continue;
+    }
+    EXPECT_EQ(it->second.first, key.type) << "type of " << key.key;
+    EXPECT_EQ(it->second.second, key.default_value) << "default of " << key.key;
   }
-  for (const std::string& key : documented) {
-    EXPECT_TRUE(accepted.contains(key)) << "documented but not accepted: " << key;
+  for (const auto& [key, columns] : documented) {
+    EXPECT_TRUE(declared.contains(key)) << "documented but not declared: " << key;
   }
-  EXPECT_GT(accepted.size(), 60u);
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 // tune.yaml: what to tune and how (docs/tune-yaml.md documents every key and its default).
-// Parsing fills these structs; every key left out keeps the default written here. Unknown keys,
-// wrong types and out-of-range values are ConfigErrors naming the file, line and key.
+// The layer above the libraries: its sections are the job's own (kernels, search levels,
+// budget, timing, output) and the options the libraries own (replay::VerifyOptions,
+// replay::SimulationOptions, evolve::LlmOptions, evolve::ArchiveOptions, bo::Options), which it
+// maps tune.yaml's keys onto. Parsing fills these structs; every key left out keeps the default
+// written in them. Unknown keys, wrong types and out-of-range values are ConfigErrors naming the
+// file, line and key.
 #pragma once
 
 #include <cstdint>
@@ -11,42 +15,24 @@
 #include <string_view>
 #include <vector>
 
+#include "r3/bo/optimizer.hpp"
 #include "r3/capture.hpp"
+#include "r3/evolve/options.hpp"
+#include "r3/replay/options.hpp"
+#include "r3/replay/simulation.hpp"
 
 namespace r3::config {
 
-// `simulate`: candidates cost what a cost model says (SimulationConfig) instead of running; the
-// search is the one the capture's own backend would get.
+// `simulate`: candidates cost what a cost model says (replay::SimulationOptions) instead of
+// running; the search is the one the capture's own backend would get.
 enum class Backend { automatic, host, cuda, simulate };
-enum class Compiler { nvrtc, clang, recorded };
-enum class Acquisition { log_ei, ucb };
-enum class BatchStrategy { kriging_believer, local_penalization };
-enum class InitialDesign { sobol, latin_hypercube };
-
 std::string_view to_string(Backend value);
-std::string_view to_string(Compiler value);
-// "nvrtc", "clang" or "recorded"; nullopt for anything else.
-std::optional<Compiler> parse_compiler(std::string_view text);
-std::string_view to_string(Acquisition value);
-std::string_view to_string(BatchStrategy value);
-std::string_view to_string(InitialDesign value);
 
-// Names the search knows; tune.yaml may only list these.
-inline const std::vector<std::string> kKnownMutators = {
-    "restrict", "unroll", "launch_bounds", "ldg", "hoist_loads", "parametrise"};
+using replay::Compiler;
+
+// Compiler switches the compiler level knows; tune.yaml may only list these.
 inline const std::vector<std::string> kKnownCompilerFlags = {
     "fast_math", "ftz", "prec_div", "prec_sqrt", "fmad", "extra_device_vectorization"};
-inline const std::vector<std::string> kKnownDescriptors = {"registers", "shared_memory",
-                                                           "code_size", "spills", "occupancy"};
-
-struct Tolerance {
-  bool bitwise = true;  // when false: |x - ref| <= atol + rtol * |ref|
-  double rtol = 0;
-  double atol = 0;
-  static Tolerance exact() { return Tolerance{}; }
-  static Tolerance relative(double rtol, double atol) { return Tolerance{false, rtol, atol}; }
-  friend bool operator==(const Tolerance&, const Tolerance&) = default;
-};
 
 struct KernelSelection {
   std::string name;                   // kernel in the capture (name, demangled name, label, #index)
@@ -72,7 +58,7 @@ struct KernelSelection {
 struct SourceLevel {
   bool enabled = true;
   double share = 0.25;
-  std::vector<std::string> mutators = kKnownMutators;
+  std::vector<std::string> mutators = evolve::kMutatorNames;
 };
 
 struct PassSearch {
@@ -112,23 +98,6 @@ struct ParameterLevel {
   double share = 0.25;
 };
 
-struct ArchiveConfig {
-  std::uint32_t islands = 4;
-  std::uint32_t migration_interval = 5;  // generations
-  std::vector<std::string> descriptors = {"registers", "shared_memory", "code_size"};
-  std::uint32_t bins = 4;              // per descriptor
-  double exploration = 0.2;            // share of parents drawn outside the elites
-  double similarity_threshold = 0.95;  // near-duplicate sources above this are dropped
-};
-
-struct BoConfig {
-  InitialDesign initial_design = InitialDesign::sobol;
-  std::uint32_t initial_samples = 8;
-  Acquisition acquisition = Acquisition::log_ei;
-  double ucb_beta = 2.0;
-  BatchStrategy batch = BatchStrategy::kriging_believer;
-};
-
 struct SearchConfig {
   std::uint64_t seed = 1;
   std::uint32_t batch_size = 0;  // candidates per generation; 0: twice the evaluator count
@@ -136,8 +105,10 @@ struct SearchConfig {
   CompilerLevel compiler;
   LaunchLevel launch;
   ParameterLevel parameters;
-  ArchiveConfig archive;
-  BoConfig bo;
+  evolve::ArchiveOptions archive;
+  // search.bo's keys set initial_design, initial_samples, acquisition, ucb_beta and batch; the
+  // search gives each source and level its own seed and the job's fit pool.
+  bo::Options bo;
 };
 
 struct BudgetConfig {
@@ -146,37 +117,6 @@ struct BudgetConfig {
   double wall_time_s = 3600;      // the whole run
   double llm_cost = 0;            // currency units; 0: no limit
   double job_end_margin_s = 300;  // stop this long before the batch job's end time
-};
-
-struct LlmConfig {
-  std::string endpoint;  // base URL (".../v1"); empty: built-in mutators only
-  std::string model;
-  std::string api_key_env = "OPENAI_API_KEY";  // NAME of the variable holding the key
-  double temperature = 0.7;
-  std::uint32_t max_tokens = 4096;
-  std::uint64_t max_answer_bytes = std::uint64_t{1} << 20;  // a longer HTTP answer is refused
-  double timeout_s = 120;
-  std::uint32_t concurrency = 4;
-  std::uint32_t max_retries = 5;
-  double prompt_cost_per_mtok = 0;      // per million prompt tokens
-  double completion_cost_per_mtok = 0;  // per million completion tokens
-  std::filesystem::path templates;      // directory overriding the built-in prompt templates
-  std::filesystem::path
-      ca_bundle;  // PEM certificates to verify the endpoint with (default: the system's)
-  bool enabled() const { return !endpoint.empty(); }
-};
-
-struct VerifyConfig {
-  std::map<capture::ElementType, Tolerance> types = default_type_tolerances();
-  std::map<std::string, Tolerance> regions;  // by region name; wins over types
-  bool after_timing = true;                  // verify again after the timed runs
-  // Element types of regions the capture records as unknown, by region name: the tuning job
-  // learns them from the kernel's source (a pointer to a struct of floats).
-  std::map<std::string, capture::ElementType> region_types;
-  Tolerance for_region(std::string_view name, capture::ElementType type) const;
-  // The type a region is compared as: as recorded, else as region_types says.
-  capture::ElementType type_of(std::string_view name, capture::ElementType recorded) const;
-  static std::map<capture::ElementType, Tolerance> default_type_tolerances();
 };
 
 struct TimingConfig {
@@ -198,15 +138,6 @@ struct OutputConfig {
   std::filesystem::path run_database;  // absolute; default <directory>/run.h5
 };
 
-// backend: simulate — what a candidate costs (replay::SimulationOptions says how it is used).
-struct SimulationConfig {
-  double compile_s = 0.5;  // mean compile time
-  double run_s = 1.0;      // mean time of a candidate's runs
-  double spread = 0.3;     // each time is its mean x (1 +- spread)
-  double failure_rate = 0.05;
-  double kernel_s = 1e-3;  // the recorded kernel's time
-};
-
 struct Location {
   int line = 0;    // 1-based
   int column = 0;  // 1-based
@@ -220,11 +151,11 @@ struct TuneConfig {
   std::vector<KernelSelection> kernels;
   SearchConfig search;
   BudgetConfig budget;
-  LlmConfig llm;
-  VerifyConfig verify;
+  evolve::LlmOptions llm;
+  replay::VerifyOptions verify;
   TimingConfig timing;
   OutputConfig output;
-  SimulationConfig simulate;
+  replay::SimulationOptions simulate;  // with backend: simulate, what a candidate costs
 
   // Where each key was written ("kernels[0].name" -> line, column), for later errors.
   std::map<std::string, Location> locations;
@@ -246,9 +177,15 @@ Backend check_against_capture(const TuneConfig& config, const capture::CaptureRe
 // The resolved configuration as YAML: every key with its value, defaults included, absolute paths.
 std::string to_yaml(const TuneConfig& config);
 
-// "90", "90s", "1.5m", "2h", "1h30m", "250ms" -> seconds; nullopt for anything else, and for
-// more than 1e9 s. format_duration writes what parse_duration reads back exactly.
-std::optional<double> parse_duration(std::string_view text);
-std::string format_duration(double seconds);
+// One key tune.yaml accepts, as declared: what `r3-mpi --keys` prints and docs/tune-yaml.md's
+// tables must show.
+struct KeyDescription {
+  std::string key;            // dotted: "search.levels.launch.block_x", "kernels[].name"
+  std::string type;           // "integer 1..64", "number in [0, 1]", "`sobol`, `latin_hypercube`"
+  std::string default_value;  // as written back ("`[1, 2, 3]`"), or in words ("required")
+  std::string doc;            // one line
+};
+// Every key, in the order the resolved configuration writes them.
+std::vector<KeyDescription> describe_keys();
 
 }  // namespace r3::config

@@ -3,8 +3,8 @@
 
 #include <fstream>
 
+#include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
-#include "r3/tune_config.hpp"
 #include "r3/version.hpp"
 #include "support/random_capture.hpp"
 #include "support/temp_dir.hpp"

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "r3/capture.hpp"
+#include "r3/config/tune_config.hpp"
 #include "r3/replay/backend.hpp"
-#include "r3/tune_config.hpp"
 
 namespace r3::replay {
 

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "r3/duration.hpp"
 #include "r3/error.hpp"
 
 namespace r3::config::yaml {

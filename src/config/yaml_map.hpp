@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "r3/tune_config.hpp"
+#include "r3/config/tune_config.hpp"
 
 namespace r3::config::yaml {
 
