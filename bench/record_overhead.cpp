@@ -6,10 +6,18 @@
 // row, a run of 3 launches, gives the fixed cost of loading the recorder (CUPTI and its
 // libraries); the last column is the rest of the extra time per kernel launch.
 //
-// Usage: record_overhead [ROUNDS]   (default 7)
+// Then, with a multi-threaded application (examples/cuda/threads.cu: worker threads launch
+// small kernels while one thread's launch over a large buffer is recorded), how long the
+// workers' launch calls take while another thread's launch is recorded: the longest call shows a
+// worker waiting for that recording (its copies and its write to the capture).
+// `--before LIB` runs that part with another build of libr3record_cuda.so too (an older one, to
+// compare).
+//
+// Usage: record_overhead [ROUNDS] [--threads-only] [--before LIB]   (ROUNDS default 7)
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +42,18 @@ double seconds_of(const std::string& command) {
   return seconds;
 }
 
+// The command's standard output (its last line).
+std::string output_of(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (!pipe) return out;
+  std::array<char, 4096> line{};
+  while (std::fgets(line.data(), line.size(), pipe)) out = line.data();
+  ::pclose(pipe);
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -46,10 +66,48 @@ struct Example {
 
 }  // namespace
 
+// Worker threads' launch calls while one thread's launch is recorded, with each recorder.
+void threaded(const fs::path& dir,
+              const std::vector<std::pair<std::string, std::string>>& libraries, int rounds) {
+  std::printf("\ncuda_threads: workers launch while one launch over 512 MiB is recorded\n");
+  for (int threads : {2, 8}) {
+    const std::string app =
+        std::string(R3_BENCH_THREADED_LAUNCHER) + " " + std::to_string(threads) + " 512 2";
+    for (int r = 0; r < rounds; ++r) {
+      std::printf("  %-8s %s\n", "plain", output_of(app).c_str());
+      for (const auto& [name, library] : libraries) {
+        const fs::path capture = dir / "threaded.h5";
+        fs::remove(capture);
+        const std::string recorded = "CUDA_INJECTION64_PATH=" + library +
+                                     " R3_RECORD_OUTPUT=" + capture.string() +
+                                     " R3_RECORD_KERNELS=scale " + app;
+        std::printf("  %-8s %s\n", name.c_str(), output_of(recorded).c_str());
+      }
+    }
+  }
+}
+
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
+  int rounds = 7;
+  bool threads_only = false;
+  std::vector<std::pair<std::string, std::string>> libraries = {{"recorded", R3_BENCH_INJECTION}};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--threads-only") {
+      threads_only = true;
+    } else if (arg == "--before" && i + 1 < argc) {
+      libraries.insert(libraries.begin(), {"before", argv[++i]});
+    } else {
+      rounds = std::max(1, std::atoi(argv[i]));
+    }
+  }
   const fs::path dir = fs::temp_directory_path() / ("r3-overhead-" + std::to_string(::getpid()));
   fs::create_directories(dir);
+  if (threads_only) {
+    threaded(dir, libraries, rounds);
+    fs::remove_all(dir);
+    return 0;
+  }
   const std::string none = "'^no_kernel_is_selected$'";
   const std::string injected = std::string("CUDA_INJECTION64_PATH=") + R3_BENCH_INJECTION +
                                " R3_RECORD_OUTPUT=" + (dir / "injected.h5").string() +
@@ -89,6 +147,7 @@ int main(int argc, char** argv) {
       "(medians of %d interleaved rounds; 'inject' is the application with the recorder "
       "loaded and nothing selected, 'record' adds starting r3)\n",
       rounds);
+  threaded(dir, libraries, std::min(rounds, 3));
   fs::remove_all(dir);
   return 0;
 }

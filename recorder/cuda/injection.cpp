@@ -33,6 +33,7 @@
 #include "code_images.hpp"
 #include "launched_function.hpp"
 #include "r3/capture.hpp"
+#include "r3/cuda_error.hpp"
 #include "r3/error.hpp"
 #include "r3/hash.hpp"
 #include "r3/log.hpp"
@@ -93,14 +94,13 @@ std::map<std::string, std::vector<std::int64_t>> kokkos_choices(KokkosChoicesFn 
   }
 }
 
-// A driver call inside the recorder: a failure becomes a recorder error naming the call.
-struct RecorderError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-#define R3_REC_CU(call)                                                                      \
-  do {                                                                                       \
-    CUresult rc_ = (call);                                                                   \
-    if (rc_ != CUDA_SUCCESS) throw RecorderError(std::string(#call) + ": " + record::cuda::error_name(rc_)); \
+// A driver call inside the recorder: a failure becomes a CudaError naming the call
+// (r3/cuda_error.hpp, as the replayer's).
+#define R3_REC_CU(call)                                                                 \
+  do {                                                                                  \
+    CUresult rc_ = (call);                                                              \
+    if (rc_ != CUDA_SUCCESS)                                                            \
+      throw r3::CudaError(#call, static_cast<int>(rc_), record::cuda::error_name(rc_)); \
   } while (0)
 
 using record::cuda::KernelActivity;
@@ -202,6 +202,7 @@ class CudaRecorder {
 
   // At exit: close the capture and say what was recorded.
   void finish() {
+    std::lock_guard recording(recording_mutex_);
     std::lock_guard lock(mutex_);
     if (finished_ || !active_) return;
     finished_ = true;
@@ -481,7 +482,8 @@ class CudaRecorder {
     });
   }
 
-  // Each written launch's time in the application (app_times.hpp). Callers hold mutex_.
+  // Each written launch's time in the application (app_times.hpp). Callers hold
+  // recording_mutex_.
   void apply_app_times() {
     const std::size_t timed = app_times_.apply([&](const WrittenLaunch& w) {
       try {
@@ -503,9 +505,10 @@ class CudaRecorder {
   }
 
   // Says once per kernel that a launch reaches managed memory, which is not recorded (callers
-  // hold the mutex).
-  void warn_if_managed(std::uint64_t word, KernelRecord& record) {
-    if (record.warned_managed || !allocations_.is_managed(word)) return;
+  // hold recording_mutex_).
+  void warn_if_managed(std::uint64_t word, KernelRecord& record,
+                       const record::cuda::Allocations& allocations) {
+    if (record.warned_managed || !allocations.is_managed(word)) return;
     record.warned_managed = true;
     log::warning("record (CUDA): a launch of ", record.kernel.name,
                  " uses managed memory (cudaMallocManaged) at 0x", std::hex, word, std::dec,
@@ -537,9 +540,10 @@ class CudaRecorder {
     const std::string label = kokkos_label();
     const KokkosChoicesFn choices = label.empty() ? nullptr : kokkos_choices_function();
     Names n;
+    std::uint64_t sequence = 0;
     {
       std::lock_guard lock(mutex_);
-      ++sequence_;
+      sequence = sequence_++;
       auto [it, fresh] = functions_.try_emplace(f);
       Function& function = it->second;
       if (fresh) {
@@ -573,7 +577,9 @@ class CudaRecorder {
         args.assign(static_cast<std::byte*>(buffer), static_cast<std::byte*>(buffer) + size);
     }
 
-    std::lock_guard lock(mutex_);
+    // Only launches of selected kernels that still lack recorded launches get here: every
+    // other launch, and every allocation, takes mutex_ alone and never waits for a recording.
+    std::unique_lock recording(recording_mutex_);
     std::size_t k = kernel_index(n, params, choices);
     KernelRecord& record = kernels_[k];
     if (!record.globals) record.globals = globals_of(f, n);
@@ -583,29 +589,56 @@ class CudaRecorder {
     h.update(std::as_bytes(std::span(&shared, 1)));
     h.update(args);
     r3::Hash128 key = h.digest();
-    if (record.distinct.size() >= launches_per_kernel_) functions_[f].recorded_enough = true;
-    if (record.distinct.contains(key) || record.distinct.size() >= launches_per_kernel_) return;
+    if (record.distinct.contains(key) || record.distinct.size() >= launches_per_kernel_) {
+      if (record.distinct.size() >= launches_per_kernel_) mark_recorded_enough(f);
+      return;
+    }
 
     auto pending = std::make_unique<Pending>();
     pending->name = n.name;
     pending->kernel = k;
     pending->correlation = cb->correlationId;
-    pending->launch.sequence = sequence_ - 1;
+    pending->launch.sequence = sequence;
     pending->launch.grid = grid;
     pending->launch.block = block;
     pending->launch.shared_memory_bytes = shared;
     pending->launch.stream = reinterpret_cast<std::uint64_t>(stream);
     pending->launch.args = args;
+    // The allocations as they are now: the snapshot follows pointers through them without
+    // holding mutex_ across its copies.
+    record::cuda::Allocations allocations;
+    {
+      std::lock_guard lock(mutex_);
+      allocations = allocations_;
+    }
     R3_REC_CU(cuCtxSynchronize());
-    snapshot(*pending, record);
+    snapshot(*pending, record, allocations);
     R3_REC_CU(cuEventCreate(&pending->start, CU_EVENT_DEFAULT));
     R3_REC_CU(cuEventCreate(&pending->stop, CU_EVENT_DEFAULT));
     R3_REC_CU(cuEventRecord(pending->start, stream));
     record.distinct.insert(key);
-    if (record.distinct.size() >= launches_per_kernel_) functions_[f].recorded_enough = true;
-    pending_[cb->correlationId] = std::move(pending);
-    ++pending_count_;
+    if (record.distinct.size() >= launches_per_kernel_) mark_recorded_enough(f);
+    {
+      std::lock_guard lock(mutex_);
+      pending_[cb->correlationId] = std::move(pending);
+      ++pending_count_;
+    }
     app_times_.time(n.name);
+    // Held on until this launch's exit (finish_launch, on this thread): no other recording
+    // runs between its snapshot before and its copies after.
+    recording.release();
+    holds_recording() = true;
+  }
+
+  // Whether this thread holds recording_mutex_ from a launch's entry to its exit.
+  static bool& holds_recording() {
+    static thread_local bool holds = false;
+    return holds;
+  }
+
+  void mark_recorded_enough(CUfunction f) {
+    std::lock_guard lock(mutex_);
+    functions_[f].recorded_enough = true;
   }
 
   std::size_t kernel_index(const Names& n, const std::vector<capture::Param>& params,
@@ -634,14 +667,15 @@ class CudaRecorder {
   // struct passed by value, "*(arg4+8)" for the allocation a pointer at byte 8 of arg4's
   // memory points to, "*(table)" through a module global; "allocation3" for one nothing reaches
   // (--capture all).
-  void snapshot(Pending& pending, KernelRecord& record) {
+  void snapshot(Pending& pending, KernelRecord& record,
+                const record::cuda::Allocations& allocations) {
     std::set<std::uint64_t> chosen;
     std::vector<std::uint64_t> queue;
     std::map<std::uint64_t, std::string> names;
     // What a typed pointer parameter says its allocation holds; unknown where two disagree.
     std::map<std::uint64_t, capture::ElementType> element_types;
     auto consider = [&](std::uint64_t word, const std::string& name) {
-      auto a = allocations_.containing(word);
+      auto a = allocations.containing(word);
       if (!a) return;
       names.emplace(a->first, name);
       if (!capture_all_ && chosen.insert(a->first).second) queue.push_back(a->first);
@@ -672,8 +706,8 @@ class CudaRecorder {
            at + 8 <= p.offset + p.size && at + 8 <= pending.launch.args.size(); at += 8) {
         std::uint64_t word = 0;
         std::memcpy(&word, pending.launch.args.data() + at, 8);
-        warn_if_managed(word, record);
-        if (auto a = allocations_.containing(word); a && p.size == 8) {
+        warn_if_managed(word, record, allocations);
+        if (auto a = allocations.containing(word); a && p.size == 8) {
           p.is_pointer = true;
           const capture::ElementType type = record::cuda::pointee_element_type(p.type);
           auto [it, fresh] = element_types.emplace(a->first, type);
@@ -684,13 +718,13 @@ class CudaRecorder {
     }
     if (capture_all_) {
       std::size_t unnamed = 0;
-      for (const auto& [base, size] : allocations_.live()) {
+      for (const auto& [base, size] : allocations.live()) {
         chosen.insert(base), queue.push_back(base);
         names.emplace(base, "allocation" + std::to_string(unnamed++));
       }
     }
     for (std::size_t i = 0; i < queue.size(); ++i) {
-      const std::uint64_t base = queue[i], size = allocations_.live().at(base);
+      const std::uint64_t base = queue[i], size = allocations.live().at(base);
       PendingRegion region{capture::RegionKind::allocation, names[base], base, size,
                            std::vector<std::byte>(size)};
       if (auto it = element_types.find(base); it != element_types.end())
@@ -702,13 +736,22 @@ class CudaRecorder {
   }
 
   void finish_launch(const CUpti_CallbackData* cb) {
+    std::unique_lock<std::mutex> recording;
+    if (holds_recording()) {
+      recording = std::unique_lock(recording_mutex_, std::adopt_lock);
+      holds_recording() = false;
+    }
     if (pending_count_.load(std::memory_order_acquire) == 0) return;
-    std::lock_guard lock(mutex_);
-    auto it = pending_.find(cb->correlationId);
-    if (it == pending_.end()) return;
-    std::unique_ptr<Pending> pending = std::move(it->second);
-    pending_.erase(it);
-    --pending_count_;
+    std::unique_ptr<Pending> pending;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = pending_.find(cb->correlationId);
+      if (it == pending_.end()) return;
+      pending = std::move(it->second);
+      pending_.erase(it);
+      --pending_count_;
+    }
+    if (!recording.owns_lock()) recording = std::unique_lock(recording_mutex_);
     KernelRecord& record = kernels_[pending->kernel];
     if (!ok(cb)) {
       log::warning("record (CUDA): the launch of ", pending->name,
@@ -831,22 +874,33 @@ class CudaRecorder {
     return d;
   }
 
-  // Lock order: mutex_ first, then at most one of images_mutex_ (code images looked up while a
-  // launch is recorded: cubin_with, ptx_for) and app_times_' own (a recorded kernel's name added
-  // to those timed, a written launch kept; apply_app_times). images_mutex_ and app_times_' are
-  // never held together, and mutex_ is never taken while either is held (on_resource,
-  // take_activity and the PTX readers take theirs alone). mutex_ is held across a recorded launch's
-  // cuCtxSynchronize, its device-to-host copies and its write to the capture: while one launch is
-  // recorded, the launches of every other application thread wait for it. The Kokkos connector's
-  // mutex is taken under mutex_ (kokkos_choices, when a kernel is first recorded); the connector
-  // never calls the recorder.
+  // Lock order: recording_mutex_, then mutex_, then at most one of images_mutex_ and
+  // app_times_' own; images_mutex_ and app_times_' are never held together, and neither is held
+  // while taking another (on_resource, take_activity and the PTX readers take theirs alone).
+  //
+  // recording_mutex_ is held while a launch is recorded, from its entry to its exit: its
+  // snapshot (cuCtxSynchronize and the device-to-host copies before the launch), the launch,
+  // and at its exit the copies after it and the write to the capture. It guards kernels_, writer_,
+  // finished_ and what the snapshot reads of a kernel's record. Only a thread launching a selected
+  // kernel that still lacks recorded launches takes it, so only such a launch waits for another
+  // one's recording.
+  //
+  // mutex_ is never held across a driver call that synchronises or copies, nor a file write:
+  // every launch (its function looked up, counted, and found selected or not), every
+  // allocation and free, and every launch's exit (a pending recording looked up) take it alone,
+  // briefly. It guards functions_, allocations_, pending_ and sequence_.
+  //
+  // The Kokkos connector's mutex is taken under recording_mutex_ (kokkos_choices, when a kernel
+  // is first recorded); the connector never calls the recorder.
+  std::mutex recording_mutex_;
   std::mutex mutex_;
   bool active_ = false, finished_ = false, capture_all_ = false;
   std::string output_, selection_text_;
   std::regex selection_;
   unsigned long launches_per_kernel_ = 1;
   record::cuda::Allocations allocations_;
-  // Its own lock: a module may be loaded inside a driver call made while mutex_ is held. A deque,
+  // Its own lock: a module may be loaded inside a driver call made while recording_mutex_ is
+  // held. A deque,
   // so that a cubin found stays where it is while other modules load.
   std::mutex images_mutex_;
   std::deque<std::vector<std::byte>> cubins_;

@@ -74,27 +74,19 @@ const Loaded& loaded() {
 
 }  // namespace
 
-CudaError::CudaError(std::string api, CUresult code, std::string message)
-    : IoError(std::move(api), std::move(message)), code_(code) {}
-
-bool CudaError::sticky() const noexcept {
-  switch (code_) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-    case CUDA_ERROR_ECC_UNCORRECTABLE:
-      return true;
-    default:
-      return false;
-  }
-}
+// The status values r3/cuda_error.hpp names without cuda.h.
+static_assert(cuda_status::success == CUDA_SUCCESS);
+static_assert(cuda_status::illegal_address == CUDA_ERROR_ILLEGAL_ADDRESS);
+static_assert(cuda_status::launch_timeout == CUDA_ERROR_LAUNCH_TIMEOUT);
+static_assert(cuda_status::context_is_destroyed == CUDA_ERROR_CONTEXT_IS_DESTROYED);
+static_assert(cuda_status::assert_failed == CUDA_ERROR_ASSERT);
+static_assert(cuda_status::hardware_stack_error == CUDA_ERROR_HARDWARE_STACK_ERROR);
+static_assert(cuda_status::illegal_instruction == CUDA_ERROR_ILLEGAL_INSTRUCTION);
+static_assert(cuda_status::misaligned_address == CUDA_ERROR_MISALIGNED_ADDRESS);
+static_assert(cuda_status::invalid_address_space == CUDA_ERROR_INVALID_ADDRESS_SPACE);
+static_assert(cuda_status::invalid_pc == CUDA_ERROR_INVALID_PC);
+static_assert(cuda_status::launch_failed == CUDA_ERROR_LAUNCH_FAILED);
+static_assert(cuda_status::ecc_uncorrectable == CUDA_ERROR_ECC_UNCORRECTABLE);
 
 const Driver& driver() {
   const Loaded& l = loaded();
@@ -116,17 +108,7 @@ std::string describe(CUresult code) {
 }
 
 void check(CUresult code, const char* api) {
-  if (code == CUDA_SUCCESS) return;
-  // "driver().cuMemMap(...)", "d.cuMemMap(...)" -> "cuMemMap"
-  std::string_view call(api);
-  if (auto at = call.find(".cu"); at != std::string_view::npos) call = call.substr(at + 1);
-  std::size_t length = 0;
-  while (length < call.size() &&
-         (std::isalnum(static_cast<unsigned char>(call[length])) || call[length] == '_'))
-    ++length;
-  call = call.substr(0, length);
-  std::string name(call);
-  throw CudaError(name, code, name + " failed: " + describe(code));
+  if (code != CUDA_SUCCESS) throw CudaError(api, static_cast<int>(code), describe(code));
 }
 
 Device& Device::instance() {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "r3/cuda_error.hpp"
 #include "r3/error.hpp"
 
 namespace r3::replay::cuda {
@@ -40,17 +41,8 @@ struct Driver {
 #undef R3_CUDA_DRIVER_MEMBER
 };
 
-// A failing driver call. `sticky()` when the context is lost (illegal address, trap, ...) and
-// must be rebuilt before anything else runs.
-class CudaError : public IoError {
- public:
-  CudaError(std::string api, CUresult code, std::string message);
-  CUresult code() const noexcept { return code_; }
-  bool sticky() const noexcept;
-
- private:
-  CUresult code_;
-};
+// A failing driver call (r3/cuda_error.hpp, shared with the CUDA recorder).
+using CudaError = r3::CudaError;
 
 // The driver, loaded on first use. Throws NotAvailableError (with the reason: no libcuda.so.1,
 // a driver older than the headers, no device) when it cannot be used.

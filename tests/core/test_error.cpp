@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "r3/cuda_error.hpp"
 #include "r3/error.hpp"
 
 namespace {
@@ -49,6 +50,31 @@ TEST(Error, IoErrorNamesTheCall) {
   r3::IoError error("H5Dread", "read failed", r3::in_file("c.h5"));
   EXPECT_EQ(error.api(), "H5Dread");
   EXPECT_STREQ(error.what(), "c.h5: H5Dread: read failed");
+}
+
+}  // namespace
+
+namespace {
+
+// A failing CUDA call as the recorder and the replayer report it: the API named from the call's
+// text, the driver's description, and whether the context is lost.
+TEST(CudaError, NamesTheApiAndSaysWhetherTheContextIsLost) {
+  const r3::CudaError copy("driver().cuMemcpyDtoH(host, device, 64)", 700,
+                           "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access");
+  EXPECT_EQ(copy.api(), "cuMemcpyDtoH");
+  EXPECT_NE(std::string(copy.what())
+                .find("cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access"),
+            std::string::npos)
+      << copy.what();
+  EXPECT_EQ(copy.status(), 700);
+  EXPECT_TRUE(copy.sticky());
+  const r3::CudaError alloc("cuMemAlloc(&p, n)", 2, "CUDA_ERROR_OUT_OF_MEMORY: out of memory");
+  EXPECT_EQ(alloc.api(), "cuMemAlloc");
+  EXPECT_FALSE(alloc.sticky()) << "out of memory leaves the context usable";
+  for (int status : {700, 702, 709, 710, 714, 715, 716, 717, 718, 719, 214})
+    EXPECT_TRUE(r3::is_sticky_cuda_status(status)) << status;
+  for (int status : {0, 1, 2, 200, 201, 209, 218, 300, 400, 500, 701, 999})
+    EXPECT_FALSE(r3::is_sticky_cuda_status(status)) << status;
 }
 
 }  // namespace

@@ -106,6 +106,33 @@ TEST(CudaRecorder, RecordsAnUnmodifiedStaticRuntimeApplicationAndItReplaysVerifi
   EXPECT_EQ(test::count(jit.out, "verified  median"), 2) << jit.out;
 }
 
+// Threads that launch at once (examples/cuda/threads.cu): launches of several threads are
+// recorded one at a time, each from its entry to its exit, while the others launch on, and
+// every recorded launch replays verified.
+TEST(CudaRecorder, LaunchesOfManyThreadsAreRecordedAndReplayVerified) {
+  R3_REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string capture = (dir / "threads.h5").string();
+  auto rec = record_app({"-k", "scale|tick", "--launches", "3"}, capture,
+                        {R3_TEST_CUDA_THREADS, "4", "64", "0.5"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  EXPECT_TRUE(contains(rec.out, "threads 4, scale over 64 MiB")) << rec.out;
+  auto reader = capture::CaptureReader::open(capture);
+  std::map<std::string, std::size_t> launches;
+  for (const capture::Kernel& k : reader.kernels()) launches[k.demangled_name] = k.launches.size();
+  EXPECT_EQ(launches, (std::map<std::string, std::size_t>{
+                          {"(anonymous namespace)::scale(float*, unsigned long, float)", 1},
+                          {"(anonymous namespace)::tick(unsigned int*)", 3}}))
+      << rec.err;
+  int verified = 0;
+  for (const capture::Kernel& k : reader.kernels()) {
+    auto replayed = replay({capture, "-k", k.name, "-n", "3"});
+    EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+    verified += test::count(replayed.out, "verified  median");
+  }
+  EXPECT_EQ(verified, 4);
+}
+
 // The same application with the shared CUDA runtime, and a driver-API application that loads
 // PTX text it compiled with NVRTC and sets a __constant__ through cuModuleGetGlobal.
 TEST(CudaRecorder, SharedRuntimeAndDriverApiApplicationsAreRecordedAndReplayed) {
