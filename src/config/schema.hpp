@@ -199,26 +199,34 @@ Key<S> integer(std::string name, T S::*member, std::int64_t low, std::int64_t hi
           [=](YAML::Emitter& out, const S& s) { out << (s.*member); }};
 }
 
+// A number key within `range`: a plain number, or a duration ("90s", "2h") written back as one.
 template <class S>
-Key<S> number(std::string name, double S::*member, Range range, std::string doc) {
+Key<S> ranged(std::string name, double S::*member, Range range, bool is_duration, std::string doc) {
   const std::string key = name;
-  return {std::move(name), range.type("number"), std::move(doc),
+  return {std::move(name), range.type(is_duration ? "duration" : "number"), std::move(doc),
           [=](yaml::Map& map, S& s, const Context&) {
-            map.read(key, s.*member);
+            if (is_duration)
+              map.read_duration(key, s.*member);
+            else
+              map.read(key, s.*member);
             if (map.has(key) && !range.contains(s.*member)) map.fail(key, range.requirement());
           },
-          [=](YAML::Emitter& out, const S& s) { out << (s.*member); }};
+          [=](YAML::Emitter& out, const S& s) {
+            if (is_duration)
+              out << format_duration(s.*member);
+            else
+              out << (s.*member);
+          }};
+}
+
+template <class S>
+Key<S> number(std::string name, double S::*member, Range range, std::string doc) {
+  return ranged(std::move(name), member, range, false, std::move(doc));
 }
 
 template <class S>
 Key<S> duration(std::string name, double S::*member, Range range, std::string doc) {
-  const std::string key = name;
-  return {std::move(name), range.type("duration"), std::move(doc),
-          [=](yaml::Map& map, S& s, const Context&) {
-            map.read_duration(key, s.*member);
-            if (map.has(key) && !range.contains(s.*member)) map.fail(key, range.requirement());
-          },
-          [=](YAML::Emitter& out, const S& s) { out << format_duration(s.*member); }};
+  return ranged(std::move(name), member, range, true, std::move(doc));
 }
 
 std::string choice_type(const std::vector<std::string>& names);

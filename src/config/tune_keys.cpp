@@ -133,10 +133,16 @@ void read_block(Map& map, KernelSelection& kernel, const Context&) {
   kernel.block_expressions = items;
 }
 
+// A section made once, for the keys that read and write it from their own lambdas.
+template <class S, SectionPtr<S> (*Make)()>
+SectionPtr<S> made_once() {
+  static const SectionPtr<S> section = Make();
+  return section;
+}
+
 SectionPtr<KernelSelection> make_kernel_section();
 SectionPtr<KernelSelection> kernel_section() {
-  static const SectionPtr<KernelSelection> section = make_kernel_section();
-  return section;
+  return made_once<KernelSelection, make_kernel_section>();
 }
 
 SectionPtr<KernelSelection> make_kernel_section() {
@@ -628,10 +634,7 @@ SectionPtr<TimingConfig> timing_section() {
 }
 
 SectionPtr<OutputConfig> make_output_section();
-SectionPtr<OutputConfig> output_section() {
-  static const SectionPtr<OutputConfig> section = make_output_section();
-  return section;
-}
+SectionPtr<OutputConfig> output_section() { return made_once<OutputConfig, make_output_section>(); }
 
 SectionPtr<OutputConfig> make_output_section() {
   using O = OutputConfig;
