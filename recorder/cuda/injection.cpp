@@ -33,6 +33,7 @@
 #include "code_images.hpp"
 #include "launched_function.hpp"
 #include "r3/capture.hpp"
+#include "r3/cuda_device.hpp"
 #include "r3/cuda_error.hpp"
 #include "r3/error.hpp"
 #include "r3/hash.hpp"
@@ -846,32 +847,26 @@ class CudaRecorder {
     return device_architecture_;
   }
 
+  // This process's device, as the replayer reads it too (r3/cuda_device.hpp).
   static capture::DeviceInfo device_info() {
-    capture::DeviceInfo d;
-    d.backend = "cuda";
     CUdevice device = 0;
     R3_REC_CU(cuCtxGetDevice(&device));
+    CudaDriverAnswers answers;
+    answers.attribute = [device](int attribute) {
+      int value = 0;
+      return cuDeviceGetAttribute(&value, static_cast<CUdevice_attribute>(attribute), device) ==
+                     CUDA_SUCCESS
+                 ? value
+                 : 0;
+    };
     char name[256] = {};
     cuDeviceGetName(name, sizeof name, device);
-    d.name = name;
-    int major = 0, minor = 0;
-    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-    d.compute_capability_major = major;
-    d.compute_capability_minor = minor;
-    d.architecture = "sm_" + std::to_string(major * 10 + minor);
-    cuDeviceGetAttribute(&d.multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-    int l2 = 0;
-    cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device);
-    d.l2_cache_bytes = static_cast<std::uint64_t>(l2);
+    answers.name = name;
     std::size_t memory = 0;
-    if (cuDeviceTotalMem(&memory, device) == CUDA_SUCCESS) d.memory_bytes = memory;
-    int driver = 0;
-    if (cuDriverGetVersion(&driver) == CUDA_SUCCESS)
-      d.driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
-    d.toolkit_version =
-        std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
-    return d;
+    if (cuDeviceTotalMem(&memory, device) == CUDA_SUCCESS) answers.memory_bytes = memory;
+    cuDriverGetVersion(&answers.driver_version);
+    answers.toolkit_version = CUDA_VERSION;
+    return cuda_device_info(answers);
   }
 
   // Lock order: recording_mutex_, then mutex_, then at most one of images_mutex_ and

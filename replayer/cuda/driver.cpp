@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include "r3/cuda_device.hpp"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -87,6 +89,13 @@ static_assert(cuda_status::invalid_address_space == CUDA_ERROR_INVALID_ADDRESS_S
 static_assert(cuda_status::invalid_pc == CUDA_ERROR_INVALID_PC);
 static_assert(cuda_status::launch_failed == CUDA_ERROR_LAUNCH_FAILED);
 static_assert(cuda_status::ecc_uncorrectable == CUDA_ERROR_ECC_UNCORRECTABLE);
+// And the attributes r3/cuda_device.hpp reads a device's facts with.
+static_assert(cuda_attribute::multiprocessor_count == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+static_assert(cuda_attribute::l2_cache_size == CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+static_assert(cuda_attribute::compute_capability_major ==
+              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+static_assert(cuda_attribute::compute_capability_minor ==
+              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 
 const Driver& driver() {
   const Loaded& l = loaded();
@@ -122,14 +131,21 @@ Device::Device() : driver_(driver()) {
   if (const char* ordinal = std::getenv("R3_CUDA_DEVICE"); ordinal && *ordinal)
     ordinal_ = std::max(0, std::atoi(ordinal)) % std::max(count, 1);
   R3_CU(driver_.cuDeviceGet(&device_, ordinal_));
+  CudaDriverAnswers answers;
+  answers.attribute = [this](int which) {
+    return attribute(static_cast<CUdevice_attribute>(which));
+  };
   char name[256] = {};
   R3_CU(driver_.cuDeviceGetName(name, sizeof name, device_));
-  name_ = name;
-  major_ = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-  minor_ = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  answers.name = name;
+  std::size_t memory = 0;
+  if (driver_.cuDeviceTotalMem(&memory, device_) == CUDA_SUCCESS) answers.memory_bytes = memory;
+  driver_.cuDriverGetVersion(&answers.driver_version);
+  answers.toolkit_version = CUDA_VERSION;
+  info_ = cuda_device_info(answers);
   R3_CU(driver_.cuDevicePrimaryCtxRetain(&context_, device_));
   make_current();
-  log::debug("CUDA device ", ordinal_, " of ", count, ": ", name_, " (", architecture(), ")");
+  log::debug("CUDA device ", ordinal_, " of ", count, ": ", info_.name, " (", architecture(), ")");
 }
 
 void Device::make_current() {
@@ -140,7 +156,8 @@ void Device::make_current() {
 }
 
 void Device::mark_lost(const std::string& why) {
-  if (lost_.empty()) log::warning("CUDA device ", ordinal_, " (", name_, "): context lost: ", why);
+  if (lost_.empty())
+    log::warning("CUDA device ", ordinal_, " (", info_.name, "): context lost: ", why);
   lost_ = why;
 }
 
@@ -148,12 +165,6 @@ int Device::attribute(CUdevice_attribute which) const {
   int value = 0;
   R3_CU(driver_.cuDeviceGetAttribute(&value, which, device_));
   return value;
-}
-
-std::string Device::architecture() const { return "sm_" + std::to_string(compute_capability()); }
-
-std::uint64_t Device::l2_bytes() const {
-  return static_cast<std::uint64_t>(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
 }
 
 }  // namespace r3::replay::cuda

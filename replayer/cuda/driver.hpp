@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "r3/capture.hpp"
 #include "r3/cuda_error.hpp"
 #include "r3/error.hpp"
 
@@ -70,11 +71,15 @@ class Device {
 
   CUdevice handle() const { return device_; }
   int ordinal() const { return ordinal_; }
-  const std::string& name() const { return name_; }
+  // Its facts as a capture records them (r3/cuda_device.hpp, as the recorder reads them).
+  const capture::DeviceInfo& info() const { return info_; }
+  const std::string& name() const { return info_.name; }
   int attribute(CUdevice_attribute attribute) const;
-  int compute_capability() const { return 10 * major_ + minor_; }  // 90 for sm_90
-  std::string architecture() const;                                // "sm_90"
-  std::uint64_t l2_bytes() const;
+  int compute_capability() const {  // 90 for sm_90
+    return 10 * info_.compute_capability_major + info_.compute_capability_minor;
+  }
+  const std::string& architecture() const { return info_.architecture; }  // "sm_90"
+  std::uint64_t l2_bytes() const { return info_.l2_cache_bytes; }
 
  private:
   Device();
@@ -82,8 +87,7 @@ class Device {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   int ordinal_ = 0;
-  int major_ = 0, minor_ = 0;
-  std::string name_;
+  capture::DeviceInfo info_;
   std::string lost_;  // why the context is lost; "" while it is usable
 };
 

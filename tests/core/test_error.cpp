@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "r3/cuda_device.hpp"
 #include "r3/cuda_error.hpp"
 #include "r3/error.hpp"
 
@@ -75,6 +76,44 @@ TEST(CudaError, NamesTheApiAndSaysWhetherTheContextIsLost) {
     EXPECT_TRUE(r3::is_sticky_cuda_status(status)) << status;
   for (int status : {0, 1, 2, 200, 201, 209, 218, 300, 400, 500, 701, 999})
     EXPECT_FALSE(r3::is_sticky_cuda_status(status)) << status;
+}
+
+}  // namespace
+
+namespace {
+
+// A device's facts from a driver's answers, as the recorder and the replayer both read them.
+TEST(CudaDevice, FactsComeFromTheDriversAnswers) {
+  r3::CudaDriverAnswers answers;
+  answers.attribute = [](int attribute) {
+    switch (attribute) {
+      case r3::cuda_attribute::compute_capability_major:
+        return 9;
+      case r3::cuda_attribute::compute_capability_minor:
+        return 0;
+      case r3::cuda_attribute::multiprocessor_count:
+        return 132;
+      case r3::cuda_attribute::l2_cache_size:
+        return 50 << 20;
+      default:
+        return -1;
+    }
+  };
+  answers.name = "NVIDIA H100 80GB HBM3";
+  answers.memory_bytes = std::uint64_t{80} << 30;
+  answers.driver_version = 13000;
+  answers.toolkit_version = 12040;
+  const r3::capture::DeviceInfo d = r3::cuda_device_info(answers);
+  EXPECT_EQ(d.backend, "cuda");
+  EXPECT_EQ(d.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(d.architecture, "sm_90");
+  EXPECT_EQ(d.compute_capability_major, 9);
+  EXPECT_EQ(d.multiprocessor_count, 132);
+  EXPECT_EQ(d.l2_cache_bytes, std::uint64_t{50} << 20);
+  EXPECT_EQ(d.memory_bytes, std::uint64_t{80} << 30);
+  EXPECT_EQ(d.driver_version, "13.0");
+  EXPECT_EQ(d.toolkit_version, "12.4");
+  EXPECT_EQ(r3::cuda_version_text(0), "");
 }
 
 }  // namespace
