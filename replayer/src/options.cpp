@@ -1,28 +1,11 @@
 #include "r3/replay/options.hpp"
 
-#include <array>
-#include <utility>
-
 namespace r3::replay {
-namespace {
 
-constexpr std::array<std::pair<std::string_view, Compiler>, 3> kCompilers = {
-    {{"nvrtc", Compiler::nvrtc}, {"clang", Compiler::clang}, {"recorded", Compiler::recorded}}};
-
-}  // namespace
-
-std::string_view to_string(Compiler value) {
-  for (const auto& [name, compiler] : kCompilers) {
-    if (compiler == value) return name;
-  }
-  return "?";
-}
+std::string_view to_string(Compiler value) { return name_of(kCompilerNames, value); }
 
 std::optional<Compiler> parse_compiler(std::string_view text) {
-  for (const auto& [name, compiler] : kCompilers) {
-    if (name == text) return compiler;
-  }
-  return std::nullopt;
+  return value_named(kCompilerNames, text);
 }
 
 std::map<capture::ElementType, Tolerance> VerifyOptions::default_type_tolerances() {

@@ -19,6 +19,7 @@
 
 #include "r3/config/tune_config.hpp"
 #include "r3/duration.hpp"
+#include "r3/enum_names.hpp"
 #include "yaml_map.hpp"
 
 namespace r3::config::schema {
@@ -32,6 +33,14 @@ struct Context {
 template <class Enum>
 struct Names {
   std::vector<std::pair<std::string, Enum>> table;
+
+  // The spelling a library already has (r3/enum_names.hpp), in its order.
+  template <std::size_t N>
+  static Names of(const EnumNames<Enum, N>& names) {
+    Names out;
+    for (const auto& [value, text] : names) out.table.emplace_back(std::string(text), value);
+    return out;
+  }
 
   std::vector<std::string> names() const {
     std::vector<std::string> out;
@@ -140,21 +149,15 @@ void describe(const Section<S>& section, const std::string& prefix,
               std::vector<KeyDescription>& out) {
   const S defaults{};
   for (const Key<S>& key : section.keys) {
-    if (key.describe_children) {
-      // A list of mappings (kernels) is a row of its own; a nested mapping only its keys.
-      const bool list = key.type != "mapping";
-      if (list)
-        out.push_back(
-            {prefix + key.name, key.type,
-             key.default_text.empty() ? "`" + written_text(key, defaults) + "`" : key.default_text,
-             key.doc});
-      key.describe_children(prefix + key.name + (list ? "[]." : "."), out);
-      continue;
-    }
-    out.push_back(
-        {prefix + key.name, key.type,
-         key.default_text.empty() ? "`" + written_text(key, defaults) + "`" : key.default_text,
-         key.doc});
+    // A nested mapping is only its keys; a list of mappings (kernels) is a row of its own too.
+    const bool mapping = key.describe_children && key.type == "mapping";
+    if (!mapping)
+      out.push_back(
+          {prefix + key.name, key.type,
+           key.default_text.empty() ? "`" + written_text(key, defaults) + "`" : key.default_text,
+           key.doc});
+    if (key.describe_children)
+      key.describe_children(prefix + key.name + (mapping ? "." : "[]."), out);
   }
 }
 
@@ -243,7 +246,7 @@ Key<S> choice(std::string name, Enum S::*member, const Names<Enum>& names, std::
           [=](YAML::Emitter& out, const S& s) { out << names.name(s.*member); }};
 }
 
-template <class S, class T>
+template <class T>
 void write_list(YAML::Emitter& out, const std::vector<T>& values) {
   out << YAML::Flow << YAML::BeginSeq;
   for (const T& value : values) out << value;
@@ -256,7 +259,7 @@ Key<S> texts(std::string name, std::vector<std::string> S::*member, std::string 
   const std::string key = name;
   return {std::move(name), std::move(type), std::move(doc),
           [=](yaml::Map& map, S& s, const Context&) { map.read(key, s.*member); },
-          [=](YAML::Emitter& out, const S& s) { write_list<S>(out, s.*member); }};
+          [=](YAML::Emitter& out, const S& s) { write_list(out, s.*member); }};
 }
 
 // A list of distinct names out of `allowed`.
@@ -266,7 +269,7 @@ Key<S> subset(std::string name, std::vector<std::string> S::*member,
   const std::string key = name;
   return {std::move(name), "list of " + choice_type(allowed), std::move(doc),
           [=](yaml::Map& map, S& s, const Context&) { map.read_choices(key, s.*member, allowed); },
-          [=](YAML::Emitter& out, const S& s) { write_list<S>(out, s.*member); }};
+          [=](YAML::Emitter& out, const S& s) { write_list(out, s.*member); }};
 }
 
 // A non-empty list of integers within [low, high].
@@ -276,7 +279,7 @@ Key<S> integers(std::string name, std::vector<T> S::*member, T low, T high, std:
   return {std::move(name), "list of " + integer_type(low, high, std::numeric_limits<T>::max()),
           std::move(doc),
           [=](yaml::Map& map, S& s, const Context&) { map.read(key, s.*member, low, high); },
-          [=](YAML::Emitter& out, const S& s) { write_list<S>(out, s.*member); }};
+          [=](YAML::Emitter& out, const S& s) { write_list(out, s.*member); }};
 }
 
 // A path, relative to tune.yaml's directory; empty stays empty.
@@ -290,40 +293,36 @@ Key<S> path(std::string name, std::filesystem::path S::*member, std::string doc)
           [=](YAML::Emitter& out, const S& s) { out << (s.*member).string(); }};
 }
 
-// A nested mapping whose keys fill S itself (search.levels: the levels are SearchConfig's).
-template <class S>
-Key<S> group(std::string name, std::shared_ptr<const Section<S>> section) {
+// A nested mapping whose keys `section` declares, read into and written from what `part`
+// gives of S.
+template <class S, class Sub, class Part>
+Key<S> nested(std::string name, Part part, std::shared_ptr<const Section<Sub>> section) {
   const std::string key = name;
   Key<S> out{std::move(name), "mapping", "",
              [=](yaml::Map& map, S& s, const Context& context) {
                if (YAML::Node node = map.get(key); node.IsDefined()) {
                  yaml::Map sub(map.doc(), node, map.key(key));
-                 read(*section, sub, s, context);
+                 read(*section, sub, part(s), context);
                }
              },
-             [=](YAML::Emitter& out, const S& s) { write(*section, out, s); }};
+             [=](YAML::Emitter& out, const S& s) { write(*section, out, part(s)); }};
   out.describe_children = [=](const std::string& prefix, std::vector<KeyDescription>& rows) {
     describe(*section, prefix, rows);
   };
   return out;
 }
 
-// A nested mapping whose keys `section` declares.
+// A nested mapping whose keys fill S itself (search.levels: the levels are SearchConfig's).
+template <class S>
+Key<S> group(std::string name, std::shared_ptr<const Section<S>> section) {
+  return nested<S, S>(std::move(name), [](auto& s) -> auto& { return s; }, std::move(section));
+}
+
+// A nested mapping whose keys `section` declares, for the member it fills.
 template <class S, class Sub>
 Key<S> section(std::string name, Sub S::*member, std::shared_ptr<const Section<Sub>> section) {
-  const std::string key = name;
-  Key<S> out{std::move(name), "mapping", "",
-             [=](yaml::Map& map, S& s, const Context& context) {
-               if (YAML::Node node = map.get(key); node.IsDefined()) {
-                 yaml::Map sub(map.doc(), node, map.key(key));
-                 read(*section, sub, s.*member, context);
-               }
-             },
-             [=](YAML::Emitter& out, const S& s) { write(*section, out, s.*member); }};
-  out.describe_children = [=](const std::string& prefix, std::vector<KeyDescription>& rows) {
-    describe(*section, prefix, rows);
-  };
-  return out;
+  return nested<S, Sub>(std::move(name), [member](auto& s) -> auto& { return s.*member; },
+                        std::move(section));
 }
 
 }  // namespace r3::config::schema

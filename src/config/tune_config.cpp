@@ -1,13 +1,5 @@
 #include "r3/config/tune_config.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include "r3/error.hpp"
 #include "r3/files.hpp"
 #include "schema.hpp"

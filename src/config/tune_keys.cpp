@@ -23,8 +23,7 @@ const Names<Backend> kBackends{{{"auto", Backend::automatic},
                                 {"host", Backend::host},
                                 {"cuda", Backend::cuda},
                                 {"simulate", Backend::simulate}}};
-const Names<Compiler> kCompilers{
-    {{"nvrtc", Compiler::nvrtc}, {"clang", Compiler::clang}, {"recorded", Compiler::recorded}}};
+const Names<Compiler> kCompilers = Names<Compiler>::of(replay::kCompilerNames);
 const Names<bo::Acquisition> kAcquisitions{
     {{"log_ei", bo::Acquisition::log_ei}, {"ucb", bo::Acquisition::ucb}}};
 const Names<bo::BatchStrategy> kBatchStrategies{
@@ -160,7 +159,7 @@ SectionPtr<KernelSelection> make_kernel_section() {
                   if (k.launches.empty())
                     out << "all";
                   else
-                    schema::write_list<K>(out, k.launches);
+                    schema::write_list(out, k.launches);
                 }),
       custom<K>("defines", "mapping", "`{}`", "Macros defined for every compile (-D NAME=VALUE).",
                 read_defines,
@@ -175,7 +174,7 @@ SectionPtr<KernelSelection> make_kernel_section() {
                 [](YAML::Emitter& out, const K& k) {
                   std::vector<std::string> dirs;
                   for (const auto& dir : k.include_dirs) dirs.push_back(dir.string());
-                  schema::write_list<K>(out, dirs);
+                  schema::write_list(out, dirs);
                 }),
       schema::texts<K>("flags", &K::flags, "list of strings",
                        "Extra compiler flags for every compile."),
@@ -185,9 +184,9 @@ SectionPtr<KernelSelection> make_kernel_section() {
                 "Launch with this block shape instead of the recorded one.", read_block,
                 [](YAML::Emitter& out, const K& k) {
                   if (k.block_expressions.empty())
-                    schema::write_list<K>(out, k.block);
+                    schema::write_list(out, k.block);
                   else
-                    schema::write_list<K>(out, k.block_expressions);
+                    schema::write_list(out, k.block_expressions);
                 }),
       custom<K>(
           "grid", "`derive`, `recorded`", "`derive`",
@@ -298,7 +297,7 @@ SectionPtr<CompilerLevel> compiler_section() {
           [](YAML::Emitter& out, const L& level) {
             std::vector<std::string> names;
             for (Compiler c : level.compilers) names.push_back(kCompilers.name(c));
-            schema::write_list<L>(out, names);
+            schema::write_list(out, names);
           }),
       schema::subset<L>("flags", &L::flags, kKnownCompilerFlags,
                         "Compiler switches the search may set.")

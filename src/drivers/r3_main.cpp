@@ -18,6 +18,7 @@
 #include "r3/record/apply_command.hpp"
 #include "r3/record/record_command.hpp"
 #include "r3/replay/extract_command.hpp"
+#include "r3/replay/options.hpp"
 #include "r3/replay/replay_command.hpp"
 #include "r3/replay/winner_code.hpp"
 #include "r3/report/results.hpp"
@@ -25,6 +26,13 @@
 #include "r3/version.hpp"
 
 namespace {
+
+// r3 replay --compiler takes replay's own spelling of the compilers.
+std::vector<std::string> compiler_names() {
+  std::vector<std::string> names;
+  for (const auto& [compiler, name] : r3::replay::kCompilerNames) names.emplace_back(name);
+  return names;
+}
 
 struct RecordArgs {
   r3::record::RecordOptions options;
@@ -162,7 +170,7 @@ void add_replay(CLI::App& app, ReplayArgs& a) {
       ->add_option("--compiler", o.compiler,
                    "CUDA captures: nvrtc, clang (Clang/NVPTX with --passes) or recorded (the "
                    "capture's cubin/PTX) (default: nvrtc with --source, else recorded)")
-      ->check(CLI::IsMember({"nvrtc", "clang", "recorded"}))
+      ->check(CLI::IsMember(compiler_names()))
       ->excludes(config);
   replay
       ->add_option("--passes", o.passes,

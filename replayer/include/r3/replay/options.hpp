@@ -9,10 +9,14 @@
 #include <string_view>
 
 #include "r3/capture.hpp"
+#include "r3/enum_names.hpp"
 
 namespace r3::replay {
 
 enum class Compiler { nvrtc, clang, recorded };
+// Their one spelling (tune.yaml, the wire, r3 replay --compiler), in the order messages list them.
+inline constexpr EnumNames<Compiler, 3> kCompilerNames = {
+    {{Compiler::nvrtc, "nvrtc"}, {Compiler::clang, "clang"}, {Compiler::recorded, "recorded"}}};
 // "nvrtc", "clang", "recorded".
 std::string_view to_string(Compiler value);
 // The inverse of to_string; nullopt for anything else.
