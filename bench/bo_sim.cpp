@@ -3,7 +3,8 @@
 // batch of 64 takes with 1000 observations. Every figure is measured in this one run.
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
-//               [--acquisition log_ei|ucb] [--initial N] [--candidates N] [--local-starts N]
+//               [--acquisition log_ei|ucb] [--initial N] [--trend V] [--candidates N]
+//               [--local-starts N]
 //               [--fit-evaluations N] [--gp-points N] [--no-timing] [--verbose]
 //               [--constraint EXPR]... [--constraints FILE] TABLE.csv...
 //
@@ -40,7 +41,7 @@ struct Settings {
   std::size_t random_seeds = 200;
   std::size_t budget = 500;
   std::size_t batch = 1;
-  std::size_t initial = 8;
+  std::size_t initial = Options{}.initial_samples;
   Acquisition acquisition = Acquisition::log_ei;
   Options defaults;  // the optimiser's other settings (--candidates, --local-starts, ...)
   bool timing = true;
@@ -81,7 +82,16 @@ Settings parse(int argc, char** argv) {
       s.batch = count();
     else if (a == "--initial")
       s.initial = count();
-    else if (a == "--acquisition") {
+    else if (a == "--trend") {
+      const std::string text = next();
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(value >= 0) || !std::isfinite(value)) {
+        std::fprintf(stderr, "--trend needs a number >= 0, not '%s'\n", text.c_str());
+        std::exit(2);
+      }
+      s.defaults.trend = value;
+    } else if (a == "--acquisition") {
       const std::string name = next();
       if (name != "ucb" && name != "log_ei") {
         std::fprintf(stderr, "--acquisition is log_ei or ucb, not '%s'\n", name.c_str());
@@ -118,7 +128,9 @@ Settings parse(int argc, char** argv) {
           "  --budget N            most evaluations per BO run (default 500)\n"
           "  --batch Q             proposals per BO step (default 1)\n"
           "  --acquisition A       log_ei (default) or ucb\n"
-          "  --initial N           initial design points (default 8)\n"
+          "  --initial N           initial design points (default %zu)\n"
+          "  --trend V             prior variance of the surrogate's linear trend per\n"
+          "                        parameter; 0: none (default %g)\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
@@ -128,7 +140,8 @@ Settings parse(int argc, char** argv) {
           "  --constraint EXPR     a known constraint over the tables' column names, as in\n"
           "                        tune.yaml (repeatable; e.g. 'block_size_x*block_size_y>=64')\n"
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
-          "  A file TABLE.constraints beside a table adds its lines for that table.\n");
+          "  A file TABLE.constraints beside a table adds its lines for that table.\n",
+          Options{}.initial_samples, Options{}.trend);
       std::exit(0);
     } else
       s.tables.push_back(a);
@@ -273,13 +286,15 @@ int main(int argc, char** argv) {
       }
     }
     std::printf(
-        "Bayesian optimisation (%s, %zu initial, batch %zu; %zu seeds, at most %zu evaluations)\n"
+        "Bayesian optimisation (%s, %zu initial, trend %g, batch %zu; %zu seeds, at most %zu "
+        "evaluations)\n"
         "against random search (%zu seeds, until found); evaluations to get within 5%% and 1%%\n"
         "of the table's optimum, median over seeds. exact: the median of random search without\n"
         "replacement, computed from the table; ratio = exact / BO; s/eval: BO's time per "
         "evaluation\n\n",
         settings.acquisition == Acquisition::log_ei ? "log-EI" : "UCB", settings.initial,
-        settings.batch, settings.seeds, settings.budget, settings.random_seeds);
+        settings.defaults.trend, settings.batch, settings.seeds, settings.budget,
+        settings.random_seeds);
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "", "", "", "", "",
                 "within", "5%", "", "", "within", "1%", "", "");
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "table", "points",

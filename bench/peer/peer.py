@@ -23,13 +23,18 @@ python3-sklearn and python3-pandas for some strategies).
 Usage:
   bench/peer/peer.py --bo-sim build/bench/bo_sim --kernel-tuner ~/src/kernel_tuner \\
       --python-constraint ~/src/python-constraint [--seeds 20] [--r3-seeds 100] [--budget 500] \\
-      [--strategies a,b,...] [--constraint EXPR ...] TABLE.csv...
-A file TABLE.constraints beside a table (one expression per line, '#' comments) adds its
+      [--strategies a,b,...] [--constraint EXPR ...] [--peer-cache FILE] \\
+      [--r3-args '--trend 0 --initial 8'] TABLE.csv...
+--peer-cache FILE keeps each Kernel Tuner run's trace (keyed by the table's and the constraints'
+contents, strategy, options, seed, budget and Kernel Tuner's version), so that measuring r3 again
+after a change does not run the peers again. --r3-args passes options to bo_sim (e.g. the
+settings before a change, to print both). A file TABLE.constraints beside a table (one expression per line, '#' comments) adds its
 constraints for that table, as for bo_sim.
 """
 
 import argparse
 import contextlib
+import hashlib
 import io
 import itertools
 import json
@@ -107,9 +112,9 @@ def median_text(values, budget):
 
 # ---- r3 --------------------------------------------------------------------------------------
 
-def run_r3(bo_sim, table, constraints, seeds, budget):
+def run_r3(bo_sim, table, constraints, seeds, budget, extra=()):
     command = [bo_sim, "--seeds", str(seeds), "--budget", str(budget), "--random-seeds", "1",
-               "--no-timing", "--verbose"]
+               "--no-timing", "--verbose", *extra]
     for c in constraints:
         command += ["--constraint", c]
     out = subprocess.run(command + [table], check=True, capture_output=True, text=True).stdout
@@ -193,7 +198,8 @@ def run_kernel_tuner(cache, kernel_name, tune_params, constraints, strategy, see
 
 def install_metadata(directory, kernel_tuner):
     """Kernel Tuner asks importlib.metadata for its own version: a source tree has none, so a
-    dist-info with its pyproject's version is made in `directory` (a temporary one)."""
+    dist-info with its pyproject's version is made in `directory` (a temporary one). Returns the
+    version."""
     version = "0"
     try:
         with open(os.path.join(kernel_tuner, "pyproject.toml")) as f:
@@ -205,6 +211,36 @@ def install_metadata(directory, kernel_tuner):
     os.makedirs(info, exist_ok=True)
     with open(os.path.join(info, "METADATA"), "w") as f:
         f.write(f"Metadata-Version: 2.1\nName: kernel_tuner\nVersion: {version}\n")
+    return version
+
+
+class PeerCache:
+    """Kernel Tuner traces kept in a JSON file between runs (see --peer-cache)."""
+
+    def __init__(self, path, kernel_tuner_version):
+        self.path, self.version, self.traces = path, kernel_tuner_version, {}
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.traces = json.load(f)
+
+    def key(self, table, constraints, strategy, seed, budget):
+        with open(table, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        what = [digest, sorted(constraints), strategy, STRATEGY_OPTIONS.get(strategy, {}), seed,
+                budget, RESTARTS, self.version]
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+    def get(self, key):
+        return self.traces.get(key) if self.path else None
+
+    def put(self, key, trace):
+        if not self.path:
+            return
+        self.traces[key] = trace
+        temporary = self.path + ".tmp"
+        with open(temporary, "w") as f:
+            json.dump(self.traces, f)
+        os.replace(temporary, self.path)  # a run stopped half-way loses nothing kept before
 
 
 # ---- statistics ------------------------------------------------------------------------------
@@ -230,9 +266,11 @@ def main():
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
     parser.add_argument("--constraint", action="append", default=[])
+    parser.add_argument("--peer-cache", help="JSON file keeping Kernel Tuner's traces between runs")
+    parser.add_argument("--r3-args", default="", help="more options for bo_sim, e.g. '--trend 0'")
     args = parser.parse_args()
     metadata = tempfile.mkdtemp(prefix="r3-peer-")
-    install_metadata(metadata, args.kernel_tuner)
+    cache_of_peers = PeerCache(args.peer_cache, install_metadata(metadata, args.kernel_tuner))
     sys.path[:0] = [metadata, args.kernel_tuner, args.python_constraint]
 
     strategies = [s for s in args.strategies.split(",") if s]
@@ -246,14 +284,19 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             cache = os.path.join(tmp, "cache.json")
             tune_params, optimum = write_cache(cache, names, rows, constraints, kernel_name)
-            r3_5, r3_1 = run_r3(args.bo_sim, table, constraints, args.r3_seeds, args.budget)
+            r3_5, r3_1 = run_r3(args.bo_sim, table, constraints, args.r3_seeds, args.budget,
+                                args.r3_args.split())
             peers = {}
             for strategy in strategies:
                 five, one, failed = [], [], ""
                 for seed in range(1, args.seeds + 1):
+                    key = cache_of_peers.key(table, constraints, strategy, seed, args.budget)
+                    trace = cache_of_peers.get(key)
                     try:
-                        trace = run_kernel_tuner(cache, kernel_name, tune_params, constraints,
-                                                 strategy, seed, args.budget)
+                        if trace is None:
+                            trace = run_kernel_tuner(cache, kernel_name, tune_params, constraints,
+                                                     strategy, seed, args.budget)
+                            cache_of_peers.put(key, trace)
                     except Exception as e:  # noqa: BLE001 (a strategy that breaks is reported)
                         failed = f"{type(e).__name__}: {e}"[:100]
                         break
@@ -263,7 +306,8 @@ def main():
         print(f"\n{os.path.basename(table)}: {len(rows)} rows, optimum {optimum:g}, constraints: "
               f"{'; '.join(constraints) if constraints else 'none'}")
         print(f"  {'strategy':<22} {'to 5%':>8} {'to 1%':>8}")
-        print(f"  {'r3 (bo_sim)':<22} {median_text(r3_5, args.budget):>8} "
+        label = "r3 (bo_sim" + (" " + args.r3_args if args.r3_args else "") + ")"
+        print(f"  {label:<22} {median_text(r3_5, args.budget):>8} "
               f"{median_text(r3_1, args.budget):>8}")
         for strategy, (five, one, failed) in peers.items():
             if failed:

@@ -73,11 +73,12 @@ Encoded Encoder::encode(const Configuration& c) const {
   return e;
 }
 
-Hyperparameters Hyperparameters::defaults(const Encoder& encoder) {
+Hyperparameters Hyperparameters::defaults(const Encoder& encoder, double trend) {
   Hyperparameters h;
   h.lengthscales.assign(encoder.numeric_count(), 0.5);
   h.categorical_weights.assign(encoder.categorical_count(), 1.0);
   h.sequence_weights.assign(encoder.sequence_count(), 1.0);
+  if (trend > 0) h.trend_weights.assign(encoder.numeric_count(), trend);
   return h;
 }
 
@@ -87,6 +88,7 @@ std::vector<double> Hyperparameters::to_log() const {
   for (double v : categorical_weights) out.push_back(std::log(v));
   for (double v : sequence_weights) out.push_back(std::log(v));
   out.push_back(std::log(noise_variance));
+  for (double v : trend_weights) out.push_back(std::log(v));
   return out;
 }
 
@@ -104,6 +106,12 @@ Hyperparameters Hyperparameters::from_log(const std::vector<double>& values,
     h.sequence_weights.push_back(std::exp(values[k++]));
   }
   h.noise_variance = std::exp(values[k++]);
+  // The trend's weights, when the values have them (to_log of a model with a trend).
+  while (k < values.size()) h.trend_weights.push_back(std::exp(values[k++]));
+  if (!h.trend_weights.empty() && h.trend_weights.size() != encoder.numeric_count())
+    throw Error("hyperparameters: " + std::to_string(h.trend_weights.size()) +
+                " trend weights for " + std::to_string(encoder.numeric_count()) +
+                " numeric dimensions");
   return h;
 }
 
@@ -222,6 +230,29 @@ double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h)
       [&](std::size_t d) { return sequence_distance_of(a, b, d); });
 }
 
+namespace {
+double centred_product(const Encoded& a, const Encoded& b, std::size_t d) {
+  const double x = a.numeric[d], y = b.numeric[d];
+  return std::isnan(x) || std::isnan(y) ? 0.0 : (x - 0.5) * (y - 0.5);
+}
+
+template <typename Product>
+double trend_of(const Hyperparameters& h, Product product) {
+  double total = 0;
+  for (std::size_t d = 0; d < h.trend_weights.size(); ++d) total += h.trend_weights[d] * product(d);
+  return total;
+}
+}  // namespace
+
+double covariance(const Encoded& a, const Encoded& b, const Hyperparameters& h) {
+  return h.signal_variance * correlation(a, b, h) +
+         trend_of(h, [&](std::size_t d) { return centred_product(a, b, d); });
+}
+
+double prior_variance(const Encoded& a, const Hyperparameters& h) {
+  return h.signal_variance + trend_of(h, [&](std::size_t d) { return centred_product(a, a, d); });
+}
+
 PairTable::PairTable(const std::vector<Encoded>& x) : size_(x.size()) {
   if (!x.empty()) {
     numeric_count_ = x[0].numeric.size();
@@ -236,8 +267,23 @@ PairTable::PairTable(const std::vector<Encoded>& x) : size_(x.size()) {
         differs_.push_back(x[i].categorical[d] != x[j].categorical[d] ? 1 : 0);
       for (std::size_t d = 0; d < sequence_count_; ++d)
         distances_.push_back(sequence_distance_of(x[i], x[j], d));
+      for (std::size_t d = 0; d < numeric_count_; ++d)
+        products_.push_back(centred_product(x[i], x[j], d));
     }
+    for (std::size_t d = 0; d < numeric_count_; ++d)
+      self_products_.push_back(centred_product(x[i], x[i], d));
   }
+}
+
+double PairTable::covariance(std::size_t pair, const Hyperparameters& h) const {
+  const double* p = products_.data() + pair * numeric_count_;
+  return h.signal_variance * correlation(pair, h) +
+         trend_of(h, [&](std::size_t d) { return p[d]; });
+}
+
+double PairTable::prior_variance(std::size_t point, const Hyperparameters& h) const {
+  const double* p = self_products_.data() + point * numeric_count_;
+  return h.signal_variance + trend_of(h, [&](std::size_t d) { return p[d]; });
 }
 
 double PairTable::correlation(std::size_t pair, const Hyperparameters& h) const {
@@ -301,9 +347,9 @@ Eigen::MatrixXd covariance(const PairTable& pairs, const Hyperparameters& h) {
   Eigen::MatrixXd k(n, n);
   std::size_t pair = 0;  // the table's order: (1,0), (2,0), (2,1), (3,0), ...
   for (Eigen::Index i = 0; i < n; ++i) {
-    k(i, i) = h.signal_variance + h.noise_variance;
+    k(i, i) = pairs.prior_variance(static_cast<std::size_t>(i), h) + h.noise_variance;
     for (Eigen::Index j = 0; j < i; ++j) {
-      k(i, j) = k(j, i) = h.signal_variance * pairs.correlation(pair++, h);
+      k(i, j) = k(j, i) = pairs.covariance(pair++, h);
     }
   }
   return k;
@@ -320,7 +366,7 @@ double log_marginal_likelihood_of(const PairTable& pairs, const Eigen::VectorXd&
 }
 
 // Weak log-normal priors that keep the fit away from degenerate corners with little data.
-double log_prior(const std::vector<double>& log_values, const Encoder& encoder) {
+double log_prior(const std::vector<double>& log_values, const Encoder& encoder, double trend) {
   auto normal = [](double x, double mean, double sd) {
     const double z = (x - mean) / sd;
     return -0.5 * z * z;
@@ -333,6 +379,7 @@ double log_prior(const std::vector<double>& log_values, const Encoder& encoder) 
     total += normal(log_values[k++], 0.0, 1.5);
   }
   total += normal(log_values[k++], std::log(1e-3), 2.5);
+  while (k < log_values.size()) total += normal(log_values[k++], std::log(trend), 2.0);
   return total;
 }
 
@@ -340,6 +387,7 @@ struct FitProblem {
   const PairTable* pairs;
   const Eigen::VectorXd* y;
   const Encoder* encoder;
+  double trend;
 };
 
 double objective(unsigned n, const double* values, double* gradient, void* data) {
@@ -349,7 +397,7 @@ double objective(unsigned n, const double* values, double* gradient, void* data)
   try {
     Hyperparameters h = Hyperparameters::from_log(log_values, *problem->encoder);
     return log_marginal_likelihood_of(*problem->pairs, *problem->y, h) +
-           log_prior(log_values, *problem->encoder);
+           log_prior(log_values, *problem->encoder, problem->trend);
   } catch (...) {  // never let an exception cross NLopt's C frames
     return -1e30;
   }
@@ -364,8 +412,8 @@ double GaussianProcess::log_marginal_likelihood(const std::vector<Encoded>& x,
 }
 
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
-                                     const Encoder& encoder, int max_evaluations) {
-  Hyperparameters start = Hyperparameters::defaults(encoder);
+                                     const Encoder& encoder, int max_evaluations, double trend) {
+  Hyperparameters start = Hyperparameters::defaults(encoder, trend);
   std::vector<double> values = start.to_log();
   const unsigned n = static_cast<unsigned>(values.size());
   std::vector<double> lower, upper;
@@ -381,13 +429,17 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
   }
   lower.push_back(std::log(1e-6));  // noise variance
   upper.push_back(std::log(1.0));
+  for (std::size_t i = 0; i < start.trend_weights.size(); ++i) {  // the slopes' variances
+    lower.push_back(std::log(1e-5));
+    upper.push_back(std::log(10.0));
+  }
 
   nlopt_opt optimiser = nlopt_create(NLOPT_LN_BOBYQA, n);
   if (optimiser == nullptr) throw Error("NLopt could not create a BOBYQA optimiser");
   // The pairs' differences do not depend on the hyperparameters: taken once for every
   // likelihood evaluation of the fit.
   const PairTable pairs(x);
-  FitProblem problem{&pairs, &y, &encoder};
+  FitProblem problem{&pairs, &y, &encoder, trend};
   nlopt_set_lower_bounds(optimiser, lower.data());
   nlopt_set_upper_bounds(optimiser, upper.data());
   nlopt_set_max_objective(optimiser, objective, &problem);
@@ -423,13 +475,18 @@ void GaussianProcess::predict(const std::vector<Encoded>& points, Eigen::VectorX
   Eigen::MatrixXd cross(n, m);  // k(X, points)
   for (Eigen::Index j = 0; j < m; ++j) {
     for (Eigen::Index i = 0; i < n; ++i) {
-      cross(i, j) = h_.signal_variance * correlation(x_[static_cast<std::size_t>(i)],
-                                                     points[static_cast<std::size_t>(j)], h_);
+      cross(i, j) =
+          covariance(x_[static_cast<std::size_t>(i)], points[static_cast<std::size_t>(j)], h_);
     }
   }
   mean = cross.transpose() * alpha_;
   cholesky_.matrixL().solveInPlace(cross);  // cross becomes L^-1 k(X, points)
-  variance = (h_.signal_variance - cross.colwise().squaredNorm().array()).max(1e-12).matrix();
+  variance.resize(m);
+  for (Eigen::Index j = 0; j < m; ++j) {
+    variance(j) = std::max(
+        prior_variance(points[static_cast<std::size_t>(j)], h_) - cross.col(j).squaredNorm(),
+        1e-12);
+  }
   if (v != nullptr) *v = std::move(cross);
 }
 

@@ -45,8 +45,14 @@ struct Hyperparameters {
   std::vector<double> categorical_weights;  // per categorical dimension
   std::vector<double> sequence_weights;     // per sequence dimension
   double noise_variance = 1e-3;
+  // A linear trend over the numeric positions: per numeric dimension, the prior variance of its
+  // slope (empty: no trend). Tuning times often fall steadily towards one end of a range (larger
+  // tiles, more work per thread); a stationary kernel reverts to the mean away from the data and
+  // cannot say so, the trend can, and its variance grows towards the ends it has not seen.
+  std::vector<double> trend_weights;
 
-  static Hyperparameters defaults(const Encoder& encoder);
+  // `trend`: the slopes' prior variance to start from (0: no trend).
+  static Hyperparameters defaults(const Encoder& encoder, double trend = 0);
   std::vector<double> to_log() const;
   static Hyperparameters from_log(const std::vector<double>& values, const Encoder& encoder);
 };
@@ -55,6 +61,10 @@ struct Hyperparameters {
 // configuration and not the other counts as the largest distance), times exp(-w) for each
 // categorical dimension that differs, times exp(-w * d) per sequence with d their distance.
 double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h);
+// The GP's covariance: signal variance x correlation + the trend's sum over numeric dimensions
+// of weight x (a - 1/2)(b - 1/2) (an inactive dimension adds nothing).
+double covariance(const Encoded& a, const Encoded& b, const Hyperparameters& h);
+double prior_variance(const Encoded& a, const Hyperparameters& h);
 
 // The differences of every pair of a list of points, which the kernel turns into correlations
 // for any hyperparameters (correlation() of the pair, to the bit): a fit evaluates the
@@ -65,12 +75,17 @@ class PairTable {
   std::size_t size() const { return size_; }  // points
   // The pair (i, j), j < i, is number i (i - 1) / 2 + j.
   double correlation(std::size_t pair, const Hyperparameters& h) const;
+  // covariance() and prior_variance() of the pair and of a point, to the bit.
+  double covariance(std::size_t pair, const Hyperparameters& h) const;
+  double prior_variance(std::size_t point, const Hyperparameters& h) const;
 
  private:
   std::size_t size_ = 0, numeric_count_ = 0, categorical_count_ = 0, sequence_count_ = 0;
   std::vector<double> numeric_differences_;  // per pair, per numeric dimension
   std::vector<std::uint8_t> differs_;        // per pair, per categorical dimension
   std::vector<double> distances_;            // per pair, per sequence
+  std::vector<double> products_;             // per pair, per numeric dimension: the trend's product
+  std::vector<double> self_products_;        // per point, per numeric dimension
 };
 
 // Distance of two sequences in [0, 1]: 1 - (items equal at the same position + items they
@@ -95,9 +110,10 @@ class GaussianProcess {
   GaussianProcess(std::vector<Encoded> x, Eigen::VectorXd y, Hyperparameters h);
 
   // Maximises the log marginal likelihood plus weak log-normal priors, from the defaults
-  // (deterministic for given data). At most `max_evaluations` likelihood evaluations.
+  // (deterministic for given data). At most `max_evaluations` likelihood evaluations. With
+  // `trend` > 0 the slopes' variances are fitted too, their prior centred on `trend`.
   static Hyperparameters fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
-                             const Encoder& encoder, int max_evaluations = 150);
+                             const Encoder& encoder, int max_evaluations = 150, double trend = 0);
   static double log_marginal_likelihood(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                         const Hyperparameters& h);
 

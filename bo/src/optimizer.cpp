@@ -220,12 +220,17 @@ FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observatio
   return fit;
 }
 
+// The feasibility classifier keeps the stationary kernel alone: Options::trend was measured on
+// the time model only (bench/bo_sim's GPU tables have no failures left once their constraints
+// are known), and a label near a failure region is not a time falling along a range.
+constexpr double kNoTrend = 0;
+
 // Starts on the pool the fit of the data `make_data` gives, unless `ahead` already holds one
 // for `at` (then the data is not made again); a fit for an earlier point that has not started
 // is dropped.
 template <typename MakeData>
 void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
-               const Encoder& encoder, const Options& options, MakeData make_data) {
+               const Encoder& encoder, const Options& options, double trend, MakeData make_data) {
   if (ahead && ahead->at == at) return;
   if (ahead) ahead->dropped->store(true);
   auto promise = std::make_shared<std::promise<Hyperparameters>>();
@@ -234,10 +239,10 @@ void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
   // The task owns what it reads: the data, and the encoder's dimension counts (the copy's space
   // pointer is not followed by a fit).
   options.fit_pool->submit(
-      [promise, dropped, fit = make_data(), encoder, evaluations = options.fit_evaluations] {
+      [promise, dropped, fit = make_data(), encoder, evaluations = options.fit_evaluations, trend] {
         if (dropped->load()) return;  // nobody waits for it any more
         try {
-          promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations));
+          promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations, trend));
         } catch (...) {
           promise->set_exception(std::current_exception());
         }
@@ -247,7 +252,8 @@ void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
 // The hyperparameters at fit point `at`: from the pool's fit for it, or fitted here.
 template <typename MakeData>
 Hyperparameters fitted(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
-                       const Encoder& encoder, const Options& options, MakeData make_data) {
+                       const Encoder& encoder, const Options& options, double trend,
+                       MakeData make_data) {
   if (ahead && ahead->at == at) {
     std::shared_future<Hyperparameters> result = ahead->result;
     ahead.reset();
@@ -258,7 +264,7 @@ Hyperparameters fitted(std::optional<Optimizer::Memo::AheadFit>& ahead, std::siz
     ahead.reset();
   }
   const FitData fit = make_data();
-  return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations);
+  return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations, trend);
 }
 
 class Model {
@@ -284,7 +290,7 @@ class Model {
     if (!memo.gp || memo.gp_at != gp_at) {
       // The data as it was when there were `gp_at` successes.
       const Data then = data_then(data, times, gp_at);
-      memo.gp = fitted(memo.gp_ahead, gp_at, encoder_, options,
+      memo.gp = fitted(memo.gp_ahead, gp_at, encoder_, options, options.trend,
                        [&] { return gp_fit_data(encoder_, observations, then, options); });
       memo.gp_at = gp_at;
       // The GP conditions on the subset of the data then, and on every success after it.
@@ -326,9 +332,9 @@ class Model {
       const std::vector<Observation> then(observations.begin(),
                                           observations.begin() + static_cast<long>(classifier_at));
       const std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
-      memo.classifier = fitted(memo.classifier_ahead, classifier_at, encoder_, options, [&] {
-        return classifier_fit_data(encoder_, then, then_rows, options);
-      });
+      memo.classifier =
+          fitted(memo.classifier_ahead, classifier_at, encoder_, options, kNoTrend,
+                 [&] { return classifier_fit_data(encoder_, then, then_rows, options); });
       memo.classifier_at = classifier_at;
       memo.classifier_posterior.emplace(*memo.classifier);
       memo.classifier_rows.clear();
@@ -483,13 +489,13 @@ void Optimizer::fit_ahead() {
   if (data.successes.size() < 2) return;  // no model yet (propose() samples)
   const std::size_t gp_at = fit_point(data.successes.size());
   if (!memo.gp || memo.gp_at != gp_at)
-    start_fit(memo.gp_ahead, gp_at, encoder, options_, [&] {
+    start_fit(memo.gp_ahead, gp_at, encoder, options_, options_.trend, [&] {
       return gp_fit_data(encoder, observations_, data_then(data, times, gp_at), options_);
     });
   if (data.successes.size() == observations_.size()) return;  // no failures: no classifier
   const std::size_t classifier_at = fit_point(observations_.size());
   if (!memo.classifier || memo.classifier_at != classifier_at)
-    start_fit(memo.classifier_ahead, classifier_at, encoder, options_, [&] {
+    start_fit(memo.classifier_ahead, classifier_at, encoder, options_, kNoTrend, [&] {
       const std::vector<Observation> then(observations_.begin(),
                                           observations_.begin() + static_cast<long>(classifier_at));
       return classifier_fit_data(encoder, then, classifier_rows(then, options_.max_fit_points * 2),

@@ -83,7 +83,7 @@ void Posterior::add_entries(Column* const* columns, std::size_t count) const {
   dots(l_[i].data(), v.data(), count, i, dotted.data());
   for (std::size_t c = 0; c < count; ++c) {
     Column& column = *columns[c];
-    const double k = h_.signal_variance * correlation(x_[i], column.point, h_);
+    const double k = bo::covariance(x_[i], column.point, h_);
     const double value = (k - dotted[c]) / l_[i][i];  // entry()'s arithmetic
     column.v.push_back(value);
     column.squared += value * value;
@@ -128,8 +128,7 @@ const Posterior::Kernel& Posterior::kernel(const Encoded& point, const Hash128& 
   if (added) {
     kernel.point = point;
     kernel.k.reserve(x_.size() + 16);
-    for (const Encoded& row : x_)
-      kernel.k.push_back(h_.signal_variance * correlation(row, point, h_));
+    for (const Encoded& row : x_) kernel.k.push_back(bo::covariance(row, point, h_));
   }
   return kernel;
 }
@@ -168,7 +167,7 @@ void Posterior::append(const Encoded& x, const Hash128& key) {
   // the noise) the rows before do not explain. A duplicate of an earlier point leaves only the
   // noise; the floor keeps L invertible where rounding would take even that away.
   std::vector<double> row = own.v;
-  const double prior = h_.signal_variance + h_.noise_variance;
+  const double prior = prior_variance(x, h_) + h_.noise_variance;
   row.push_back(std::sqrt(std::max(prior - own.squared, 1e-9 * prior)));
   l_.push_back(std::move(row));
   x_.push_back(x);
@@ -176,8 +175,7 @@ void Posterior::append(const Encoded& x, const Hash128& key) {
   kept.reserve(columns_.size());
   for (auto& [k, c] : columns_) kept.push_back(&c);
   add_entries(kept.data(), kept.size());
-  for (auto& [k, kernel] : kernels_)
-    kernel.k.push_back(h_.signal_variance * correlation(x, kernel.point, h_));
+  for (auto& [k, kernel] : kernels_) kernel.k.push_back(bo::covariance(x, kernel.point, h_));
 }
 
 std::vector<double> Posterior::whiten(const std::vector<double>& y) const {
@@ -200,12 +198,11 @@ void Posterior::means(const std::vector<const Column*>& columns,
 }
 
 double Posterior::variance(const Column& c) const {
-  return std::max(h_.signal_variance - c.squared, 1e-12);
+  return std::max(prior_variance(c.point, h_) - c.squared, 1e-12);
 }
 
 double Posterior::covariance(const Column& a, const Column& b) const {
-  return h_.signal_variance * correlation(a.point, b.point, h_) -
-         dot(a.v.data(), b.v.data(), x_.size());
+  return bo::covariance(a.point, b.point, h_) - dot(a.v.data(), b.v.data(), x_.size());
 }
 
 }  // namespace r3::bo

@@ -372,6 +372,9 @@ SectionPtr<bo::Options> bo_section() {
       schema::integer<B>("initial_samples", &B::initial_samples, 1, 1 << 16, "How many."),
       schema::choice<B>("acquisition", &B::acquisition, kAcquisitions, "Acquisition function."),
       schema::number<B>("ucb_beta", &B::ucb_beta, Range::positive(), "Exploration weight of UCB."),
+      schema::number<B>("trend", &B::trend, Range::closed(0, 10),
+                        "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
+                        "none."),
       schema::choice<B>("batch", &B::batch, kBatchStrategies,
                         "How a batch of proposals for many evaluators is formed."),
   }});

@@ -34,13 +34,17 @@ Hyperparameters some_hyperparameters(const Encoder& encoder) {
   h.categorical_weights = {0.6};
   h.sequence_weights = {1.4};
   h.noise_variance = 2e-3;
+  h.trend_weights = {0.4, 0.2};  // the trend's terms are in every posterior test
   return h;
 }
 
-TEST(BoPosterior, SaysWhatTheGaussianProcessSays) {
+class BoPosteriorTrend : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BoPosteriorTrend, SaysWhatTheGaussianProcessSays) {
   const Space space = mixed_space();
   const Encoder encoder(space);
-  const Hyperparameters h = some_hyperparameters(encoder);
+  Hyperparameters h = some_hyperparameters(encoder);
+  if (!GetParam()) h.trend_weights.clear();
   std::mt19937_64 rng(3);
   std::vector<Encoded> x;
   std::vector<double> y;
@@ -80,9 +84,13 @@ TEST(BoPosterior, SaysWhatTheGaussianProcessSays) {
   Eigen::MatrixXd v;
   gp.predict({points[0], points[1]}, mean, variance, &v);
   EXPECT_NEAR(posterior.covariance(*columns[0], *columns[1]),
-              h.signal_variance * correlation(points[0], points[1], h) - v.col(0).dot(v.col(1)),
-              1e-8);
+              covariance(points[0], points[1], h) - v.col(0).dot(v.col(1)), 1e-8);
+  // A trend adds to the prior variance away from the middle of the numeric ranges.
+  EXPECT_EQ(prior_variance(points[0], h) > h.signal_variance, GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(WithAndWithout, BoPosteriorTrend, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "trend" : "no_trend"; });
 
 // What makes a resumed run propose bit for bit what the uninterrupted one did: a column kept
 // while rows were appended is exactly the column computed afterwards in one go.

@@ -1,4 +1,5 @@
-// Bayesian optimisation over a Space: a GP surrogate on warped log(time), log-EI or UCB times a
+// Bayesian optimisation over a Space: a GP surrogate on warped log(time) (a stationary kernel
+// plus a linear trend over the numeric parameters), log-EI or UCB times a
 // feasibility model learned from failures, batches of proposals for idle workers.
 //
 // The optimiser holds no state but its observations (in order) and the pending proposals: a
@@ -40,10 +41,14 @@ enum class BatchStrategy { kriging_believer };
 
 struct Options {
   std::uint64_t seed = 1;
-  std::size_t initial_samples = 8;
+  std::size_t initial_samples = 5;
   InitialDesign initial_design = InitialDesign::sobol;
   Acquisition acquisition = Acquisition::log_ei;
   double ucb_beta = 2.0;
+  // The surrogate's linear trend over the numeric parameters: the prior variance of each slope
+  // (fitted per parameter from there); 0: no trend. bench/bo_sim measured 0.1 (with 5 initial
+  // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
+  double trend = 0.1;
   BatchStrategy batch = BatchStrategy::kriging_believer;
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
