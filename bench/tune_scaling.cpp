@@ -16,7 +16,8 @@
 // was still proposing ("steady": after the first commit, which includes the start, and before the
 // last candidates drain and evaluators run out of work), how many LLM answers were evaluated,
 // and rank 0's search: its share of the generations' wall time ("search": near 100%, rank 0
-// sets the pace) and its searching thread's CPU per candidate ("ms/cand").
+// sets the pace) and its searching thread's CPU per candidate ("ms/cand"), and the CUDA
+// contexts candidates lost ("lost": each one costs its evaluator a new sandbox child).
 //
 // Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
@@ -71,6 +72,10 @@ struct Measured {
   // generations' time means rank 0, not the evaluators, sets the pace.
   double search_seconds = 0, search_cpu_seconds = 0;
   int llm_candidates = 0;  // LLM answers evaluated (the run's candidates.csv)
+  // CUDA contexts lost to candidates (each costs its evaluator a new sandbox child: seconds,
+  // where a candidate of the demo's size takes tens of milliseconds). Runs that meet different
+  // numbers of them differ in throughput more than their evaluator counts make them.
+  int contexts_lost = 0;
   std::string last_llm;           // the last progress line's LLM part
   int exit_code = 0;
   double throughput() const { return generation_seconds > 0 ? candidates / generation_seconds : 0; }
@@ -134,6 +139,7 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
   for (std::string line; std::getline(in, line);) {
     std::smatch match;
     if (line.find("the search stopped proposing") != std::string::npos) proposing = false;
+    if (line.find("context lost") != std::string::npos) ++m.contexts_lost;
     if (!std::regex_search(line, match, progress)) continue;
     const double seconds = std::stod(match[4]);
     ++m.generations;
@@ -255,21 +261,23 @@ int main(int argc, char** argv) {
                                         " s, run " + std::to_string(o.run_time) + " s (+-30%)")
                                            .c_str()
                                      : "real backend of the capture");
-  std::printf("%-10s %-14s %6s %6s %10s %9s %6s %6s %8s %7s %9s %8s %8s  %s\n", "evaluators", "LLM",
-              "gens", "cands", "gen time", "cands/s", "busy", "eff", "steady", "search", "ms/cand",
-              "wall", "LLM eval", "LLM answers");
+  std::printf("%-10s %-14s %6s %6s %10s %9s %6s %6s %8s %7s %9s %6s %8s %8s  %s\n", "evaluators",
+              "LLM", "gens", "cands", "gen time", "cands/s", "busy", "eff", "steady", "search",
+              "ms/cand", "lost", "wall", "LLM eval", "LLM answers");
   for (bool with_llm : o.llm) {
     double single = 0;
     for (int k : o.evaluators) {
       Measured m = run(o, k, with_llm ? server.endpoint() : std::string(), dir);
       if (k == o.evaluators.front()) single = m.throughput() / k;
       std::printf(
-          "%-10d %-14s %6d %6d %9.1fs %9.2f %5.0f%% %6.2f %7.0f%% %6.0f%% %9.2f %7.1fs %8d  %s\n",
+          "%-10d %-14s %6d %6d %9.1fs %9.2f %5.0f%% %6.2f %7.0f%% %6.0f%% %9.2f %6d %7.1fs %8d  "
+          "%s\n",
           k,
           with_llm ? ("answers " + std::to_string(o.llm_delay).substr(0, 4) + "s").c_str() : "none",
           m.generations, m.candidates, m.generation_seconds, m.throughput(), 100 * m.busy(),
           single > 0 ? m.throughput() / (k * single) : 0, 100 * m.steady_busy(),
-          100 * m.search_share(), m.search_cpu_ms_per_candidate(), m.wall, m.llm_candidates,
+          100 * m.search_share(), m.search_cpu_ms_per_candidate(), m.contexts_lost, m.wall,
+          m.llm_candidates,
           m.last_llm.c_str());
       std::fflush(stdout);
       if (m.exit_code != 0) return 1;

@@ -13,7 +13,7 @@ namespace r3 {
 
 class World final : public tune::Collectives {
  public:
-  World(int& argc, char**& argv);  // MPI_Init; sets the log prefix rank
+  World(int& argc, char**& argv);  // MPI_Init_thread; sets the log prefix rank
   ~World() override;               // MPI_Finalize
   World(const World&) = delete;
   World& operator=(const World&) = delete;
@@ -28,6 +28,7 @@ class World final : public tune::Collectives {
   std::vector<std::string> gather(const std::string& bytes) const override;
   void send(int to, std::string bytes) const override;
   std::optional<Message> receive(double timeout_s) const override;
+  bool serves_from_any_thread() const override { return serialized_threads_; }
 
  private:
   // Sends under way (MPI_Isend), with the bytes they send; completed ones are dropped as
@@ -40,6 +41,7 @@ class World final : public tune::Collectives {
   int size_ = 1;
   int node_rank_ = 0;
   int node_size_ = 1;
+  bool serialized_threads_ = false;  // MPI granted MPI_THREAD_SERIALIZED or more
 };
 
 }  // namespace r3

@@ -35,7 +35,12 @@ struct World::Sending {
 };
 
 World::World(int& argc, char**& argv) {
-  MPI_Init(&argc, &argv);
+  // Serialized threads: rank 0's dispatcher talks to the evaluators from a thread of its own
+  // (src/tune/dispatcher.hpp), never two threads at once. An MPI that grants less gets a rank 0
+  // that serves them between its search's steps.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  serialized_threads_ = provided >= MPI_THREAD_SERIALIZED;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   MPI_Comm node;

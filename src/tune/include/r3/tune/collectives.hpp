@@ -32,6 +32,10 @@ class Collectives {
   // without spinning: an idle rank leaves its core to the others (a node's evaluators, the
   // sandboxes, rank 0's search). nullopt when none came.
   virtual std::optional<Message> receive(double timeout_s) const = 0;
+  // Whether send() and receive() may be called from a thread other than the one that made this
+  // object (one thread at a time: MPI_THREAD_SERIALIZED). Rank 0 then serves its evaluators from
+  // a thread of their own, whatever its search is doing.
+  virtual bool serves_from_any_thread() const { return false; }
 };
 
 }  // namespace r3::tune
