@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -175,6 +176,39 @@ void Sandbox::start_again() {
   renewing_ = false;
 }
 
+void Sandbox::replace_lost_child() {
+  // The old child is ending on its own (its context is lost); the new one prepares the capture
+  // while the driver tears the old context down, and no candidate runs before both are done, so
+  // the old one's end cannot touch the next candidate's time.
+  const auto lost_at = Clock::now();
+  const pid_t old = child_;
+  ::kill(old, SIGKILL);
+  ::close(to_child_);
+  ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  child_ = -1;
+  compiling_ahead_ = false;
+  std::optional<Error> failed_beside_it;
+  try {
+    start_again();
+  } catch (const Error& e) {
+    failed_beside_it = e;  // perhaps short of memory the old one still held: again, after it
+  }
+  const double ready_s = seconds_since(lost_at);
+  int status = 0;
+  while (::waitpid(old, &status, 0) < 0 && errno == EINTR) {
+  }
+  const double ended_s = seconds_since(lost_at);
+  if (failed_beside_it) {
+    log::debug("a new sandbox child could not start beside the one that lost its context (",
+               failed_beside_it->what(), "); starting it again now that that one has ended");
+    if (child_ >= 0) stop();
+    start_again();
+  }
+  log::debug("sandbox child replaced after a lost context: the old one ended after ", ended_s,
+             " s, the new one was ready after ", ready_s, " s");
+}
+
 void Sandbox::stop() {
   if (child_ < 0) return;
   ::kill(child_, SIGKILL);
@@ -286,10 +320,11 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
     failed.seconds = seconds_since(start_time);
     return failed;
   }
-  // A sticky CUDA error: the next candidate gets a new child. The old one's end (the driver
-  // tears its context down: up to 2 s on an H100) is this candidate's cost, and counted in its
-  // time like a timeout's kill, not left as time the evaluator seemed idle.
-  if (evaluation.process_lost) stop();
+  // A sticky CUDA error: the next candidate gets a new child, started now. The old one's end
+  // (the driver tears its context down: about 1 s on an H100) and the new one's start (the
+  // capture prepared again: 1-2 s for the demo's) are this candidate's cost, counted in its
+  // time like a timeout's kill: not the next candidate's, and not time the evaluator seemed idle.
+  if (evaluation.process_lost) replace_lost_child();
   evaluation.seconds = seconds_since(start_time);
   // Host code never runs in the child (each run is a process of its own, on memory the child
   // restores), and the CUDA backend resets its device state itself: the child goes on, unless

@@ -487,6 +487,10 @@ TEST(CudaBackend, ACrashingVariantIsALaunchErrorAndTheNextCandidateRunsInAFreshS
   EXPECT_EQ(after.outcome, Outcome::ok) << after.message;
   EXPECT_EQ(sandbox.restarts(), 1u);
   EXPECT_GT(after.resources.registers, 0);
+  // The new child was started within the crashing candidate's time, not the next one's.
+  EXPECT_LT(after.seconds, crashed.seconds)
+      << "the next candidate paid for the restart: " << after.seconds << " s against "
+      << crashed.seconds << " s";
 }
 
 // A tiled matrix multiply written for 32 x 32 blocks (its shared tiles and index arithmetic use

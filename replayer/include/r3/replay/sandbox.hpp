@@ -104,6 +104,7 @@ class Sandbox {
   Evaluation evaluate_once(const Request& request);
   void start();
   void start_again();  // after the child was lost (a restart) or stopped to be renewed
+  void replace_lost_child();  // a new child started while the one that lost its context ends
   void stop();         // kills the child (if any) and reaps it
   std::string reap();  // waits for a child that died; how it ended ("killed by signal 11 ...")
 
