@@ -21,7 +21,8 @@
 //
 // Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
-//                     [--simulate [--compile-time 1] [--run-time 2]] [--no-llm | --llm-only]
+//                     [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]
+//                     [--lost-time 2.7]] [--no-llm | --llm-only]
 //                     [--keep DIR]
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@ struct Options {
   bool simulate = false;
   fs::path keep;  // where the runs' tune files, logs and results stay; empty: a temporary folder
   double compile_time = 1, run_time = 2;
+  double lost_rate = 0, lost_time = 2.7;  // simulated lost GPU contexts (--lost-rate)
   std::vector<bool> llm = {false, true};
 };
 
@@ -118,7 +120,8 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
         << "output:\n  directory: " << (dir / yaml.stem()).string() << "\n";
     if (o.simulate)
       out << "backend: simulate\nsimulate:\n  compile: " << o.compile_time << "s\n  run: "
-          << o.run_time << "s\n";
+          << o.run_time << "s\n  lost_rate: " << o.lost_rate << "\n  lost_time: " << o.lost_time
+          << "s\n";
     if (!endpoint.empty())
       out << "llm:\n  endpoint: " << endpoint << "\n  model: bench\n  timeout: 60s\n";
   }
@@ -208,6 +211,10 @@ int main(int argc, char** argv) {
       o.compile_time = std::stod(value());
     } else if (arg == "--run-time") {
       o.run_time = std::stod(value());
+    } else if (arg == "--lost-rate") {
+      o.lost_rate = std::stod(value());
+    } else if (arg == "--lost-time") {
+      o.lost_time = std::stod(value());
     } else if (arg == "--keep") {
       o.keep = value();
     } else if (arg == "--no-llm") {
@@ -218,13 +225,15 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]\n"
           "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
-          "                    [--simulate [--compile-time 1] [--run-time 2]] [--no-llm | --llm-only]\n"
+          "                    [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]\n"
+          "                    [--lost-time 2.7]] [--no-llm | --llm-only]\n"
           "                    [--keep DIR]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
           "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
           "  efficiency and the LLM answers evaluated. --simulate: the simulate backend, candidates of --compile-time\n"
-          "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine.\n"
+          "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine;\n"
+          "  --lost-rate of them lose their GPU context and cost --lost-time seconds (as on CUDA).\n"
           "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n");
       return arg == "--help" ? 0 : 2;
     }

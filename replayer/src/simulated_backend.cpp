@@ -44,6 +44,7 @@ class SimulatedBackend final : public Backend {
     if (launches_ == 0) throw Error("kernel " + k.name + " has no recorded launch to simulate");
   }
   AddressMode address_mode() const override { return AddressMode::same_address; }
+  bool lost() const override { return lost_; }
   std::string placement() const override {
     return "simulated (" + std::to_string(launches_) + " launch(es), no memory)";
   }
@@ -64,8 +65,17 @@ class SimulatedBackend final : public Backend {
 
   RunResult run(const Compiled& compiled, const RunOptions& options) override {
     const auto& code = *static_cast<const Simulated*>(compiled.code.get());
-    sleep_for(scaled(options_.run_s, draw(code.key, "run")));
     RunResult result;
+    if (code.changes_build && draw(code.key, "lost") < options_.lost_rate) {
+      // The teardown and the new child's start happen in the real sandbox; here the whole
+      // cost is spent in the run, and the child is replaced for the next one as on CUDA.
+      sleep_for(options_.lost_s);
+      lost_ = true;
+      result.outcome = Outcome::launch_error;
+      result.message = "simulated lost context (as CUDA_ERROR_ILLEGAL_ADDRESS)";
+      return result;
+    }
+    sleep_for(scaled(options_.run_s, draw(code.key, "run")));
     const double failing = draw(code.key, "wrong");
     if (code.changes_build && failing < options_.failure_rate / 2) {
       result.outcome = Outcome::wrong_result;
@@ -95,14 +105,16 @@ class SimulatedBackend final : public Backend {
 
   SimulationOptions options_;
   std::size_t launches_ = 0;
+  bool lost_ = false;
 };
 
 }  // namespace
 
 std::string encode(const SimulationOptions& o) {
-  return json{{"compile_s", o.compile_s},   {"run_s", o.run_s},
-              {"spread", o.spread},         {"failure_rate", o.failure_rate},
-              {"kernel_s", o.kernel_s}}
+  return json{{"compile_s", o.compile_s},       {"run_s", o.run_s},
+              {"spread", o.spread},             {"failure_rate", o.failure_rate},
+              {"kernel_s", o.kernel_s},         {"lost_rate", o.lost_rate},
+              {"lost_s", o.lost_s}}
       .dump();
 }
 
@@ -116,11 +128,13 @@ SimulationOptions decode_simulation(std::string_view text) {
     o.spread = j.value("spread", o.spread);
     o.failure_rate = j.value("failure_rate", o.failure_rate);
     o.kernel_s = j.value("kernel_s", o.kernel_s);
+    o.lost_rate = j.value("lost_rate", o.lost_rate);
+    o.lost_s = j.value("lost_s", o.lost_s);
   } catch (const json::exception& e) {
     throw FormatError(std::string("the simulate backend's settings: ") + e.what());
   }
   if (o.compile_s < 0 || o.run_s < 0 || o.spread < 0 || o.spread > 1 || o.failure_rate < 0 ||
-      o.failure_rate > 1 || o.kernel_s <= 0)
+      o.failure_rate > 1 || o.kernel_s <= 0 || o.lost_rate < 0 || o.lost_rate > 1 || o.lost_s < 0)
     throw FormatError("the simulate backend's settings are out of range: " + encode(o));
   return o;
 }

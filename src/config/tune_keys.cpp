@@ -438,6 +438,10 @@ SectionPtr<replay::SimulationOptions> simulation_section() {
                         "Candidates that fail."),
       schema::duration<S>("kernel_time", &S::kernel_s, Range::positive(),
                           "The recorded kernel's time."),
+      schema::number<S>("lost_rate", &S::lost_rate, Range::closed(0, 1),
+                        "Candidates that lose their GPU context."),
+      schema::duration<S>("lost_time", &S::lost_s, Range::any(),
+                          "What a candidate that loses its context costs."),
   }});
 }
 

@@ -38,10 +38,15 @@ extern char** environ;
 namespace r3::tune {
 namespace {
 
-// At most this many generations proposed and not yet committed: pending candidates are what
-// the optimizers guess at (kriging believer), and a slow candidate should not let the search
-// run far ahead of what it knows.
+// At most this many generations proposed whose results are not all in: pending candidates are
+// what the optimizers guess at (kriging believer), and the search should not run far ahead of
+// what it knows.
 constexpr std::size_t kMostGenerationsInFlight = 8;
+// Generations are observed and committed in order, so one slow candidate (a lost CUDA context:
+// about 2.7 s on an H100 against candidates of 10-20 ms; a timeout) holds every later generation
+// uncommitted. Those whose results are all in do not count above, or the other evaluators would
+// run out of work within 8 generations (0.2 s) and wait for it; this bounds them all.
+constexpr std::size_t kMostGenerationsUncommitted = 256;
 
 // The batch job's end (seconds since the epoch) when the scheduler says: Slurm's
 // SLURM_JOB_END_TIME, or R3_JOB_END_TIME for other schedulers.
@@ -156,6 +161,12 @@ class SearchLoop {
     bool complete() const { return results.size() == batch.size(); }
   };
 
+  // Generations in flight that still wait for a result.
+  std::size_t incomplete() const {
+    return static_cast<std::size_t>(std::count_if(in_flight_.begin(), in_flight_.end(),
+                                                  [](const Generation& g) { return !g.complete(); }));
+  }
+
   std::size_t pending() const {
     std::size_t n = 0;
     for (const Generation& g : in_flight_) n += g.batch.size();
@@ -175,7 +186,8 @@ class SearchLoop {
   }
 
   // Proposes a generation when fewer candidates wait than queue_target() (at most
-  // kMostGenerationsInFlight generations in flight), so that no evaluator waits for the search;
+  // kMostGenerationsInFlight generations waiting for results, kMostGenerationsUncommitted in
+  // all), so that no evaluator waits for the search;
   // true when one was proposed and the queue may want another.
   bool propose_if_the_queue_is_low() {
     // Nothing is proposed before the originals (in the first generation) have run: a set-up in
@@ -192,7 +204,8 @@ class SearchLoop {
       return false;
     };
     if (!proposing_ || waiting_for_commit_ || originals_pending() ||
-        in_flight_.size() >= kMostGenerationsInFlight || dispatcher_.queued() >= queue_target())
+        incomplete() >= kMostGenerationsInFlight ||
+        in_flight_.size() >= kMostGenerationsUncommitted || dispatcher_.queued() >= queue_target())
       return false;
     const Stopwatch watch;
     const std::size_t evaluated = m_.record.candidates.size() + pending();

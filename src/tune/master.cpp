@@ -366,9 +366,7 @@ protocol::EvaluatorSetup evaluator_setup(const Master& m) {
   setup.backend = std::string(config::to_string(m.backend));
   if (m.config.backend == config::Backend::simulate) {
     setup.backend = "simulate";
-    const replay::SimulationOptions& s = m.config.simulate;
-    setup.simulation = replay::encode(replay::SimulationOptions{s.compile_s, s.run_s, s.spread,
-                                                                s.failure_rate, s.kernel_s});
+    setup.simulation = replay::encode(m.config.simulate);
   }
   for (const auto& k : m.search->kernels()) {
     setup.kernels.push_back({k.capture_index, k.launches});

@@ -217,6 +217,34 @@ TEST_F(MpiJob, OneSlowGenerationDoesNotEndARunEarly) {
   EXPECT_LE(run.elapsed_seconds, wall_time + 10) << result.err;
 }
 
+// Generations are committed in order, so a candidate that takes long (a lost GPU context costs
+// its evaluator seconds, against milliseconds per candidate) holds every later generation
+// uncommitted; the other evaluator must still get new work meanwhile, not stop after the 8
+// generations the search may have waiting for results.
+TEST_F(MpiJob, ASlowCandidateHoldsOnlyItsOwnEvaluator) {
+  ProcessResult result = mpirun(
+      "capture: demo.h5\n"
+      "kernels:\n  - name: stencil2d\n    source: " +
+      data("job/stencil_faulty.cpp") +
+      "\nbackend: simulate\n"
+      "simulate: {compile: 0s, run: 0.002s, failure_rate: 0, lost_rate: 0.05, lost_time: 1.5s}\n"
+      "search:\n  batch_size: 4\n  levels:\n    source: {enabled: false}\n"
+      "timing:\n  confirm_top: 0\n"
+      "budget:\n  evaluations: 200\n");
+  ASSERT_FALSE(result.timed_out) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::size_t lost = 0;
+  for (const auto& c : database().candidates)
+    lost += c.message.find("simulated lost context") != std::string::npos;
+  ASSERT_GT(lost, 0u) << "no candidate was slow: nothing to test with\n" << result.err;
+  const std::regex in_flight(R"((\d+) generation\(s\) in flight)");
+  int most = 0;
+  for (auto it = std::sregex_iterator(result.err.begin(), result.err.end(), in_flight);
+       it != std::sregex_iterator(); ++it)
+    most = std::max(most, std::stoi((*it)[1]));
+  EXPECT_GT(most, 8) << "the search stopped at 8 generations behind a slow candidate: " << result.err;
+}
+
 TEST_F(MpiJob, KilledWithSigkillThenResumedLosesAndRepeatsNothing) {
   std::string yaml =
       "capture: demo.h5\n"

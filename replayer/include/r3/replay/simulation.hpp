@@ -22,6 +22,11 @@ struct SimulationOptions {
   // default<On>) never fails: it is the application's code, which the job requires to run.
   double failure_rate = 0.05;
   double kernel_s = 1e-3;  // the kernel's time as recorded; candidates take 0.5x to 1.5x of it
+  // Candidates that lose their process's GPU context (a launch error, as an illegal address is
+  // on CUDA): the sandbox replaces its child, and the candidate costs `lost_s` in all (an H100
+  // tears a context down and prepares the demo's capture again in about 2.7 s).
+  double lost_rate = 0;
+  double lost_s = 2.7;
 };
 
 std::string encode(const SimulationOptions& options);
