@@ -1,5 +1,5 @@
 // bench/tune_scaling: how the tuning job's throughput grows with its evaluators (DESIGN.md §9),
-// measured in one run. For each evaluator count k it runs `mpirun -n k+1 r3-mpi` on the same
+// measured in one run. For each evaluator count k it runs `mpirun -n k+1 --bind-to none r3-mpi` on the same
 // capture (one evaluator per GPU on a GPU node: an evaluator binds the GPU of its node-local rank)
 // with batches of 4 candidates per evaluator and 48 evaluations per evaluator, no confirmation,
 // and reads the job's progress lines: candidates per second over the generations' wall time,
@@ -126,8 +126,12 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
       out << "llm:\n  endpoint: " << endpoint << "\n  model: bench\n  timeout: 60s\n";
   }
   const std::string log = (dir / (yaml.stem().string() + ".log")).string();
-  const std::string command = o.mpirun + " -n " + std::to_string(k + 1) + " --oversubscribe " +
-                              R3_BENCH_R3_MPI + " " + yaml.string() + " > " + log + " 2>&1";
+  // Unbound, whatever k: Open MPI binds each rank to one core for two ranks or fewer and to a
+  // socket from three on, which made the one-evaluator runs' candidates 2-3x slower (its
+  // sandbox and compiles on one core) and every efficiency over one evaluator look too good.
+  const std::string command = o.mpirun + " -n " + std::to_string(k + 1) +
+                              " --oversubscribe --bind-to none " + R3_BENCH_R3_MPI + " " +
+                              yaml.string() + " > " + log + " 2>&1";
   const auto start = Clock::now();
   const int status = std::system(command.c_str());
   Measured m;

@@ -12,6 +12,13 @@ namespace {
 // How long the courier waits for a message before it looks at the queues again: new work waits
 // at most this long for an evaluator with room (candidates take milliseconds at the least).
 constexpr double kCourierPollS = 0.002;
+
+// Candidate text goes no further with a secret in it: not into run.h5, the results, the log or
+// a prompt.
+void redact(replay::Evaluation& e) {
+  e.message = redact_secrets(std::move(e.message));
+  e.run.message = redact_secrets(std::move(e.run.message));
+}
 }  // namespace
 
 Dispatcher::Dispatcher(const Collectives& world, Evaluator* local,
@@ -102,11 +109,8 @@ void Dispatcher::serve(double timeout_s) {
     log::warning("rank ", message->from, " sent a message out of turn; ignored");
     return;
   }
-  // Candidate text goes no further with a secret in it: not into run.h5, the results, the log
-  // or a prompt.
   replay::Evaluation& e = done->evaluation;
-  e.message = redact_secrets(std::move(e.message));
-  e.run.message = redact_secrets(std::move(e.run.message));
+  redact(e);
   {
     std::lock_guard lock(mutex_);
     const std::size_t evaluator = static_cast<std::size_t>(message->from - 1);
@@ -167,8 +171,7 @@ std::optional<Dispatcher::Finished> Dispatcher::next(double timeout_s) {
     }
     local_->compile_ahead(ahead);
     replay::Evaluation e = local_->evaluate(item);
-    e.message = redact_secrets(std::move(e.message));
-    e.run.message = redact_secrets(std::move(e.run.message));
+    redact(e);
     busy_seconds_ += e.seconds;
     return Finished{item.id, std::move(e), 0, false};
   }

@@ -76,7 +76,7 @@ class ScratchDirectory {
 // timing.compile_threads, or what suits this process: for GPU backends the cores it may use (its
 // CPU binding when Slurm or mpirun bound it, else the node's cores shared among the node's
 // processes), at most 8; none for the host backend.
-unsigned compile_threads(const protocol::EvaluatorSetup& setup, int node_size) {
+unsigned compile_threads(const protocol::EvaluatorSetup& setup, int rank, int node_size) {
   if (setup.compile_threads) return *setup.compile_threads;
   if (setup.backend == "host") return 0;
   const unsigned node_cores = std::max(1u, std::thread::hardware_concurrency());
@@ -85,6 +85,14 @@ unsigned compile_threads(const protocol::EvaluatorSetup& setup, int node_size) {
   if (::sched_getaffinity(0, sizeof mask, &mask) == 0) {
     const auto bound = static_cast<unsigned>(CPU_COUNT(&mask));
     if (bound < node_cores) cores = bound;
+    // Open MPI binds each rank to one core when it starts two ranks or fewer (to a socket from
+    // three on), as Slurm does with one CPU per task: the sandbox, its compile workers and
+    // NVRTC then share that core. Two H100s measured candidates 2-3x slower that way (one
+    // evaluator: 25-35 ms per launch or compiler candidate against 10-15 ms bound to a socket).
+    if (bound == 1 && node_cores / static_cast<unsigned>(std::max(1, node_size)) > 1)
+      log::warning("evaluator ", rank, " is bound to one core of the node's ", node_cores,
+                   ": its sandbox and compiles share it. Give each evaluator more (mpirun "
+                   "--bind-to none or --map-by socket, srun --cpus-per-task)");
   }
   return std::clamp(cores, 1u, 8u);
 }
@@ -95,7 +103,7 @@ Evaluator::Evaluator(const protocol::EvaluatorSetup& setup, const std::filesyste
                      int rank, int gpu, int node_size) {
   replay::SandboxSetup s;
   s.device = gpu;
-  s.compile_threads = compile_threads(setup, node_size);
+  s.compile_threads = compile_threads(setup, rank, node_size);
   compile_threads_ = s.compile_threads;
   s.capture = capture;
   s.backend = setup.backend;
