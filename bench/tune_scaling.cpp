@@ -1,6 +1,7 @@
 // bench/tune_scaling: how the tuning job's throughput grows with its evaluators (DESIGN.md §9),
-// measured in one run. For each evaluator count k it runs `mpirun -n k+1 --bind-to none r3-mpi` on the same
-// capture (one evaluator per GPU on a GPU node: an evaluator binds the GPU of its node-local rank)
+// measured in one run. For each evaluator count k it runs `mpirun -n k+1 --bind-to none r3-mpi`
+// on the same capture (one evaluator per GPU on a GPU node: an evaluator binds the GPU of its
+// node-local rank)
 // with batches of 4 candidates per evaluator and 48 evaluations per evaluator, no confirmation,
 // and reads the job's progress lines: candidates per second over the generations' wall time,
 // the evaluators' busy fraction, and the scaling efficiency (throughput at k over k times the
