@@ -75,9 +75,10 @@ struct Measured {
   // generations' time means rank 0, not the evaluators, sets the pace.
   double search_seconds = 0, search_cpu_seconds = 0;
   int llm_candidates = 0;  // LLM answers evaluated (the run's candidates.csv)
-  // CUDA contexts lost to candidates (each costs its evaluator a new sandbox child: seconds,
-  // where a candidate of the demo's size takes tens of milliseconds). Runs that meet different
-  // numbers of them differ in throughput more than their evaluator counts make them.
+  // GPU contexts lost to candidates, on CUDA or simulated: each costs its evaluator a new
+  // sandbox child (the sandbox logs each replacement), seconds where a candidate of the demo's
+  // size takes tens of milliseconds. Runs that meet different numbers of them differ in
+  // throughput more than their evaluator counts make them.
   int contexts_lost = 0;
   std::string last_llm;           // the last progress line's LLM part
   int exit_code = 0;
@@ -147,7 +148,7 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
   for (std::string line; std::getline(in, line);) {
     std::smatch match;
     if (line.find("the search stopped proposing") != std::string::npos) proposing = false;
-    if (line.find("context lost") != std::string::npos) ++m.contexts_lost;
+    if (line.find("replaced after a lost context") != std::string::npos) ++m.contexts_lost;
     if (!std::regex_search(line, match, progress)) continue;
     const double seconds = std::stod(match[4]);
     ++m.generations;

@@ -48,7 +48,8 @@ constexpr std::size_t kMostGenerationsInFlight = 32;
 // Generations are observed and committed in order, so one slow candidate (a lost CUDA context:
 // about 2.7 s on an H100 against candidates of 10-20 ms; a timeout) holds every later generation
 // uncommitted. Those whose results are all in do not count above, or the other evaluators would
-// run out of work within 8 generations (0.2 s) and wait for it; this bounds them all.
+// run out of work after the generations above (8 were 0.2 s on two H100s) and wait for it; this
+// bounds them all.
 constexpr std::size_t kMostGenerationsUncommitted = 256;
 
 // The batch job's end (seconds since the epoch) when the scheduler says: Slurm's
