@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -72,6 +73,19 @@ Settings parse(int argc, char** argv) {
       }
       return static_cast<std::size_t>(value);
     };
+    // A finite number in [0, most].
+    auto number = [&](double most) {
+      const std::string text = next();
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(value >= 0) || !std::isfinite(value) ||
+          value > most) {
+        std::fprintf(stderr, "%s needs a number from 0 to %g, not '%s'\n", a.c_str(), most,
+                     text.c_str());
+        std::exit(2);
+      }
+      return value;
+    };
     if (a == "--seeds")
       s.seeds = count();
     else if (a == "--random-seeds")
@@ -82,16 +96,9 @@ Settings parse(int argc, char** argv) {
       s.batch = count();
     else if (a == "--initial")
       s.initial = count();
-    else if (a == "--trend") {
-      const std::string text = next();
-      char* end = nullptr;
-      const double value = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(value >= 0) || !std::isfinite(value)) {
-        std::fprintf(stderr, "--trend needs a number >= 0, not '%s'\n", text.c_str());
-        std::exit(2);
-      }
-      s.defaults.trend = value;
-    } else if (a == "--acquisition") {
+    else if (a == "--trend")
+      s.defaults.trend = number(std::numeric_limits<double>::infinity());
+    else if (a == "--acquisition") {
       const std::string name = next();
       if (name != "ucb" && name != "log_ei") {
         std::fprintf(stderr, "--acquisition is log_ei or ucb, not '%s'\n", name.c_str());
@@ -106,6 +113,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.fit_evaluations = static_cast<int>(count());
     else if (a == "--gp-points")
       s.defaults.max_gp_points = count();
+    else if (a == "--min-feasibility")
+      s.defaults.min_feasibility = number(0.5);
     else if (a == "--no-timing")
       s.timing = false;
     else if (a == "--verbose")
@@ -135,13 +144,15 @@ Settings parse(int argc, char** argv) {
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
           "  --gp-points N         most observations the GP conditions on (default 384)\n"
+          "  --min-feasibility P   P(feasible) below which a point the feasibility model\n"
+          "                        knows fails is not proposed; 0: propose all (default %g)\n"
           "  --no-timing           leave out the batch-of-64 timing\n"
           "  --verbose             print every BO seed's evaluations to 5%% and 1%%\n"
           "  --constraint EXPR     a known constraint over the tables' column names, as in\n"
           "                        tune.yaml (repeatable; e.g. 'block_size_x*block_size_y>=64')\n"
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
-          Options{}.initial_samples, Options{}.trend);
+          Options{}.initial_samples, Options{}.trend, Options{}.min_feasibility);
       std::exit(0);
     } else
       s.tables.push_back(a);

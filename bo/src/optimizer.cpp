@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <numeric>
 #include <unordered_set>
@@ -44,6 +45,10 @@ struct Optimizer::Memo {
   bool enumerated_done = false;
   std::optional<std::vector<Configuration>> enumerated;
   std::vector<Hash128> enumerated_hashes;
+  // The sizes of the history and of the pending list when a proposal found nothing to offer:
+  // both only change with what is known, so until one does a proposal finds nothing again (a
+  // level whose remaining points are all sure to fail is asked at every generation).
+  std::optional<std::pair<std::size_t, std::size_t>> nothing_at;
 };
 
 namespace {
@@ -417,6 +422,22 @@ class Model {
     return value + log_feasible + (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
   }
 
+  // Whether a point is sure to fail (Options::min_feasibility): unlikely to succeed where the
+  // classifier has seen enough around it (its variance there under a quarter of its prior
+  // variance). A point it knows little about stays a candidate however low the success rate so
+  // far: in a space where most points fail, that alone makes every unseen point unlikely.
+  bool sure_to_fail(const Configuration& c, std::optional<double> log_feasible = {}) const {
+    if (classifier_ == nullptr || options_.min_feasibility <= 0) return false;
+    const Encoded point = encoder_.encode(c);
+    const Hash128 hash = c.hash();
+    if (!log_feasible)
+      log_feasible = std::log(feasibility(feasibility_labels({point}, {hash}).front()));
+    if (*log_feasible >= std::log(options_.min_feasibility)) return false;
+    const Posterior::Column& column = classifier_->column(point, hash);
+    return classifier_->variance(column) <
+           0.25 * prior_variance(point, classifier_->hyperparameters());
+  }
+
   const Posterior& gp() const { return *gp_; }
 
  private:
@@ -505,6 +526,8 @@ void Optimizer::fit_ahead() {
 
 std::vector<Configuration> Optimizer::propose(std::size_t count) {
   timing_ = {};
+  const std::pair<std::size_t, std::size_t> now{observations_.size(), pending_.size()};
+  if (memo_->nothing_at == now) return {};
   // Randomness depends on nothing but the seed and what is known: the same history gives the
   // same proposals, whether or not the run was interrupted in between.
   std::seed_seq seeds{static_cast<std::uint32_t>(options_.seed),
@@ -528,7 +551,11 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   };
   // Random configurations not taken yet: from the list of a small space (exactly the free
   // ones, however few are left), else by drawing.
-  auto fill_randomly = [&] {
+  // `rejected`: what the model is sure fails.
+  auto fill_randomly = [&](const std::function<bool(const Configuration&)>& rejected) {
+    auto offer = [&](const Configuration& c) {
+      return !taken.contains(c.hash()) && (!rejected || !rejected(c)) && take(c);
+    };
     if (memo.enumerated) {
       std::vector<std::size_t> free;
       for (std::size_t i = 0; i < memo.enumerated_hashes.size(); ++i)
@@ -536,12 +563,12 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       std::shuffle(free.begin(), free.end(), rng);
       for (std::size_t i : free) {
         if (chosen.size() >= count) break;
-        take((*memo.enumerated)[i]);
+        offer((*memo.enumerated)[i]);
       }
       return;
     }
     for (int attempts = 0; chosen.size() < count && attempts < 20000; ++attempts)
-      take(space_.sample(rng));
+      offer(space_.sample(rng));
   };
 
   // 1. The initial space-filling design, point by point across calls.
@@ -565,7 +592,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   std::size_t successes = 0;
   for (const Observation& o : observations_) successes += o.outcome.ok ? 1 : 0;
   // Fewer than two successes give no model to fit: sample (a small space may run out here).
-  if (chosen.size() < count && successes < 2) fill_randomly();
+  if (chosen.size() < count && successes < 2) fill_randomly(nullptr);
   if (chosen.size() < count && successes >= 2) {
     Model model(space_, observations_, options_, timing_, *memo_);
     const std::size_t computed_before = model.gp().computed();
@@ -659,6 +686,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     std::vector<double> variance = pool.variance;
     std::vector<std::vector<double>> updates;
     std::vector<bool> picked(pool.size(), false);
+    std::unordered_set<Hash128> declined;
     while (chosen.size() < count) {
       std::optional<std::size_t> best;
       for (std::size_t i = 0; i < pool.size(); ++i) {
@@ -669,6 +697,10 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       if (!best) break;
       const std::size_t x = *best;
       picked[x] = true;
+      if (model.sure_to_fail(pool.configurations[x], pool.log_feasible[x])) {
+        declined.insert(pool.configurations[x].hash());
+        continue;
+      }
       take(pool.configurations[x]);
       if (chosen.size() == count) break;
       std::vector<double> u(pool.size());
@@ -682,8 +714,17 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       updates.push_back(std::move(u));
     }
     timing_.select = seconds_since(start);
-    fill_randomly();  // only when the pool ran out
+    // Only when the pool ran out; a space that went into the pool whole has nothing more.
+    if (!(memo.enumerated && memo.enumerated->size() <= options_.random_candidates))
+      fill_randomly([&](const Configuration& c) {
+        if (declined.contains(c.hash())) return true;
+        if (!model.sure_to_fail(c)) return false;
+        declined.insert(c.hash());
+        return true;
+      });
+    timing_.declined = declined.size();
   }
+  if (chosen.empty() && count > 0) memo.nothing_at = now;
   pending_.insert(pending_.end(), chosen.begin(), chosen.end());
   for (const Configuration& c : chosen) memo.known.insert(c.hash());
   return chosen;

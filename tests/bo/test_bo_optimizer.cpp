@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 
 #include "gp.hpp"
@@ -208,6 +209,7 @@ TEST(BoOptimizer, BatchesAreDistinctAndAvoidObservedAndPending) {
   Problem problem;
   Options options;
   options.initial_samples = 4;
+  options.min_feasibility = 0;  // the whole space, sure failures too
   Optimizer optimizer(problem.space, options);
   std::set<r3::Hash128> seen;
   for (int round = 0; round < 6; ++round) {
@@ -556,6 +558,86 @@ TEST(BoOptimizer, ProposesTheRestOfASmallSpaceWhenEverythingFailed) {
   }
   EXPECT_EQ(seen, 6u);
   EXPECT_TRUE(optimizer.propose(4).empty());
+}
+
+// The demo stencil's parameter level as two H100s met it: of 288 configurations only a tile of
+// 32 with at least 256 threads allowed works. Once the working ones are measured, the rest are
+// failures the model has learnt to tell apart: it stops instead of proposing all 216 of them.
+TEST(BoOptimizer, LeavesAloneWhatItIsSureFailsOnceTheRestIsMeasured) {
+  const Space space({Parameter::ordinal("unroll", {1, 2, 4, 8}),
+                     Parameter::ordinal("tile", {16, 32, 64}), Parameter::ordinal("ldg", {0, 1}),
+                     Parameter::ordinal("max_threads", {128, 256, 512, 1024}),
+                     Parameter::ordinal("min_blocks", {1, 2, 4})});
+  auto evaluate = [&](const Configuration& c) {
+    if (value(space, c, 1) != 32 || value(space, c, 3) < 256) return Outcome::failed("launch");
+    return Outcome::success(1 - 0.01 * std::log2(value(space, c, 0)) -
+                            0.005 * value(space, c, 2) + 0.002 * value(space, c, 4));
+  };
+  for (double min_feasibility : {0.01, 0.0}) {
+    SCOPED_TRACE("min_feasibility " + std::to_string(min_feasibility));
+    Options options;
+    options.seed = 2;
+    options.min_feasibility = min_feasibility;
+    Optimizer optimizer(space, options);
+    std::size_t successes = 0, failures = 0, declined = 0;
+    for (int step = 0; step < 400; ++step) {
+      const std::vector<Configuration> batch = optimizer.propose(4);
+      if (batch.empty()) break;
+      declined = std::max(declined, optimizer.last_timing().declined);
+      for (const Configuration& c : batch) {
+        const Outcome outcome = evaluate(c);
+        (outcome.ok ? successes : failures) += 1;
+        optimizer.observe(c, outcome);
+      }
+    }
+    EXPECT_EQ(successes, 72u);  // every working configuration, whatever the option
+    if (min_feasibility > 0) {
+      EXPECT_LT(failures, 60u);
+      EXPECT_GT(declined, 150u);
+    } else {
+      EXPECT_EQ(failures, 216u);
+      EXPECT_EQ(declined, 0u);
+    }
+    EXPECT_TRUE(optimizer.propose(4).empty());
+  }
+}
+
+// Sure means seen around: where nearly everything tried so far failed, every unseen point is as
+// unlikely as that rate, but one far from the observations is not known to fail, and stays a
+// candidate. Six dimensions of 6 values: only the corner where each is 0 or 1 works (64 of
+// 46656); 400 points drawn at random failed, 3 in the corner worked. Even at the highest
+// min_feasibility (1/2: below it, every unseen point here), asked for 300 it declines some
+// (those among the failures) and still offers 300; on P(feasible) alone it offered 110.
+TEST(BoOptimizer, StillTriesWhereItKnowsNothingHoweverManyFailed) {
+  std::vector<Parameter> parameters;
+  for (int d = 0; d < 6; ++d)
+    parameters.push_back(Parameter::ordinal("p" + std::to_string(d), {0, 1, 2, 3, 4, 5}));
+  const Space space(parameters);
+  auto works = [](const Configuration& c) {
+    for (const auto& v : c.values)
+      if (v[0] > 1) return false;
+    return true;
+  };
+  Options options;
+  options.seed = 4;
+  options.min_feasibility = 0.5;
+  Optimizer optimizer(space, options);
+  std::mt19937_64 rng(9);
+  std::set<r3::Hash128> seen;
+  for (int k = 0; k < 3; ++k) {
+    Configuration c;
+    for (int d = 0; d < 6; ++d) c.values.push_back({d == k ? 1 : 0});
+    seen.insert(c.hash());
+    optimizer.observe(c, Outcome::success(1 + k));
+  }
+  while (seen.size() < 403) {
+    Configuration c = space.sample(rng);
+    if (works(c) || !seen.insert(c.hash()).second) continue;
+    optimizer.observe(c, Outcome::failed("launch error"));
+  }
+  const std::vector<Configuration> batch = optimizer.propose(300);
+  EXPECT_EQ(batch.size(), 300u);
+  EXPECT_GT(optimizer.last_timing().declined, 0u);
 }
 
 TEST(BoOptimizer, NeverProposesAConfigurationMarkedPendingFromOutside) {

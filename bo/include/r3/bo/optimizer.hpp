@@ -50,6 +50,13 @@ struct Options {
   // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
   double trend = 0.1;
   BatchStrategy batch = BatchStrategy::kriging_believer;
+  // A configuration the feasibility model is sure fails is not proposed: P(feasible) below
+  // this where the model has seen enough around it (its variance there under a quarter of what
+  // it is far from every observation). Once a small space's working points are all measured, the
+  // rest is failures it has learnt to tell apart (on two GPUs, a parameter level went on to
+  // evaluate 200 of them, 41 losing their CUDA context); proposing fewer then hands the budget
+  // to other levels and sources. 0: propose every point.
+  double min_feasibility = 0.01;
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
   std::size_t local_search_steps = 6;
@@ -80,7 +87,8 @@ class Optimizer {
   void fit_ahead();
 
   // Up to `count` configurations for idle workers: valid, distinct, neither observed nor
-  // pending; they become pending. Fewer only when the space has no more to offer.
+  // pending; they become pending. Fewer only when the space has no more to offer than points
+  // the feasibility model is sure fail (Options::min_feasibility).
   std::vector<Configuration> propose(std::size_t count);
   // Marks a configuration that is being evaluated without having been proposed here (e.g. the
   // defaults, run with a new source), so that propose() does not offer it too.
@@ -102,6 +110,7 @@ class Optimizer {
     std::size_t pool = 0;   // points scored
     std::size_t new_points = 0;  // of which the GP had no column kept
     std::size_t gp_rows = 0;     // observations the GP conditioned on (at most max_gp_points)
+    std::size_t declined = 0;    // points not proposed: sure to fail (Options::min_feasibility)
   };
   const Timing& last_timing() const { return timing_; }
 
