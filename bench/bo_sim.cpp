@@ -43,7 +43,7 @@ struct Settings {
   std::size_t budget = 500;
   std::size_t batch = 1;
   std::size_t initial = Options{}.initial_samples;
-  Acquisition acquisition = Acquisition::log_ei;
+  Acquisition acquisition = Acquisition::portfolio;
   Options defaults;  // the optimiser's other settings (--candidates, --local-starts, ...)
   bool timing = true;
   bool verbose = false;  // print every BO seed's evaluations to 5% and 1%
@@ -100,11 +100,14 @@ Settings parse(int argc, char** argv) {
       s.defaults.trend = number(std::numeric_limits<double>::infinity());
     else if (a == "--acquisition") {
       const std::string name = next();
-      if (name != "ucb" && name != "log_ei") {
-        std::fprintf(stderr, "--acquisition is log_ei or ucb, not '%s'\n", name.c_str());
+      if (name != "ucb" && name != "log_ei" && name != "portfolio") {
+        std::fprintf(stderr, "--acquisition is log_ei, ucb or portfolio, not '%s'\n",
+                     name.c_str());
         std::exit(2);
       }
-      s.acquisition = name == "ucb" ? Acquisition::ucb : Acquisition::log_ei;
+      s.acquisition = name == "ucb"         ? Acquisition::ucb
+                      : name == "portfolio" ? Acquisition::portfolio
+                                            : Acquisition::log_ei;
     } else if (a == "--candidates")
       s.defaults.random_candidates = count();
     else if (a == "--local-starts")
@@ -136,7 +139,7 @@ Settings parse(int argc, char** argv) {
           "  --random-seeds N      random-search runs (default 200)\n"
           "  --budget N            most evaluations per BO run (default 500)\n"
           "  --batch Q             proposals per BO step (default 1)\n"
-          "  --acquisition A       log_ei (default) or ucb\n"
+          "  --acquisition A       log_ei, ucb or portfolio (the two in turn; default)\n"
           "  --initial N           initial design points (default %zu)\n"
           "  --trend V             prior variance of the surrogate's linear trend per\n"
           "                        parameter; 0: none (default %g)\n"
@@ -303,7 +306,9 @@ int main(int argc, char** argv) {
         "of the table's optimum, median over seeds. exact: the median of random search without\n"
         "replacement, computed from the table; ratio = exact / BO; s/eval: BO's time per "
         "evaluation\n\n",
-        settings.acquisition == Acquisition::log_ei ? "log-EI" : "UCB", settings.initial,
+        settings.acquisition == Acquisition::log_ei ? "log-EI"
+        : settings.acquisition == Acquisition::ucb  ? "UCB"
+                                                    : "log-EI/UCB portfolio", settings.initial,
         settings.defaults.trend, settings.batch, settings.seeds, settings.budget,
         settings.random_seeds);
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "", "", "", "", "",

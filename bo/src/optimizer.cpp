@@ -413,9 +413,9 @@ class Model {
   // point that probably does not. Multiplying alone is not enough: once the surrogate has found
   // the optimum, the only places left with expected improvement are those it has no times for,
   // which are exactly where everything fails.
-  double acquisition(double mean, double variance, double log_feasible) const {
+  double acquisition(Acquisition kind, double mean, double variance, double log_feasible) const {
     const double sd = std::sqrt(variance);
-    const double value = options_.acquisition == Acquisition::log_ei
+    const double value = kind == Acquisition::log_ei
                              ? log_expected_improvement(mean, sd, best_)
                              : std::sqrt(options_.ucb_beta) * sd - mean;
     constexpr double kProbablyFails = -1e6;
@@ -641,11 +641,19 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (const Configuration& n : neighbours(observations_[by_time[k]].configuration)) add(n);
     }
     model.evaluate(pool, std::move(candidates));
+    // The acquisition of the k-th pick of this proposal: the portfolio takes log-EI and UCB in
+    // turn, by the number of configurations known before the pick (history only: resumable).
+    const std::size_t known = observations_.size() + pending_.size() + chosen.size();
+    auto kind = [&](std::size_t pick) {
+      if (options_.acquisition != Acquisition::portfolio) return options_.acquisition;
+      return (known + pick) % 2 == 0 ? Acquisition::log_ei : Acquisition::ucb;
+    };
     std::vector<double> acquisition(pool.size());
     auto score = [&](std::size_t from) {
       acquisition.resize(pool.size());
       for (std::size_t i = from; i < pool.size(); ++i)
-        acquisition[i] = model.acquisition(pool.mean[i], pool.variance[i], pool.log_feasible[i]);
+        acquisition[i] =
+            model.acquisition(kind(0), pool.mean[i], pool.variance[i], pool.log_feasible[i]);
     };
     score(0);
 
@@ -687,11 +695,14 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     std::vector<std::vector<double>> updates;
     std::vector<bool> picked(pool.size(), false);
     std::unordered_set<Hash128> declined;
+    const std::size_t chosen_before = chosen.size();
     while (chosen.size() < count) {
       std::optional<std::size_t> best;
+      const Acquisition pick_kind = kind(chosen.size() - chosen_before);
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
-        acquisition[i] = model.acquisition(pool.mean[i], variance[i], pool.log_feasible[i]);
+        acquisition[i] =
+            model.acquisition(pick_kind, pool.mean[i], variance[i], pool.log_feasible[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
       }
       if (!best) break;

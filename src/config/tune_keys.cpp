@@ -25,7 +25,9 @@ const Names<Backend> kBackends{{{"auto", Backend::automatic},
                                 {"simulate", Backend::simulate}}};
 const Names<Compiler> kCompilers = Names<Compiler>::of(replay::kCompilerNames);
 const Names<bo::Acquisition> kAcquisitions{
-    {{"log_ei", bo::Acquisition::log_ei}, {"ucb", bo::Acquisition::ucb}}};
+    {{"log_ei", bo::Acquisition::log_ei},
+     {"ucb", bo::Acquisition::ucb},
+     {"portfolio", bo::Acquisition::portfolio}}};
 const Names<bo::BatchStrategy> kBatchStrategies{
     {{"kriging_believer", bo::BatchStrategy::kriging_believer}}};
 const Names<bo::InitialDesign> kInitialDesigns{

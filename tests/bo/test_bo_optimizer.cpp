@@ -397,6 +397,40 @@ TEST(BoOptimizer, AResumedRunProposesWhatTheUninterruptedRunWould) {
   }
 }
 
+// The portfolio takes log-EI and UCB in turn by the number of configurations known, so that a
+// resumed run takes the same turns: with an even count its pick is log-EI's, with an odd one
+// UCB's (the same model, pool and seed).
+TEST(BoOptimizer, ThePortfolioTakesLogEiAndUcbInTurn) {
+  Problem problem;
+  std::size_t differed = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    for (int extra = 0; extra < 2; ++extra) {  // 6 known, then 7
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", extra " + std::to_string(extra));
+      std::vector<Configuration> picks;
+      for (Acquisition a : {Acquisition::log_ei, Acquisition::ucb, Acquisition::portfolio}) {
+        Options options;
+        options.seed = seed;
+        options.acquisition = a;
+        options.ucb_beta = 16;  // exploring far more than log-EI, so that their picks differ
+        Optimizer optimizer(problem.space, options);
+        for (int x = 1; x < 12; x += 4)
+          for (int y = 0; y < 12; y += 6) {
+            Configuration c{{{x}, {y}}};
+            optimizer.observe(c, problem.evaluate(c));
+          }
+        if (extra) {
+          Configuration c{{{6}, {3}}};
+          optimizer.observe(c, problem.evaluate(c));
+        }
+        picks.push_back(optimizer.propose(1).at(0));
+      }
+      EXPECT_EQ(picks[2], picks[extra == 0 ? 0 : 1]);
+      differed += picks[0] != picks[1] ? 1 : 0;
+    }
+  }
+  EXPECT_GT(differed, 0u) << "log-EI and UCB always agreed: the test tells nothing";
+}
+
 // A small constrained space is proposed until it is spent: every valid configuration once, then
 // nothing, and quickly (drawing at random gets slower the fewer points are left).
 TEST(BoOptimizer, ASmallConstrainedSpaceIsProposedWholeThenNothing) {
