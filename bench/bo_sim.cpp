@@ -3,9 +3,9 @@
 // batch of 64 takes with 1000 observations. Every figure is measured in this one run.
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
-//               [--acquisition log_ei|ucb] [--initial N] [--trend V] [--candidates N]
-//               [--local-starts N]
-//               [--fit-evaluations N] [--gp-points N] [--no-timing] [--verbose]
+//               [--acquisition log_ei|ucb|portfolio] [--initial N] [--trend V]
+//               [--candidates N] [--local-starts N] [--fit-evaluations N] [--gp-points N]
+//               [--min-feasibility P] [--no-timing] [--verbose]
 //               [--constraint EXPR]... [--constraints FILE] TABLE.csv...
 //
 // Known constraints (tune.yaml's expressions over the table's column names) limit the space

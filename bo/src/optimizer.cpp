@@ -477,6 +477,7 @@ void Optimizer::observe(const Configuration& configuration, const Outcome& outco
 
 void Optimizer::clear_pending() {
   pending_.clear();
+  memo_->nothing_at.reset();  // the points pending before are free again
   memo_->known = std::unordered_set<Hash128>(memo_->observed.begin(), memo_->observed.end());
 }
 
@@ -552,9 +553,19 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   // Random configurations not taken yet: from the list of a small space (exactly the free
   // ones, however few are left), else by drawing.
   // `rejected`: what the model is sure fails.
+  // `rejected`: what the model is sure fails. Each such point costs a classifier column, so
+  // after kMostRejected of them in a row the space counts as spent for this proposal.
+  constexpr std::size_t kMostRejected = 256;
   auto fill_randomly = [&](const std::function<bool(const Configuration&)>& rejected) {
+    std::size_t rejected_in_a_row = 0;
     auto offer = [&](const Configuration& c) {
-      return !taken.contains(c.hash()) && (!rejected || !rejected(c)) && take(c);
+      if (taken.contains(c.hash())) return;
+      if (rejected && rejected(c)) {
+        ++rejected_in_a_row;
+        return;
+      }
+      rejected_in_a_row = 0;
+      take(c);
     };
     if (memo.enumerated) {
       std::vector<std::size_t> free;
@@ -562,12 +573,14 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         if (!taken.contains(memo.enumerated_hashes[i])) free.push_back(i);
       std::shuffle(free.begin(), free.end(), rng);
       for (std::size_t i : free) {
-        if (chosen.size() >= count) break;
+        if (chosen.size() >= count || rejected_in_a_row >= kMostRejected) break;
         offer((*memo.enumerated)[i]);
       }
       return;
     }
-    for (int attempts = 0; chosen.size() < count && attempts < 20000; ++attempts)
+    for (int attempts = 0;
+         chosen.size() < count && attempts < 20000 && rejected_in_a_row < kMostRejected;
+         ++attempts)
       offer(space_.sample(rng));
   };
 
@@ -696,15 +709,18 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     std::vector<bool> picked(pool.size(), false);
     std::unordered_set<Hash128> declined;
     const std::size_t chosen_before = chosen.size();
+    bool rescore = true;  // after a pick was taken (a declined one changes nothing)
     while (chosen.size() < count) {
       std::optional<std::size_t> best;
       const Acquisition pick_kind = kind(chosen.size() - chosen_before);
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
-        acquisition[i] =
-            model.acquisition(pick_kind, pool.mean[i], variance[i], pool.log_feasible[i]);
+        if (rescore)
+          acquisition[i] =
+              model.acquisition(pick_kind, pool.mean[i], variance[i], pool.log_feasible[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
       }
+      rescore = false;
       if (!best) break;
       const std::size_t x = *best;
       picked[x] = true;
@@ -713,6 +729,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         continue;
       }
       take(pool.configurations[x]);
+      rescore = true;
       if (chosen.size() == count) break;
       std::vector<double> u(pool.size());
       const double scale = std::sqrt(variance[x] + gp.hyperparameters().noise_variance);

@@ -633,6 +633,10 @@ TEST(BoOptimizer, LeavesAloneWhatItIsSureFailsOnceTheRestIsMeasured) {
       EXPECT_EQ(declined, 0u);
     }
     EXPECT_TRUE(optimizer.propose(4).empty());
+    // Not the memo of the last answer alone: an optimiser given the same history finds nothing.
+    Optimizer again(space, options);
+    for (const Observation& o : optimizer.observations()) again.observe(o.configuration, o.outcome);
+    EXPECT_TRUE(again.propose(4).empty());
   }
 }
 
@@ -641,7 +645,7 @@ TEST(BoOptimizer, LeavesAloneWhatItIsSureFailsOnceTheRestIsMeasured) {
 // candidate. Six dimensions of 6 values: only the corner where each is 0 or 1 works (64 of
 // 46656); 400 points drawn at random failed, 3 in the corner worked. Even at the highest
 // min_feasibility (1/2: below it, every unseen point here), asked for 300 it declines some
-// (those among the failures) and still offers 300; on P(feasible) alone it offered 110.
+// (candidates next to the failures) and still offers 300; on P(feasible) alone it offered 110.
 TEST(BoOptimizer, StillTriesWhereItKnowsNothingHoweverManyFailed) {
   std::vector<Parameter> parameters;
   for (int d = 0; d < 6; ++d)

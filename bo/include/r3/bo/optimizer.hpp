@@ -33,10 +33,13 @@ struct Observation {
   Outcome outcome;
 };
 
-// portfolio (the default): log-EI and UCB in turn, one pick each. Neither alone is best on every
-// table of bench/bo_sim (UCB finds Rosenbrock-4D's narrow valley floor, log-EI Hartmann-6's
-// optimum); the portfolio needed fewer evaluations than log-EI on 7 of the 8 figures of the
-// side-by-side bench's tables (100 seeds; bench/README.md), more on Hartmann-6 (216.5 to 164).
+// portfolio (the default): log-EI and UCB in turn, one pick each, by the number of configurations
+// known (a resumed run takes the same turns). Neither alone is best on every table of
+// bench/bo_sim (UCB finds Rosenbrock-4D's narrow valley floor, log-EI Hartmann-6's optimum); the
+// portfolio needed fewer evaluations than log-EI on 7 of the 8 figures of the side-by-side
+// bench's four tables (100 seeds, batch 1; docs/tune-yaml.md), more on Hartmann-6 (216.5 to 164).
+// The local search follows the first pick's acquisition: a job whose every proposal for a level
+// is of an even size starts each with the same one (its picks still alternate).
 enum class Acquisition { log_ei, ucb, portfolio };
 enum class InitialDesign { sobol, latin_hypercube };
 // How a batch of proposals is formed: the Kriging believer (each proposal observed at the
