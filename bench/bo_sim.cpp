@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -50,6 +51,23 @@ struct Settings {
   std::vector<std::string> constraints;  // for every table (--constraint, --constraints)
   std::vector<std::string> tables;
 };
+
+// --acquisition's values and how the summary names them.
+struct AcquisitionName {
+  const char* option;
+  const char* label;
+  Acquisition value;
+};
+constexpr AcquisitionName kAcquisitions[] = {
+    {"log_ei", "log-EI", Acquisition::log_ei},
+    {"ucb", "UCB", Acquisition::ucb},
+    {"portfolio", "log-EI/UCB portfolio", Acquisition::portfolio}};
+
+const char* label_of(Acquisition a) {
+  for (const AcquisitionName& n : kAcquisitions)
+    if (n.value == a) return n.label;
+  return "?";
+}
 
 Settings parse(int argc, char** argv) {
   Settings s;
@@ -100,14 +118,14 @@ Settings parse(int argc, char** argv) {
       s.defaults.trend = number(std::numeric_limits<double>::infinity());
     else if (a == "--acquisition") {
       const std::string name = next();
-      if (name != "ucb" && name != "log_ei" && name != "portfolio") {
+      const auto* known = std::find_if(std::begin(kAcquisitions), std::end(kAcquisitions),
+                                       [&](const AcquisitionName& n) { return name == n.option; });
+      if (known == std::end(kAcquisitions)) {
         std::fprintf(stderr, "--acquisition is log_ei, ucb or portfolio, not '%s'\n",
                      name.c_str());
         std::exit(2);
       }
-      s.acquisition = name == "ucb"         ? Acquisition::ucb
-                      : name == "portfolio" ? Acquisition::portfolio
-                                            : Acquisition::log_ei;
+      s.acquisition = known->value;
     } else if (a == "--candidates")
       s.defaults.random_candidates = count();
     else if (a == "--local-starts")
@@ -306,9 +324,7 @@ int main(int argc, char** argv) {
         "of the table's optimum, median over seeds. exact: the median of random search without\n"
         "replacement, computed from the table; ratio = exact / BO; s/eval: BO's time per "
         "evaluation\n\n",
-        settings.acquisition == Acquisition::log_ei ? "log-EI"
-        : settings.acquisition == Acquisition::ucb  ? "UCB"
-                                                    : "log-EI/UCB portfolio", settings.initial,
+        label_of(settings.acquisition), settings.initial,
         settings.defaults.trend, settings.batch, settings.seeds, settings.budget,
         settings.random_seeds);
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "", "", "", "", "",

@@ -552,7 +552,6 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   };
   // Random configurations not taken yet: from the list of a small space (exactly the free
   // ones, however few are left), else by drawing.
-  // `rejected`: what the model is sure fails.
   // `rejected`: what the model is sure fails. Each such point costs a classifier column, so
   // after kMostRejected of them in a row the space counts as spent for this proposal.
   constexpr std::size_t kMostRejected = 256;
@@ -620,7 +619,9 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       if (fresh(c) && batch.insert(c.hash()).second) candidates.push_back(c);
     };
     // A space no larger than the pool goes in whole (drawing would mostly repeat itself).
-    if (memo.enumerated && memo.enumerated->size() <= options_.random_candidates) {
+    const bool whole_space =
+        memo.enumerated && memo.enumerated->size() <= options_.random_candidates;
+    if (whole_space) {
       for (const Configuration& c : *memo.enumerated) add(c);
     } else {
       // Random points drawn at the GP's fit point, which the posterior already knows, and a few
@@ -743,7 +744,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     }
     timing_.select = seconds_since(start);
     // Only when the pool ran out; a space that went into the pool whole has nothing more.
-    if (!(memo.enumerated && memo.enumerated->size() <= options_.random_candidates))
+    if (!whole_space)
       fill_randomly([&](const Configuration& c) {
         if (declined.contains(c.hash())) return true;
         if (!model.sure_to_fail(c)) return false;
