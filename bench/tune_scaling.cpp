@@ -59,6 +59,9 @@ struct Options {
   double compile_time = 1, run_time = 2;
   double lost_rate = 0, lost_time = 2.7;  // simulated lost GPU contexts (--lost-rate)
   std::vector<bool> llm = {false, true};
+  // Further tune.yaml sections (e.g. search: bo: ...) appended to every run's tune file: the
+  // same build measured with an option on and off.
+  std::string append;
 };
 
 struct Measured {
@@ -124,6 +127,7 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
       out << "backend: simulate\nsimulate:\n  compile: " << o.compile_time << "s\n  run: "
           << o.run_time << "s\n  lost_rate: " << o.lost_rate << "\n  lost_time: " << o.lost_time
           << "s\n";
+    out << o.append;
     if (!endpoint.empty())
       out << "llm:\n  endpoint: " << endpoint << "\n  model: bench\n  timeout: 60s\n";
   }
@@ -221,6 +225,9 @@ int main(int argc, char** argv) {
       o.lost_rate = std::stod(value());
     } else if (arg == "--lost-time") {
       o.lost_time = std::stod(value());
+    } else if (arg == "--append") {
+      o.append = read_file(value());
+      if (!o.append.empty() && o.append.back() != '\n') o.append += '\n';
     } else if (arg == "--keep") {
       o.keep = value();
     } else if (arg == "--no-llm") {
@@ -233,14 +240,16 @@ int main(int argc, char** argv) {
           "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
           "                    [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]\n"
           "                    [--lost-time 2.7]] [--no-llm | --llm-only]\n"
-          "                    [--keep DIR]\n"
+          "                    [--keep DIR] [--append FILE]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
           "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
           "  efficiency and the LLM answers evaluated. --simulate: the simulate backend, candidates of --compile-time\n"
           "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine;\n"
           "  --lost-rate of them lose their GPU context and cost --lost-time seconds (as on CUDA).\n"
-          "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n");
+          "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n"
+          "  --append FILE: YAML added to every run's tune file (sections it does not write,\n"
+          "  such as search or verify), to measure an option on and off\n");
       return arg == "--help" ? 0 : 2;
     }
   }

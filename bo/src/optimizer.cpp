@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <future>
+#include <limits>
 #include <numeric>
 #include <unordered_set>
 
@@ -479,6 +480,15 @@ void Optimizer::clear_pending() {
   pending_.clear();
   memo_->nothing_at.reset();  // the points pending before are free again
   memo_->known = std::unordered_set<Hash128>(memo_->observed.begin(), memo_->observed.end());
+}
+
+std::size_t Optimizer::pending_room() const {
+  if (options_.pending_per_observation <= 0) return std::numeric_limits<std::size_t>::max();
+  const auto allowed = std::max(
+      options_.initial_samples,
+      static_cast<std::size_t>(options_.pending_per_observation *
+                               static_cast<double>(observations_.size())));
+  return allowed > pending_.size() ? allowed - pending_.size() : 0;
 }
 
 void Optimizer::add_pending(const Configuration& configuration) {

@@ -380,6 +380,10 @@ SectionPtr<bo::Options> bo_section() {
       schema::number<B>("min_feasibility", &B::min_feasibility, Range::closed(0, 0.5),
                         "P(feasible) below which a configuration the failure model is sure of is "
                         "not proposed; 0: propose every one."),
+      schema::number<B>("pending_per_observation", &B::pending_per_observation,
+                        Range::closed(0, 64),
+                        "Configurations of one source and level in flight per one observed (at "
+                        "least initial_samples) before other work gets the batch; 0: no limit."),
       schema::choice<B>("batch", &B::batch, kBatchStrategies,
                         "How a batch of proposals for many evaluators is formed."),
   }});

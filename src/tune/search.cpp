@@ -395,23 +395,38 @@ bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {
 }
 
 void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
-                            std::uint32_t generation, std::vector<Planned>& out) {
+                            std::uint32_t generation, std::vector<Planned>& out,
+                            PendingLimit limit) {
   std::size_t made = 0;
   for (SourceEntry* source : ranked_sources(kernel)) {
     if (made >= count) break;
     auto space = source->spaces.find(level);
     if (space == source->spaces.end()) continue;
+    const std::tuple<std::size_t, Hash128, Level> key{kernel.index, source->hash, level};
+    bo::Optimizer& bo = optimizer(*source, level);
+    std::size_t ask = count - made;
+    // The same numbers whether the proposals are made or replayed from the database, so that a
+    // resumed run holds back, and comes back to, the same optimizers.
+    if (limit == PendingLimit::beyond) {
+      if (!held_back_.contains(key)) continue;
+    } else if (const std::size_t room = bo.pending_room(); room < ask) {
+      ask = room;
+      held_back_.insert(key);
+    }
+    if (ask == 0) continue;
     std::vector<bo::Configuration> proposed;
     if (replaying_) {
-      auto& queue = replayed_[{kernel.index, source->hash, level}];
-      while (!queue.empty() && proposed.size() < count - made) {
+      auto& queue = replayed_[key];
+      while (!queue.empty() && proposed.size() < ask) {
         proposed.push_back(std::move(queue.front()));
         queue.pop_front();
-        optimizer(*source, level).add_pending(proposed.back());
+        bo.add_pending(proposed.back());
       }
     } else {
-      proposed = optimizer(*source, level).propose(count - made);
+      proposed = bo.propose(ask);
     }
+    // One that found fewer than it was asked for has nothing more to give now.
+    if (proposed.size() < ask) held_back_.erase(key);
     for (const bo::Configuration& c : proposed) {
       out.push_back(plan(kernel, *source, level, &c, candidate_level_of(level), generation));
       ++made;
@@ -492,51 +507,67 @@ std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count
 
 std::vector<Planned> Search::propose_now(std::uint32_t generation, std::size_t count) {
   std::vector<Planned> out;
+  held_back_.clear();
   if (next_id_ == 0) {
     for (auto& state : states_) propose_originals(*state, generation, out);
   }
   std::size_t left = count > out.size() ? count - out.size() : 0;
   // The kernels share the batch evenly over the run; within a kernel the slots (new sources,
   // then each level) share its candidates by tune.yaml's shares, over the run too. A slot that
-  // cannot use what it is given (nothing left to propose) passes it on, and is not owed it.
-  std::vector<bool> kernel_can(states_.size(), true);
-  while (left > 0) {
-    std::vector<double> kernel_weights(states_.size(), 0);
-    for (std::size_t k = 0; k < states_.size(); ++k) kernel_weights[k] = kernel_can[k] ? 1 : 0;
-    std::vector<std::size_t> per_kernel = fair_shares(left, kernel_weights, kernel_received_);
-    std::size_t made_now = 0;
-    for (std::size_t k = 0; k < states_.size(); ++k) {
-      if (per_kernel[k] == 0) continue;
-      KernelState& kernel = *states_[k];
-      std::vector<double> weights = {
-          config_.search.source.enabled ? config_.search.source.share : 0};
-      for (Level level : kLevels)
-        weights.push_back(levels_.enabled(level) ? levels_.share(level) : 0);
-      std::size_t want = per_kernel[k], made = 0;
-      while (made < want) {
-        if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
-        std::vector<std::size_t> counts = fair_shares(want - made, weights, kernel.received);
-        for (std::size_t slot = 0; slot < counts.size(); ++slot) {
-          if (counts[slot] == 0) continue;
-          std::size_t start = out.size();
-          if (slot == 0)
-            propose_sources(kernel, counts[slot], generation, out);
-          else
-            propose_levels(kernel, kLevels[slot - 1], counts[slot], generation, out);
-          const std::size_t got = out.size() - start;
-          made += got;
-          if (got < counts[slot]) weights[slot] = 0;  // spent for this generation
+  // cannot use what it is given (nothing left to propose, or its optimizers at their pending
+  // limit) passes it on, and is not owed it. What no slot could take then goes, by the same
+  // shares, to the optimizers held back at their limit, rather than leave evaluators idle.
+  auto fill = [&](PendingLimit limit) {
+    std::vector<bool> kernel_can(states_.size(), true);
+    while (left > 0) {
+      std::vector<double> kernel_weights(states_.size(), 0);
+      for (std::size_t k = 0; k < states_.size(); ++k) kernel_weights[k] = kernel_can[k] ? 1 : 0;
+      std::vector<std::size_t> per_kernel = fair_shares(left, kernel_weights, kernel_received_);
+      std::size_t made_now = 0;
+      for (std::size_t k = 0; k < states_.size(); ++k) {
+        if (per_kernel[k] == 0) continue;
+        KernelState& kernel = *states_[k];
+        auto held_back = [&](Level level) {
+          return std::any_of(held_back_.begin(), held_back_.end(), [&](const auto& key) {
+            return std::get<0>(key) == k && std::get<2>(key) == level;
+          });
+        };
+        const bool within = limit == PendingLimit::within;
+        std::vector<double> weights = {
+            within && config_.search.source.enabled ? config_.search.source.share : 0};
+        for (Level level : kLevels)
+          weights.push_back(levels_.enabled(level) && (within || held_back(level))
+                                ? levels_.share(level)
+                                : 0);
+        std::size_t want = per_kernel[k], made = 0;
+        while (made < want) {
+          if (std::all_of(weights.begin(), weights.end(), [](double w) { return w <= 0; })) break;
+          std::vector<std::size_t> counts = fair_shares(want - made, weights, kernel.received);
+          for (std::size_t slot = 0; slot < counts.size(); ++slot) {
+            if (counts[slot] == 0) continue;
+            std::size_t start = out.size();
+            if (slot == 0)
+              propose_sources(kernel, counts[slot], generation, out);
+            else
+              propose_levels(kernel, kLevels[slot - 1], counts[slot], generation, out, limit);
+            const std::size_t got = out.size() - start;
+            made += got;
+            if (got < counts[slot]) weights[slot] = 0;  // spent for this generation
+          }
         }
+        if (made < want) {
+          kernel_can[k] = false;
+          kernel_received_[k] -= static_cast<double>(want - made);
+        }
+        made_now += made;
+        left -= made;
       }
-      if (made < want) {
-        kernel_can[k] = false;
-        kernel_received_[k] -= static_cast<double>(want - made);
-      }
-      made_now += made;
-      left -= made;
+      if (made_now == 0) break;
     }
-    if (made_now == 0) break;
-  }
+  };
+  fill(PendingLimit::within);
+  if (left > 0 && !held_back_.empty()) fill(PendingLimit::beyond);
+  held_back_.clear();
   return out;
 }
 

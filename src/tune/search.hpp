@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -157,8 +158,12 @@ class Search {
   MutationRequest mutation_request(const KernelState& kernel, const SourceEntry& parent) const;
   // Asks the mutation worker for a source's mutations before the search picks it as a parent.
   void mutate_ahead(KernelState& kernel, const SourceEntry& parent);
+  // Within the pending limit (bo::Options::pending_per_observation) each optimizer proposes at
+  // most its pending_room(), and one that stops there is held back; beyond it, only the ones
+  // held back propose, for the batch's rest that no other work could take.
+  enum class PendingLimit { within, beyond };
   void propose_levels(KernelState& kernel, Level level, std::size_t count, std::uint32_t generation,
-                      std::vector<Planned>& out);
+                      std::vector<Planned>& out, PendingLimit limit = PendingLimit::within);
   std::vector<SourceEntry*> ranked_sources(KernelState& kernel);
   bo::Optimizer& optimizer(SourceEntry& source, Level level);  // made on first use
 
@@ -179,6 +184,9 @@ class Search {
   // computed again (a GP fit per generation made resuming a long run take minutes).
   std::map<std::tuple<std::size_t, Hash128, Level>, std::deque<bo::Configuration>> replayed_;
   bool replaying_ = false;
+  // The optimizers, by (kernel, source, level), that stopped at their pending limit in the
+  // proposal being made (what it may come back to).
+  std::set<std::tuple<std::size_t, Hash128, Level>> held_back_;
   std::map<std::uint64_t, Planned> outstanding_;  // proposed, not yet observed
   std::unique_ptr<evolve::PromptBuilder> prompts_;
   std::unique_ptr<MutationWorker> mutation_worker_;  // made when a kernel is mutated

@@ -92,7 +92,7 @@ TEST(TuneSearch, FairSharesCarryTheRoundingAcrossCalls) {
 }
 
 struct Split {
-  std::map<std::size_t, std::size_t> per_kernel;                    // after the originals
+  std::map<std::size_t, std::size_t> per_kernel;                         // after the originals
   std::map<std::pair<std::size_t, std::string>, std::size_t> per_level;  // (kernel, level)
   std::size_t originals = 0;
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> blocks;  // launch level's
@@ -119,8 +119,9 @@ Split run_search(int kernels, std::size_t batch, int generations, bool with_para
     t.base.compiler = replay::Compiler::nvrtc;
     if (with_parameters) {
       // A source with a tunable: the nvrtc path, and a parameter level to search.
-      t.source = "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n__global__ void kernel" + std::to_string(k) +
-                 "(float* x) { x[threadIdx.x] *= TILE; }\n";
+      t.source =
+          "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n__global__ void kernel" +
+          std::to_string(k) + "(float* x) { x[threadIdx.x] *= TILE; }\n";
       t.source_name = "k.cu";
     }
     if (adjust) adjust(t);
@@ -247,6 +248,53 @@ TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
   }
 }
 
+// A level's optimizer proposes at most its pending room (search.bo.pending_per_observation: at
+// first initial_samples, 5, less its defaults, which the originals run) while other work can take
+// the batch, and only the rest beyond it. Kernel 0 has a parameter level (three optimizers, room
+// 12), kernel 1 only compiler and launch (room 7: its compiler level also runs the recorded PTX
+// through the JIT). Generation 0 asks for the four originals and 19 more: kernel 0 takes 12, more
+// than its even half, since kernel 1's optimizers are full at 7. Nothing observed, generation 1
+// is still filled, beyond the limit.
+TEST(TuneSearch, AnOptimizerAtItsPendingLimitLeavesTheBatchToOtherWork) {
+  for (const std::string limit : {"0.25", "0"}) {
+    SCOPED_TRACE("pending_per_observation " + limit);
+    test::TempDir dir;
+    write_cuda_capture(dir / "c.h5", 2);
+    const std::string yaml =
+        "capture: c.h5\nbackend: cuda\nkernels: [kernel0, kernel1]\nsearch:\n  levels:\n"
+        "    source:\n      mutators: []\n  bo:\n    pending_per_observation: " +
+        limit + "\n";
+    config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
+    auto capture = capture::CaptureReader::open(dir / "c.h5");
+    std::vector<KernelTarget> targets(2);
+    for (std::size_t k = 0; k < 2; ++k) {
+      KernelTarget& t = targets[k];
+      t.capture_index = k;
+      t.name = "kernel" + std::to_string(k);
+      t.original_block = capture::Dim3{128, 1, 1};
+      t.has_recorded_cubin = t.has_recorded_ptx = true;
+      t.base.compiler = replay::Compiler::nvrtc;
+    }
+    targets[0].source =
+        "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n"
+        "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
+    targets[0].source_name = "k.cu";
+    Search search(config, config::Backend::cuda, capture, targets);
+    std::map<std::uint32_t, std::size_t> searched;  // per kernel, generation 0
+    const std::vector<Planned> first = search.propose(0, 23);
+    ASSERT_EQ(first.size(), 23u);
+    for (const Planned& p : first)
+      if (!run::is_original(p.record.level)) ++searched[p.record.kernel];
+    if (limit == "0") {
+      EXPECT_GE(searched[1], 9u);
+    } else {
+      EXPECT_EQ(searched[0], 12u);
+      EXPECT_EQ(searched[1], 7u);
+    }
+    EXPECT_EQ(search.propose(1, 20).size(), 20u) << "the rest is taken beyond the limit";
+  }
+}
+
 // `generations` generations of `batch` candidates, each observed as verified in 1 ms, each
 // shown to `seen` first.
 template <class Seen>
@@ -268,69 +316,75 @@ void run_generations(Search& search, std::uint32_t generations, std::size_t batc
 // replays that order: it gives back the generation proposed but not committed exactly as the
 // uninterrupted run proposed it, and then proposes what the uninterrupted run did next.
 TEST(TuneSearch, AResumeReplaysTheOrderInWhichGenerationsWereProposedAndObserved) {
-  test::TempDir dir;
-  write_cuda_capture(dir / "c.h5", 1);
-  const std::string yaml =
-      "capture: c.h5\nbackend: cuda\nkernels: [kernel0]\nsearch:\n  levels:\n    source:\n"
-      "      mutators: []\n";
-  config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
-  auto capture = capture::CaptureReader::open(dir / "c.h5");
-  KernelTarget t;
-  t.capture_index = 0;
-  t.name = "kernel0";
-  t.original_block = capture::Dim3{128, 1, 1};
-  t.has_recorded_cubin = t.has_recorded_ptx = true;
-  t.base.compiler = replay::Compiler::nvrtc;
-  t.source = "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n"
-             "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
-  t.source_name = "k.cu";
+  // At 9 per generation the optimizers reach their pending limit and the batches' rest is
+  // proposed beyond it: the resume holds back, and comes back to, the same ones.
+  for (const std::size_t batch : {5, 9}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    test::TempDir dir;
+    write_cuda_capture(dir / "c.h5", 1);
+    const std::string yaml =
+        "capture: c.h5\nbackend: cuda\nkernels: [kernel0]\nsearch:\n  levels:\n    source:\n"
+        "      mutators: []\n";
+    config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
+    auto capture = capture::CaptureReader::open(dir / "c.h5");
+    KernelTarget t;
+    t.capture_index = 0;
+    t.name = "kernel0";
+    t.original_block = capture::Dim3{128, 1, 1};
+    t.has_recorded_cubin = t.has_recorded_ptx = true;
+    t.base.compiler = replay::Compiler::nvrtc;
+    t.source =
+        "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n"
+        "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
+    t.source_name = "k.cu";
 
-  Search live(config, config::Backend::cuda, capture, {t});
-  run::RunRecord record;
-  std::map<std::uint32_t, std::vector<Planned>> proposed;
-  auto propose = [&](Search& s, std::uint32_t g) {
-    std::vector<Planned> batch = s.propose(g, 5);
-    for (const Planned& p : batch) record.sources.emplace(p.record.source, s.sources().at(p.record.source));
-    return batch;
-  };
-  auto observe = [&](std::uint32_t g) {
-    for (const Planned& p : proposed.at(g)) {
-      run::CandidateRecord done = p.record;
-      done.outcome = p.record.id % 7 == 3 ? r3::Outcome::compile_error : r3::Outcome::ok;
-      done.seconds = done.outcome == r3::Outcome::ok
-                         ? 1e-3 * (1 + 0.1 * static_cast<double>(p.record.id % 5))
-                         : 0;
-      live.observe(done);
-      record.candidates.push_back(done);
-    }
-    live.end_generation();
-    record.generations = g + 1;
-  };
-  proposed[0] = propose(live, 0);
-  proposed[1] = propose(live, 1);
-  observe(0);
-  proposed[2] = propose(live, 2);
-  proposed[3] = propose(live, 3);
-  observe(1);
-  record.search_state = live.state();  // committed: generations 0 and 1; 2 and 3 in flight
-  proposed[4] = propose(live, 4);
+    Search live(config, config::Backend::cuda, capture, {t});
+    run::RunRecord record;
+    std::map<std::uint32_t, std::vector<Planned>> proposed;
+    auto propose = [&](Search& s, std::uint32_t g) {
+      std::vector<Planned> made = s.propose(g, batch);
+      for (const Planned& p : made)
+        record.sources.emplace(p.record.source, s.sources().at(p.record.source));
+      return made;
+    };
+    auto observe = [&](std::uint32_t g) {
+      for (const Planned& p : proposed.at(g)) {
+        run::CandidateRecord done = p.record;
+        done.outcome = p.record.id % 7 == 3 ? r3::Outcome::compile_error : r3::Outcome::ok;
+        done.seconds = done.outcome == r3::Outcome::ok
+                           ? 1e-3 * (1 + 0.1 * static_cast<double>(p.record.id % 5))
+                           : 0;
+        live.observe(done);
+        record.candidates.push_back(done);
+      }
+      live.end_generation();
+      record.generations = g + 1;
+    };
+    proposed[0] = propose(live, 0);
+    proposed[1] = propose(live, 1);
+    observe(0);
+    proposed[2] = propose(live, 2);
+    proposed[3] = propose(live, 3);
+    observe(1);
+    record.search_state = live.state();  // committed: generations 0 and 1; 2 and 3 in flight
+    proposed[4] = propose(live, 4);
 
-  Search resumed(config, config::Backend::cuda, capture, {t});
-  std::vector<std::vector<Planned>> in_flight = resumed.restore(record);
-  ASSERT_EQ(in_flight.size(), 2u);
-  for (std::uint32_t g : {2u, 3u}) {
-    const std::vector<Planned>& again = in_flight[g - 2];
-    ASSERT_EQ(again.size(), proposed.at(g).size()) << "generation " << g;
-    for (std::size_t i = 0; i < again.size(); ++i) {
-      EXPECT_EQ(again[i].record.id, proposed.at(g)[i].record.id);
-      EXPECT_EQ(again[i].record.plan, proposed.at(g)[i].record.plan) << "generation " << g;
+    Search resumed(config, config::Backend::cuda, capture, {t});
+    std::vector<std::vector<Planned>> in_flight = resumed.restore(record);
+    ASSERT_EQ(in_flight.size(), 2u);
+    for (std::uint32_t g : {2u, 3u}) {
+      const std::vector<Planned>& again = in_flight[g - 2];
+      ASSERT_EQ(again.size(), proposed.at(g).size()) << "generation " << g;
+      for (std::size_t i = 0; i < again.size(); ++i) {
+        EXPECT_EQ(again[i].record.id, proposed.at(g)[i].record.id);
+        EXPECT_EQ(again[i].record.plan, proposed.at(g)[i].record.plan) << "generation " << g;
+      }
     }
+    std::vector<Planned> next = resumed.propose(4, batch);
+    ASSERT_EQ(next.size(), proposed.at(4).size());
+    for (std::size_t i = 0; i < next.size(); ++i)
+      EXPECT_EQ(next[i].record.plan, proposed.at(4)[i].record.plan);
   }
-  std::vector<Planned> next = resumed.propose(4, 5);
-  ASSERT_EQ(next.size(), proposed.at(4).size());
-  for (std::size_t i = 0; i < next.size(); ++i)
-    EXPECT_EQ(next[i].record.plan, proposed.at(4)[i].record.plan);
-
 }
 
 // A CUDA kernel is recorded under its mangled name; its source names it plainly. The mutators
@@ -402,7 +456,8 @@ TEST(TuneSearch, ASourceCoupledToItsBlockIsLaunchedWithTheBlockItsValuesGive) {
   // tune.yaml's block holds only for sources that declare every name it uses.
   EXPECT_TRUE(evolve::keeps_recorded_grid("R3_LAUNCH_BLOCK(T, 1, 1)\nR3_LAUNCH_GRID(recorded)\n"));
   EXPECT_FALSE(evolve::keeps_recorded_grid("#define R3_LAUNCH_GRID(...)\n"));
-  EXPECT_FALSE(coupled_block("R3_TUNABLE(N, 1, 1 2)\n", evolve::parse_tunables("R3_TUNABLE(N, 1, 1 2)\n"),
+  EXPECT_FALSE(coupled_block("R3_TUNABLE(N, 1, 1 2)\n",
+                             evolve::parse_tunables("R3_TUNABLE(N, 1, 1 2)\n"),
                              evolve::BlockExpressions{"TILE", "1", "1"}));
   EXPECT_EQ(block_of({"TILE*2", "TILE", "1"}, {{"TILE", "8", {"8", "16"}}}, {{"TILE", "16"}}),
             (capture::Dim3{32, 16, 1}));

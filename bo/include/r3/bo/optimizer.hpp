@@ -64,6 +64,15 @@ struct Options {
   // evaluate 200 of them, 41 losing their CUDA context); proposing fewer then hands the budget
   // to other levels and sources. 0: propose every point.
   double min_feasibility = 0.01;
+  // How many configurations may be pending (proposed, not yet observed) per observation, at
+  // least initial_samples: pending_room() says how many more. A pipelined job observes late (in
+  // generation order, behind the slowest candidate in flight), and an optimiser that fills every
+  // batch meanwhile proposes on a model that has not seen its own last proposals' failures: on
+  // a 1152-point synthetic of the demo's parameter space with results 32 proposals late it made
+  // 408 failures before finding the 192 working points (52 with no delay). The caller gives
+  // the room it leaves to other work, and comes back for more only when there is none.
+  // 0: no limit.
+  double pending_per_observation = 0.25;
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
   std::size_t local_search_steps = 6;
@@ -97,6 +106,10 @@ class Optimizer {
   // pending; they become pending. Fewer only when the space has no more to offer than points
   // the feasibility model is sure fail (Options::min_feasibility).
   std::vector<Configuration> propose(std::size_t count);
+  // How many more configurations may be pending within Options::pending_per_observation
+  // (SIZE_MAX without a limit). propose() itself does not stop there: the caller decides
+  // whether other work can take the rest.
+  std::size_t pending_room() const;
   // Marks a configuration that is being evaluated without having been proposed here (e.g. the
   // defaults, run with a new source), so that propose() does not offer it too.
   void add_pending(const Configuration& configuration);
