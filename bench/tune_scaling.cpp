@@ -23,8 +23,8 @@
 // Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
 //                     [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]
-//                     [--lost-time 2.7]] [--no-llm | --llm-only]
-//                     [--keep DIR]
+//                     [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]
+//                     [--no-standby] [--keep DIR] [--append FILE]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +58,8 @@ struct Options {
   fs::path keep;  // where the runs' tune files, logs and results stay; empty: a temporary folder
   double compile_time = 1, run_time = 2;
   double lost_rate = 0, lost_time = 2.7;  // simulated lost GPU contexts (--lost-rate)
+  double prepare_time = 0;                // a simulated sandbox child's start
+  bool standby = true;                    // timing.standby_sandbox
   std::vector<bool> llm = {false, true};
   // Further tune.yaml sections (e.g. search: bo: ...) appended to every run's tune file: the
   // same build measured with an option on and off.
@@ -121,12 +123,13 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
         // a few tens of ms that would end it before the first LLM answer.
         << "budget:\n  evaluations: " << o.per_evaluator * k
         << "\n  generations: 1000000\n  wall_time: 30m\n"
-        << "timing:\n  confirm_top: 0\n"
+        << "timing:\n  confirm_top: 0\n  standby_sandbox: " << (o.standby ? "true" : "false")
+        << "\n"
         << "output:\n  directory: " << (dir / yaml.stem()).string() << "\n";
     if (o.simulate)
       out << "backend: simulate\nsimulate:\n  compile: " << o.compile_time << "s\n  run: "
           << o.run_time << "s\n  lost_rate: " << o.lost_rate << "\n  lost_time: " << o.lost_time
-          << "s\n";
+          << "s\n  prepare: " << o.prepare_time << "s\n";
     out << o.append;
     if (!endpoint.empty())
       out << "llm:\n  endpoint: " << endpoint << "\n  model: bench\n  timeout: 60s\n";
@@ -228,6 +231,10 @@ int main(int argc, char** argv) {
     } else if (arg == "--append") {
       o.append = read_file(value());
       if (!o.append.empty() && o.append.back() != '\n') o.append += '\n';
+    } else if (arg == "--prepare-time") {
+      o.prepare_time = std::stod(value());
+    } else if (arg == "--no-standby") {
+      o.standby = false;
     } else if (arg == "--keep") {
       o.keep = value();
     } else if (arg == "--no-llm") {
@@ -239,14 +246,16 @@ int main(int argc, char** argv) {
           "usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]\n"
           "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
           "                    [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]\n"
-          "                    [--lost-time 2.7]] [--no-llm | --llm-only]\n"
-          "                    [--keep DIR] [--append FILE]\n"
+          "                    [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]\n"
+          "                    [--no-standby] [--keep DIR] [--append FILE]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
           "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
           "  efficiency and the LLM answers evaluated. --simulate: the simulate backend, candidates of --compile-time\n"
           "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine;\n"
-          "  --lost-rate of them lose their GPU context and cost --lost-time seconds (as on CUDA).\n"
+          "  --lost-rate of them lose their GPU context and cost --lost-time seconds (as on CUDA),\n"
+          "  and a new sandbox child takes --prepare-time seconds to start.\n"
+          "  --no-standby: timing.standby_sandbox off (a lost child's successor is waited for).\n"
           "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n"
           "  --append FILE: YAML added to every run's tune file (sections it does not write,\n"
           "  such as search or verify), to measure an option on and off\n");

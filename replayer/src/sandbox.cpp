@@ -99,32 +99,41 @@ Sandbox::Sandbox(SandboxSetup setup) : setup_(std::move(setup)) {
   start();
 }
 
-Sandbox::~Sandbox() {
-  if (child_ < 0) return;
-  ::close(to_child_);  // the child ends at end of file
-  to_child_ = -1;
-  auto deadline = Clock::now() + std::chrono::seconds(2);
+namespace {
+
+// Ends a child that is no longer needed: closing its request pipe ends it at end of file, and
+// one that lives on after `grace` is killed. Waits for it.
+void end_child(pid_t pid, int to, int from, std::chrono::milliseconds grace) {
+  if (to >= 0) ::close(to);
+  auto deadline = Clock::now() + grace;
   int status = 0;
-  while (::waitpid(child_, &status, WNOHANG) == 0) {
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
     if (Clock::now() > deadline) {
-      ::kill(child_, SIGKILL);
-      ::waitpid(child_, &status, 0);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ::close(from_child_);
+  if (from >= 0) ::close(from);
+}
+
+}  // namespace
+
+Sandbox::~Sandbox() {
+  if (standby_.pid >= 0) {
+    ::kill(standby_.pid, SIGKILL);  // it may still be preparing
+    end_child(standby_.pid, standby_.to, standby_.from, std::chrono::seconds(2));
+  }
+  if (child_ < 0) return;
+  end_child(child_, to_child_, from_child_, std::chrono::seconds(2));
+  to_child_ = from_child_ = -1;
   child_ = -1;
 }
 
-void Sandbox::start() {
-  evaluated_by_child_ = 0;
-  const std::string helper = setup_.helper.string();
-  const HelperProcess child = spawn_helper(setup_.helper, "--serve");
-  child_ = child.pid;
-  to_child_ = child.to;
-  from_child_ = child.from;
-
+Sandbox::Child Sandbox::spawn_child() {
+  const HelperProcess spawned = spawn_helper(setup_.helper, "--serve");
+  Child child{spawned.pid, spawned.to, spawned.from};
   std::vector<std::string> readable;
   for (const auto& place : setup_.readable) readable.push_back(place.string());
   nlohmann::json kernels = nlohmann::json::array();
@@ -142,10 +151,25 @@ void Sandbox::start() {
                          {"log_level", level},
                          {"device", setup_.device},
                          {"compile_threads", setup_.compile_threads}};
+  // A child that cannot read its request dies, and take_over() finds it gone.
+  (void)wire::write_message(child.to, prepare.dump());
+  return child;
+}
+
+void Sandbox::take_over(Child child) {
+  evaluated_by_child_ = 0;
+  child_ = child.pid;
+  to_child_ = child.to;
+  from_child_ = child.from;
+  const std::string helper = setup_.helper.string();
   std::string answer;
-  bool answered = wire::write_message(to_child_, prepare.dump()) &&
-                  wait_readable(from_child_, kPrepareTimeoutS) &&
-                  wire::read_message(from_child_, answer);
+  bool answered = false;
+  try {
+    answered = wait_readable(from_child_, kPrepareTimeoutS) &&
+               wire::read_message(from_child_, answer);
+  } catch (const IoError&) {
+    answered = false;
+  }
   if (!answered) {
     stop();
     throw Error("the evaluation sandbox (" + helper + ") did not start: it gave no answer");
@@ -170,16 +194,50 @@ void Sandbox::start() {
   }
 }
 
+void Sandbox::start() { take_over(spawn_child()); }
+
 void Sandbox::start_again() {
   start();
   if (!renewing_) ++restarts_;
   renewing_ = false;
 }
 
+void Sandbox::start_standby() {
+  if (!setup_.standby || standby_given_up_ || standby_.pid >= 0) return;
+  try {
+    standby_ = spawn_child();
+  } catch (const Error& e) {
+    standby_given_up_ = true;
+    log::warning("no standby sandbox child (", e.what(),
+                 "); a lost child is replaced by a new one, which the next candidate waits for");
+  }
+}
+
+bool Sandbox::bring_in_standby(const char* why, double old_ended_s) {
+  if (standby_.pid < 0) return false;
+  const auto asked_at = Clock::now();
+  const Child standby = standby_;
+  standby_ = {};
+  try {
+    take_over(standby);  // normally prepared long ago: its answer waits in the pipe
+  } catch (const Error& e) {
+    // Perhaps short of memory for a second copy of the capture: not tried again.
+    standby_given_up_ = true;
+    log::warning("the standby sandbox child could not take over (", e.what(),
+                 "); a lost child is now replaced by a new one, which the next candidate waits "
+                 "for");
+    return false;
+  }
+  ++restarts_;
+  ++standby_takeovers_;
+  // Said for every backend that can lose its process (bench/tune_scaling counts these lines).
+  log::info("sandbox child replaced after ", why, ": the old one ended after ", old_ended_s,
+            " s, the standby took over after ", seconds_since(asked_at), " s");
+  start_standby();
+  return true;
+}
+
 void Sandbox::replace_lost_child() {
-  // The old child is ending on its own (its context is lost); the new one prepares the capture
-  // while the driver tears the old context down, and no candidate runs before both are done, so
-  // the old one's end cannot touch the next candidate's time.
   const auto lost_at = Clock::now();
   const pid_t old = child_;
   ::kill(old, SIGKILL);
@@ -188,6 +246,21 @@ void Sandbox::replace_lost_child() {
   to_child_ = from_child_ = -1;
   child_ = -1;
   compiling_ahead_ = false;
+  if (standby_.pid >= 0) {
+    // No candidate runs before the old one has ended, so that its end cannot touch the next
+    // one's time; a context that died of an illegal address ends in about 0.1 s on an H200
+    // (and its teardown neither slowed another process's kernels nor held up a new context).
+    int status = 0;
+    while (::waitpid(old, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (bring_in_standby("a lost context", seconds_since(lost_at))) return;
+    start_again();
+    log::info("sandbox child replaced after a lost context: the new one was ready after ",
+              seconds_since(lost_at), " s");
+    return;
+  }
+  // The new one prepares the capture while the driver tears the old context down, and no
+  // candidate runs before both are done.
   std::optional<Error> failed_beside_it;
   try {
     start_again();
@@ -208,6 +281,7 @@ void Sandbox::replace_lost_child() {
   // Said for every backend that can lose its process (bench/tune_scaling counts these lines).
   log::info("sandbox child replaced after a lost context: the old one ended after ", ended_s,
             " s, the new one was ready after ", ready_s, " s");
+  start_standby();  // for the next one
 }
 
 void Sandbox::stop() {
@@ -263,7 +337,15 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   auto start_time = Clock::now();
   child_died_ = false;
   if (child_ < 0) {
-    start_again();
+    // Killed (a timeout, a crash, a malformed answer) or renewed: the standby takes over where
+    // there is one, and is itself started once a child was lost.
+    const bool renewal = renewing_;
+    // (stop() waited for the old one's end.)
+    if (renewal || !bring_in_standby("a timeout or a crash", 0)) {
+      start_again();
+      if (!renewal) start_standby();
+    }
+    renewing_ = false;
     compiling_ahead_ = false;
   }
   Evaluation failed;

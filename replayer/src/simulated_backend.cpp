@@ -42,6 +42,8 @@ class SimulatedBackend final : public Backend {
     const capture::Kernel& k = capture.kernels().at(kernel);
     launches_ = launches.empty() ? k.launches.size() : launches.size();
     if (launches_ == 0) throw Error("kernel " + k.name + " has no recorded launch to simulate");
+    if (!prepared_) sleep_for(options_.prepare_s);  // the child's start, once per process
+    prepared_ = true;
   }
   AddressMode address_mode() const override { return AddressMode::same_address; }
   bool lost() const override { return lost_; }
@@ -67,8 +69,7 @@ class SimulatedBackend final : public Backend {
     const auto& code = *static_cast<const Simulated*>(compiled.code.get());
     RunResult result;
     if (code.changes_build && draw(code.key, "lost") < options_.lost_rate) {
-      // The teardown and the new child's start happen in the real sandbox; here the whole
-      // cost is spent in the run, and the child is replaced for the next one as on CUDA.
+      // The candidate's own cost; the new child's start is prepare_s, in prepare().
       sleep_for(options_.lost_s);
       lost_ = true;
       result.outcome = Outcome::launch_error;
@@ -106,6 +107,7 @@ class SimulatedBackend final : public Backend {
   SimulationOptions options_;
   std::size_t launches_ = 0;
   bool lost_ = false;
+  bool prepared_ = false;
 };
 
 }  // namespace
@@ -114,7 +116,7 @@ std::string encode(const SimulationOptions& o) {
   return json{{"compile_s", o.compile_s},       {"run_s", o.run_s},
               {"spread", o.spread},             {"failure_rate", o.failure_rate},
               {"kernel_s", o.kernel_s},         {"lost_rate", o.lost_rate},
-              {"lost_s", o.lost_s}}
+              {"lost_s", o.lost_s},             {"prepare_s", o.prepare_s}}
       .dump();
 }
 
@@ -130,11 +132,13 @@ SimulationOptions decode_simulation(std::string_view text) {
     o.kernel_s = j.value("kernel_s", o.kernel_s);
     o.lost_rate = j.value("lost_rate", o.lost_rate);
     o.lost_s = j.value("lost_s", o.lost_s);
+    o.prepare_s = j.value("prepare_s", o.prepare_s);
   } catch (const json::exception& e) {
     throw FormatError(std::string("the simulate backend's settings: ") + e.what());
   }
   if (o.compile_s < 0 || o.run_s < 0 || o.spread < 0 || o.spread > 1 || o.failure_rate < 0 ||
-      o.failure_rate > 1 || o.kernel_s <= 0 || o.lost_rate < 0 || o.lost_rate > 1 || o.lost_s < 0)
+      o.failure_rate > 1 || o.kernel_s <= 0 || o.lost_rate < 0 || o.lost_rate > 1 || o.lost_s < 0 ||
+      o.prepare_s < 0)
     throw FormatError("the simulate backend's settings are out of range: " + encode(o));
   return o;
 }

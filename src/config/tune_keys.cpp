@@ -451,6 +451,9 @@ SectionPtr<replay::SimulationOptions> simulation_section() {
                         "Candidates that lose their GPU context."),
       schema::duration<S>("lost_time", &S::lost_s, Range::any(),
                           "What a candidate that loses its context costs."),
+      schema::duration<S>("prepare", &S::prepare_s, Range::any(),
+                          "A sandbox child's start (the capture prepared), before its first "
+                          "candidate."),
   }});
 }
 
@@ -639,6 +642,9 @@ SectionPtr<TimingConfig> timing_section() {
       schema::duration<T>("candidate_timeout", &T::candidate_timeout_s, Range::positive(),
                           "A candidate that runs longer is stopped as a timeout."),
       std::move(compile_threads),
+      schema::flag<T>("standby_sandbox", &T::standby_sandbox,
+                      "GPU backends: once a candidate lost its GPU context, keep a second "
+                      "sandbox child prepared to take over from the next one that does."),
       schema::integer<T>("confirm_top", &T::confirm_top, 0, 1 << 16,
                          "Best candidates re-measured before one is declared best."),
       schema::integer<T>("confirm_repeats", &T::confirm_repeats, 1, kMany,

@@ -110,6 +110,8 @@ Evaluator::Evaluator(const protocol::EvaluatorSetup& setup, const std::filesyste
   s.backend_options = setup.simulation;
   s.kernels = setup.kernels;
   s.confine = setup.backend == "host";
+  // The host backend loses no device: a child of its is renewed on a schedule, not lost.
+  s.standby = setup.standby_sandbox && setup.backend != "host";
   s.readable.assign(setup.readable.begin(), setup.readable.end());
   s.timeout_s = setup.timeout_s;
   s.log_rank = rank;

@@ -378,6 +378,7 @@ protocol::EvaluatorSetup evaluator_setup(const Master& m) {
   }
   setup.timeout_s = m.config.timing.candidate_timeout_s;
   setup.compile_threads = m.config.timing.compile_threads;
+  setup.standby_sandbox = m.config.timing.standby_sandbox;
   setup.capture = m.config.capture;
   setup.log_level = std::string(log::to_string(log::level()));
   return setup;

@@ -48,6 +48,7 @@ std::string encode(const EvaluatorSetup& s) {
               {"kernels", kernels},
               {"timeout_s", s.timeout_s},
               {"compile_threads", s.compile_threads ? static_cast<int>(*s.compile_threads) : -1},
+              {"standby_sandbox", s.standby_sandbox},
               {"capture", s.capture.string()},
               {"log_level", s.log_level},
               {"readable", s.readable},
@@ -66,6 +67,7 @@ EvaluatorSetup decode_setup(std::string_view text) {
     s.timeout_s = j.at("timeout_s").get<double>();
     if (int threads = j.at("compile_threads").get<int>(); threads >= 0)
       s.compile_threads = static_cast<std::uint32_t>(threads);
+    s.standby_sandbox = j.at("standby_sandbox").get<bool>();
     s.capture = j.at("capture").get<std::string>();
     s.log_level = j.at("log_level").get<std::string>();
     s.readable = j.at("readable").get<std::vector<std::string>>();

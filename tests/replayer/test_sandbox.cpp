@@ -14,6 +14,7 @@
 
 #include "r3/error.hpp"
 #include "r3/replay/sandbox.hpp"
+#include "r3/replay/simulation.hpp"
 #include "r3/replay/wire.hpp"
 #include "support/files.hpp"
 #include "support/process.hpp"
@@ -202,6 +203,48 @@ TEST_F(SandboxTest, AHostChildIsRenewedAfterItsShareOfEvaluations) {
   }
   EXPECT_EQ(sandbox.renewals(), 1u);
   EXPECT_EQ(sandbox.restarts(), 0u);
+}
+
+// A candidate that loses its child's GPU context (the simulate backend's, as an illegal address
+// does on CUDA) costs the wait for a new child, which prepares the capture again (here 0.5 s).
+// With a standby, once the first loss started one, later losses cost no such wait; without one,
+// each does.
+TEST_F(SandboxTest, AStandbyChildTakesOverAtOnceFromOneThatLostItsContext) {
+  SimulationOptions costs;
+  costs.compile_s = costs.run_s = 0.01;
+  costs.failure_rate = 0;
+  costs.lost_rate = 1;  // every candidate that changes the build
+  costs.lost_s = 0;
+  costs.prepare_s = 0.5;
+  for (const bool standby : {true, false}) {
+    SCOPED_TRACE(standby ? "standby" : "no standby");
+    SandboxSetup s = setup();
+    s.backend = "simulate";
+    s.backend_options = encode(costs);
+    s.standby = standby;
+    Sandbox sandbox(s);
+    std::vector<double> lost_seconds;
+    for (int i = 0; i < 4; ++i) {
+      Request lost;
+      lost.variant.flags = {"-DVARIANT=" + std::to_string(i)};
+      const Evaluation e = sandbox.evaluate(lost);
+      ASSERT_TRUE(e.process_lost) << e.message;
+      lost_seconds.push_back(e.seconds);
+      // The application's own build loses nothing, and runs in whichever child took over.
+      const Evaluation original = sandbox.evaluate(Request{});
+      EXPECT_EQ(original.outcome, Outcome::ok) << original.message;
+      std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the standby prepares
+    }
+    EXPECT_EQ(sandbox.restarts(), 4u);
+    EXPECT_GE(lost_seconds[0], 0.5) << "the first loss: no standby yet";
+    for (int i = 1; i < 4; ++i) {
+      if (standby)
+        EXPECT_LT(lost_seconds[i], 0.25) << "loss " << i;
+      else
+        EXPECT_GE(lost_seconds[i], 0.5) << "loss " << i;
+    }
+    EXPECT_EQ(sandbox.standby_takeovers(), standby ? 3u : 0u);
+  }
 }
 
 TEST_F(SandboxTest, ACaptureThatCannotBePreparedIsAnErrorNotACandidateFailure) {

@@ -45,6 +45,12 @@ struct SandboxSetup {
   int device = -1;        // GPU backends: the GPU (modulo those visible); -1: R3_CUDA_DEVICE or 0
   std::string log_level;  // the child's log level; empty: the parent's
   unsigned compile_threads = 0;  // threads compiling ahead (precompile()); 0: none
+  // Once a child was lost (a sticky GPU error, a timeout's kill), a second one is started and
+  // prepared in the background, and takes over at once from the next one lost: a new child
+  // prepares the capture again (1.3-2.5 s for the demo's on an H100, 100-250 candidates' time),
+  // which the evaluator otherwise waits for. It holds a second copy of the capture (on the GPU
+  // for CUDA); one that cannot start is given up for the rest of the run.
+  bool standby = false;
 };
 
 // What became of one candidate.
@@ -91,6 +97,8 @@ class Sandbox {
 
   // Children started again after one died or was killed (not those renewed: renewals()).
   std::size_t restarts() const { return restarts_; }
+  // Lost children replaced by the standby (SandboxSetup::standby), without a wait.
+  std::size_t standby_takeovers() const { return standby_takeovers_; }
   // Children replaced by a fresh one after renew_after() evaluations.
   std::size_t renewals() const { return renewals_; }
   // What the child's backends ask for (Backend::evaluations_per_process; 0: never renewed).
@@ -101,10 +109,25 @@ class Sandbox {
   const std::map<std::string, std::string>& missing_layers() const { return missing_layers_; }
 
  private:
+  // A child process and its two pipes.
+  struct Child {
+    pid_t pid = -1;
+    int to = -1;
+    int from = -1;
+  };
   Evaluation evaluate_once(const Request& request);
   void start();
   void start_again();  // after the child was lost (a restart) or stopped to be renewed
+  // A new child, spawned and asked to prepare the capture; its answer is not read yet.
+  Child spawn_child();
+  // Waits for `child`'s answer to the preparation, and makes it the child. Throws r3::Error
+  // (the child gone) when it could not prepare.
+  void take_over(Child child);
   void replace_lost_child();  // a new child started while the one that lost its context ends
+  // The standby takes the lost child's place (which ended `old_ended_s` after it was lost), and
+  // a new standby is started. False when there was none ready (none started yet, or it failed).
+  bool bring_in_standby(const char* why, double old_ended_s);
+  void start_standby();
   void stop();         // kills the child (if any) and reaps it
   std::string reap();  // waits for a child that died; how it ended ("killed by signal 11 ...")
 
@@ -112,8 +135,11 @@ class Sandbox {
   pid_t child_ = -1;
   int to_child_ = -1;
   int from_child_ = -1;
+  Child standby_;             // started ahead (SandboxSetup::standby); its answer not yet read
+  bool standby_given_up_ = false;
   std::size_t restarts_ = 0;
   std::size_t renewals_ = 0;
+  std::size_t standby_takeovers_ = 0;
   std::size_t renew_after_ = 0;
   std::size_t evaluated_by_child_ = 0;
   bool renewing_ = false;       // the child was stopped to be renewed, not lost

@@ -23,10 +23,13 @@ struct SimulationOptions {
   double failure_rate = 0.05;
   double kernel_s = 1e-3;  // the kernel's time as recorded; candidates take 0.5x to 1.5x of it
   // Candidates that lose their process's GPU context (a launch error, as an illegal address is
-  // on CUDA): the sandbox replaces its child, and the candidate costs `lost_s` in all (an H100
-  // tears a context down and prepares the demo's capture again in about 2.7 s).
+  // on CUDA): the candidate costs `lost_s`, and the sandbox replaces its child, which takes
+  // `prepare_s` to start (as every child does: an H100 prepares the demo's capture again in
+  // 1.3-2.5 s; the old context's teardown, about 0.1 s, overlaps it). A standby child
+  // (timing.standby_sandbox) takes over without that wait.
   double lost_rate = 0;
   double lost_s = 2.7;
+  double prepare_s = 0;  // a new child's start, before its first candidate
 };
 
 std::string encode(const SimulationOptions& options);

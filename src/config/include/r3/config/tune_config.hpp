@@ -129,6 +129,9 @@ struct TimingConfig {
   // node's cores shared among its evaluators, at most 8, for GPU backends; none for the host
   // backend, whose timed runs would compete with the compiles for the cores).
   std::optional<std::uint32_t> compile_threads;
+  // GPU backends: after a candidate lost its sandbox child's GPU context, a second child is
+  // kept prepared, so that the next loss (or a timeout's kill) costs no wait for a new one.
+  bool standby_sandbox = true;
   std::uint32_t confirm_top = 3;  // best candidates re-measured before one is declared best
   std::uint32_t confirm_repeats = 50;
   std::uint32_t confirm_rounds = 3;  // interleaved rounds per evaluator
