@@ -147,7 +147,9 @@ class CudaBackend final : public Backend {
     recorded_cubin_ = recorded_image(capture, kernel, capture::kImageCubin);
     recorded_architecture_ = capture.info().device.architecture;
 
+    const auto started = Clock::now();
     device_.make_current();
+    const double context_s = seconds_since(started);
     release_copies();
     // On the device every region must be mapped (its pristine copy stays on the host when the
     // device is short); on the host its contents are kept before and after.
@@ -192,7 +194,10 @@ class CudaBackend final : public Backend {
     }
     copies_.clear();
     for (auto& [key, c] : copies) copies_.push_back(c);
+    const double placed_s = seconds_since(started);
     upload_copies();
+    log::debug("CUDA prepare of ", kernel_name_, ": context ", context_s, " s, memory placed and read ",
+               placed_s - context_s, " s, uploaded ", seconds_since(started) - placed_s, " s");
     cache_.clear();
     {
       std::lock_guard lock(loaded_mutex_);

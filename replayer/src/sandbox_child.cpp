@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "r3/capture.hpp"
+#include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 #include "r3/log.hpp"
 #include "r3/replay/compile_pool.hpp"
@@ -33,20 +34,27 @@ struct Prepared {
 
 Prepared prepare(const json& request) {
   Prepared prepared;
+  const auto started = Clock::now();
   prepared.capture = std::make_unique<capture::CaptureReader>(
       capture::CaptureReader::open(request.at("capture").get<std::string>()));
+  std::string times = "capture opened in " + std::to_string(seconds_since(started)) + " s";
   std::string backend = request.at("backend").get<std::string>();
   std::string options = request.value("backend_options", std::string());
   for (const json& k : request.at("kernels")) {
+    const double before = seconds_since(started);
     auto b = make_backend(backend, options);
     b->prepare(*prepared.capture, k.at("kernel").get<std::size_t>(),
                k.at("launches").get<std::vector<std::size_t>>());
+    times += ", kernel " + std::to_string(k.at("kernel").get<std::size_t>()) + " in " +
+             std::to_string(seconds_since(started) - before) + " s";
     prepared.placement += (prepared.placement.empty() ? "" : "; ") + b->placement();
     if (const std::size_t n = b->evaluations_per_process();
         n > 0 && (prepared.renew_after == 0 || n < prepared.renew_after))
       prepared.renew_after = n;
     prepared.backends.push_back(std::move(b));
   }
+  // What a new child costs the evaluator that waits for it (a lost context's successor).
+  log::debug("r3-sandbox: prepared in ", seconds_since(started), " s: ", times);
   return prepared;
 }
 
