@@ -273,6 +273,22 @@ Hyperparameters fitted(std::optional<Optimizer::Memo::AheadFit>& ahead, std::siz
   return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations, trend);
 }
 
+// What the optimiser's failures cost over its successes (Outcome::cost, mean over those that
+// say), at least 1; 1 until both a failure and a success said.
+double failure_cost_ratio(const std::vector<Observation>& observations) {
+  double ok_sum = 0, failed_sum = 0;
+  std::size_t ok_n = 0, failed_n = 0;
+  for (const Observation& o : observations) {
+    if (!(o.outcome.cost > 0)) continue;
+    (o.outcome.ok ? ok_sum : failed_sum) += o.outcome.cost;
+    ++(o.outcome.ok ? ok_n : failed_n);
+  }
+  if (ok_n == 0 || failed_n == 0 || ok_sum <= 0) return 1.0;
+  return std::clamp((failed_sum / static_cast<double>(failed_n)) /
+                        (ok_sum / static_cast<double>(ok_n)),
+                    1.0, 1e4);
+}
+
 class Model {
  public:
   Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
@@ -287,6 +303,7 @@ class Model {
     for (std::size_t i : data.successes) times.push_back(observations[i].outcome.time);
     data.target = warp_times(times).values;
     best_ = *std::min_element(data.target.begin(), data.target.end());
+    failure_cost_ = options.cost_aware ? failure_cost_ratio(observations) : 1.0;
     auto success_row = [&](std::size_t k) {
       const Configuration& c = observations[data.successes[k]].configuration;
       return std::pair{encoder_.encode(c), c.hash()};
@@ -420,7 +437,12 @@ class Model {
                              ? log_expected_improvement(mean, sd, best_)
                              : std::sqrt(options_.ucb_beta) * sd - mean;
     constexpr double kProbablyFails = -1e6;
-    return value + log_feasible + (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
+    // Per unit of expected cost (Options::cost_aware): a success costs 1, a failure
+    // failure_cost_; nothing changes while failures cost what successes do.
+    const double p = std::exp(log_feasible);
+    const double log_cost = failure_cost_ > 1 ? std::log(p + (1 - p) * failure_cost_) : 0.0;
+    return value + log_feasible - log_cost +
+           (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
   }
 
   // Whether a point is sure to fail (Options::min_feasibility): unlikely to succeed where the
@@ -433,7 +455,10 @@ class Model {
     const Hash128 hash = c.hash();
     if (!log_feasible)
       log_feasible = std::log(feasibility(feasibility_labels({point}, {hash}).front()));
-    if (*log_feasible >= std::log(options_.min_feasibility)) return false;
+    // Where failures cost more than successes, a failure is as unwelcome as that many more
+    // points' worth of small chances (at most an even one).
+    const double threshold = std::min(0.5, options_.min_feasibility * failure_cost_);
+    if (*log_feasible >= std::log(threshold)) return false;
     const Posterior::Column& column = classifier_->column(point, hash);
     return classifier_->variance(column) <
            0.25 * prior_variance(point, classifier_->hyperparameters());
@@ -448,6 +473,7 @@ class Model {
   Posterior* gp_ = nullptr;
   std::vector<double> gp_whitened_;
   double best_ = 0;
+  double failure_cost_ = 1;  // a failure's cost over a success's (Options::cost_aware)
   Posterior* classifier_ = nullptr;
   std::vector<double> classifier_weights_;
   double prior_label_ = 1;

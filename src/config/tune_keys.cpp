@@ -384,6 +384,10 @@ SectionPtr<bo::Options> bo_section() {
                         Range::closed(0, 64),
                         "Configurations of one source and level in flight per one observed (at "
                         "least initial_samples) before other work gets the batch; 0: no limit."),
+      schema::flag<B>("cost_aware", &B::cost_aware,
+                      "Weigh failures by what they cost against successes (their mean "
+                      "evaluation times): acquisition per expected cost, and a higher bar for "
+                      "points sure to fail."),
       schema::choice<B>("batch", &B::batch, kBatchStrategies,
                         "How a batch of proposals for many evaluators is formed."),
   }});

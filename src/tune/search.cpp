@@ -583,8 +583,11 @@ void Search::observe(const run::CandidateRecord& done) {
   if (plan.recorded) return;
   SourceEntry& source = *kernel.by_hash.at(planned.record.source);
   bool ok = done.outcome == Outcome::ok;
-  bo::Outcome outcome = ok ? bo::Outcome::success(done.seconds)
-                           : bo::Outcome::failed(std::string(to_string(done.outcome)));
+  // The cost is the evaluation as its evaluator saw it (compile, runs, a lost child's
+  // replacement): what the run database keeps, so that a resumed run weighs the same.
+  bo::Outcome outcome =
+      ok ? bo::Outcome::success(done.seconds, done.evaluation_seconds)
+         : bo::Outcome::failed(std::string(to_string(done.outcome)), done.evaluation_seconds);
   const std::optional<Level> level = plan.searched;
   auto configuration_of = [&](Level l) { return plan.levels.at(l); };
   auto observe_in = [&](bo::Optimizer& o, const bo::Configuration& c) {
