@@ -510,10 +510,21 @@ void Optimizer::clear_pending() {
 
 std::size_t Optimizer::pending_room() const {
   if (options_.pending_per_observation <= 0) return std::numeric_limits<std::size_t>::max();
+  // Cost-aware, the room shrinks with what a proposal is expected to cost, so that one whose
+  // failures are expensive (a lost GPU context) has few in flight when they come in a row.
+  double expected_cost = 1;
+  if (options_.cost_aware && !observations_.empty()) {
+    const double failure_cost = failure_cost_ratio(observations_);
+    const double ok = static_cast<double>(std::count_if(
+        observations_.begin(), observations_.end(),
+        [](const Observation& o) { return o.outcome.ok; }));
+    const double success_rate = ok / static_cast<double>(observations_.size());
+    expected_cost = success_rate + (1 - success_rate) * failure_cost;
+  }
   const auto allowed = std::max(
       options_.initial_samples,
       static_cast<std::size_t>(options_.pending_per_observation *
-                               static_cast<double>(observations_.size())));
+                               static_cast<double>(observations_.size()) / expected_cost));
   return allowed > pending_.size() ? allowed - pending_.size() : 0;
 }
 
