@@ -405,8 +405,7 @@ SectionPtr<SearchConfig> search_section() {
       {{
            schema::integer<S>("seed", &S::seed, 0, INT64_MAX, "Seed of every random choice."),
            schema::integer<S>("batch_size", &S::batch_size, 0, kMany,
-                              "Candidates per generation; 0: automatic (twice the evaluators, more while "
-                              "rank 0's proposals would hold them up)."),
+                              "Candidates per generation; 0: twice the evaluators."),
            schema::group<S>("levels", levels),
            schema::section<S, evolve::ArchiveOptions>("archive", &S::archive, archive_section()),
            schema::section<S, bo::Options>("bo", &S::bo, bo_section()),

@@ -92,8 +92,7 @@ class SearchLoop {
       : m_(m),
         dispatcher_(dispatcher),
         evaluators_(static_cast<std::size_t>(dispatcher.evaluators())),
-        fixed_batch_(m.config.search.batch_size > 0),
-        batch_size_(fixed_batch_ ? m.config.search.batch_size : 2 * evaluators_),
+        batch_size_(m.config.search.batch_size > 0 ? m.config.search.batch_size : 2 * evaluators_),
         budget_(m.config.budget, job_end_time()),
         elapsed_before_(m.record.elapsed_seconds) {
     // While the search waits for the mutators, results are placed (not observed: the search is
@@ -190,26 +189,6 @@ class SearchLoop {
     return std::max<std::size_t>(evaluators_, static_cast<std::size_t>(std::min(covering, 1e6)));
   }
 
-  // The next generation's size: tune.yaml's search.batch_size, or (automatic) twice the
-  // evaluators, grown until rank 0's proposal takes at most a quarter of the time the evaluators
-  // take for the generation (at most 8 per evaluator). A proposal costs rank 0 much the same
-  // for 4 candidates as for 16 (the optimisers score their candidate pools, the generation is
-  // committed): with candidates of 10 ms on two evaluators (simulated on 2 cores) 4 per
-  // generation kept rank 0 searching 97% of the time and the evaluators 41% busy, 16 gave 2.3x
-  // the candidates per second. The sizes are in the run database's search state, so a resumed
-  // run proposes the same generations again.
-  std::size_t batch_now() const {
-    if (fixed_batch_) return batch_size_;
-    const double per_candidate = budget_.typical_candidate();
-    if (recent_proposals_.empty() || per_candidate <= 0) return batch_size_;
-    std::vector<double> recent(recent_proposals_.begin(), recent_proposals_.end());
-    std::nth_element(recent.begin(), recent.begin() + recent.size() / 2, recent.end());
-    const double proposal = recent[recent.size() / 2];  // not one that waited for the mutators
-    const double wanted = std::ceil(kProposalShare * proposal / per_candidate);
-    return std::clamp<std::size_t>(static_cast<std::size_t>(std::min(wanted, 1e6)), batch_size_,
-                                   kMostPerEvaluator * evaluators_);
-  }
-
   // Proposes a generation when fewer candidates wait than queue_target() (at most
   // kMostGenerationsInFlight generations waiting for results, kMostGenerationsUncommitted in
   // all), so that no evaluator waits for the search;
@@ -234,10 +213,9 @@ class SearchLoop {
       return false;
     const Stopwatch watch;
     const std::size_t evaluated = m_.record.candidates.size() + pending();
-    const std::size_t batch_size = batch_now();
     const std::size_t count =
         evaluated < m_.config.budget.evaluations
-            ? std::min<std::size_t>(batch_size, m_.config.budget.evaluations - evaluated)
+            ? std::min<std::size_t>(batch_size_, m_.config.budget.evaluations - evaluated)
             : 0;
     // The confirmation at the end must fit too, and the candidates in flight before it.
     const std::string reason =
@@ -270,7 +248,7 @@ class SearchLoop {
     // Prompts for later generations go out now, to be answered while this one runs.
     if (m_.llm && !m_.llm->budget_exhausted()) {
       const std::size_t want = std::max<std::size_t>(
-          1, static_cast<std::size_t>(std::ceil(batch_size * m_.config.search.source.share)));
+          1, static_cast<std::size_t>(std::ceil(batch_size_ * m_.config.search.source.share)));
       const std::size_t asked = m_.llm->outstanding();
       if (asked < 2 * want) m_.llm->submit(m_.search->llm_requests(2 * want - asked));
     }
@@ -371,10 +349,7 @@ class SearchLoop {
   Master& m_;
   Dispatcher& dispatcher_;
   const std::size_t evaluators_;
-  const bool fixed_batch_;        // search.batch_size given
-  const std::size_t batch_size_;  // given, or the smallest automatic one (batch_now())
-  static constexpr double kProposalShare = 4;  // a generation's time over its proposal's
-  static constexpr std::size_t kMostPerEvaluator = 8;
+  const std::size_t batch_size_;
   Budget budget_;
   const double elapsed_before_;
   const Clock::time_point session_start_ = Clock::now();

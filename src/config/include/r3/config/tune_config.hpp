@@ -100,9 +100,7 @@ struct ParameterLevel {
 
 struct SearchConfig {
   std::uint64_t seed = 1;
-  // Candidates per generation; 0: automatic (twice the evaluators, more while rank 0's proposals
-  // would hold them up: the job's batch_now()).
-  std::uint32_t batch_size = 0;
+  std::uint32_t batch_size = 0;  // candidates per generation; 0: twice the evaluator count
   SourceLevel source;
   CompilerLevel compiler;
   LaunchLevel launch;
