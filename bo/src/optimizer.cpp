@@ -279,7 +279,7 @@ double failure_cost_ratio(const std::vector<Observation>& observations) {
   double ok_sum = 0, failed_sum = 0;
   std::size_t ok_n = 0, failed_n = 0;
   for (const Observation& o : observations) {
-    if (!(o.outcome.cost > 0)) continue;
+    if (!(o.outcome.cost > 0) || !std::isfinite(o.outcome.cost)) continue;
     (o.outcome.ok ? ok_sum : failed_sum) += o.outcome.cost;
     ++(o.outcome.ok ? ok_n : failed_n);
   }
@@ -457,7 +457,8 @@ class Model {
       log_feasible = std::log(feasibility(feasibility_labels({point}, {hash}).front()));
     // Where failures cost more than successes, a failure is as unwelcome as that many more
     // points' worth of small chances (at most an even one).
-    const double threshold = std::min(0.5, options_.min_feasibility * failure_cost_);
+    const double threshold =
+        std::max(options_.min_feasibility, std::min(0.5, options_.min_feasibility * failure_cost_));
     if (*log_feasible >= std::log(threshold)) return false;
     const Posterior::Column& column = classifier_->column(point, hash);
     return classifier_->variance(column) <

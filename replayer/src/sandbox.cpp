@@ -101,6 +101,12 @@ Sandbox::Sandbox(SandboxSetup setup) : setup_(std::move(setup)) {
 
 namespace {
 
+// Waits for a child to end (a signal that interrupts the wait does not end it).
+void wait_for_end(pid_t pid, int& status) {
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
 // Ends a child that is no longer needed: closing its request pipe ends it at end of file, and
 // one that lives on after `grace` is killed. Waits for it.
 void end_child(pid_t pid, int to, int from, std::chrono::milliseconds grace) {
@@ -110,7 +116,7 @@ void end_child(pid_t pid, int to, int from, std::chrono::milliseconds grace) {
   while (::waitpid(pid, &status, WNOHANG) == 0) {
     if (Clock::now() > deadline) {
       ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
+      wait_for_end(pid, status);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -175,8 +181,8 @@ void Sandbox::take_over(Child child) {
     throw Error("the evaluation sandbox (" + helper + ") did not start: it gave no answer");
   }
   nlohmann::json reply = nlohmann::json::parse(answer, nullptr, false);
-  if (reply.is_discarded() || !reply.value("ok", false)) {
-    std::string why = reply.is_discarded() ? "a malformed answer" : reply.value("message", "");
+  if (!reply.is_object() || !reply.value("ok", false)) {
+    std::string why = !reply.is_object() ? "a malformed answer" : reply.value("message", "");
     stop();
     throw Error("the evaluation sandbox could not prepare the capture: " + why);
   }
@@ -213,7 +219,7 @@ void Sandbox::start_standby() {
   }
 }
 
-bool Sandbox::bring_in_standby(const char* why, double old_ended_s) {
+bool Sandbox::bring_in_standby(const char* why, std::optional<double> old_ended_s) {
   if (standby_.pid < 0) return false;
   const auto asked_at = Clock::now();
   const Child standby = standby_;
@@ -231,8 +237,12 @@ bool Sandbox::bring_in_standby(const char* why, double old_ended_s) {
   ++restarts_;
   ++standby_takeovers_;
   // Said for every backend that can lose its process (bench/tune_scaling counts these lines).
-  log::info("sandbox child replaced after ", why, ": the old one ended after ", old_ended_s,
-            " s, the standby took over after ", seconds_since(asked_at), " s");
+  if (old_ended_s)
+    log::info("sandbox child replaced after ", why, ": the old one ended after ", *old_ended_s,
+              " s, the standby took over after ", seconds_since(asked_at), " s");
+  else
+    log::info("sandbox child replaced after ", why, ": the standby took over after ",
+              seconds_since(asked_at), " s");
   start_standby();
   return true;
 }
@@ -251,8 +261,7 @@ void Sandbox::replace_lost_child() {
     // one's time; a context that died of an illegal address ends in about 0.1 s on an H200
     // (and its teardown neither slowed another process's kernels nor held up a new context).
     int status = 0;
-    while (::waitpid(old, &status, 0) < 0 && errno == EINTR) {
-    }
+    wait_for_end(old, status);
     if (bring_in_standby("a lost context", seconds_since(lost_at))) return;
     start_again();
     log::info("sandbox child replaced after a lost context: the new one was ready after ",
@@ -269,8 +278,7 @@ void Sandbox::replace_lost_child() {
   }
   double ready_s = seconds_since(lost_at);
   int status = 0;
-  while (::waitpid(old, &status, 0) < 0 && errno == EINTR) {
-  }
+  wait_for_end(old, status);
   const double ended_s = seconds_since(lost_at);
   if (failed_beside_it) {
     log::debug("a new sandbox child could not start beside the one that lost its context (",
@@ -300,7 +308,7 @@ std::string Sandbox::reap() {
   while ((done = ::waitpid(child_, &status, WNOHANG)) == 0) {
     if (Clock::now() > deadline) {
       ::kill(child_, SIGKILL);  // it closed its pipe but lives on
-      ::waitpid(child_, &status, 0);
+      wait_for_end(child_, status);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -337,11 +345,11 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
   auto start_time = Clock::now();
   child_died_ = false;
   if (child_ < 0) {
-    // Killed (a timeout, a crash, a malformed answer) or renewed: the standby takes over where
-    // there is one, and is itself started once a child was lost.
+    // Killed (a timeout, a crash, a malformed answer): the standby takes over where there is
+    // one (stop() and reap() waited for the old one's end), and is itself started once a child
+    // was lost. A renewed child (the host backend's) is replaced by a fresh one.
     const bool renewal = renewing_;
-    // (stop() waited for the old one's end.)
-    if (renewal || !bring_in_standby("a timeout or a crash", 0)) {
+    if (renewal || !bring_in_standby("a timeout or a crash", std::nullopt)) {
       start_again();
       if (!renewal) start_standby();
     }

@@ -42,8 +42,10 @@ class SimulatedBackend final : public Backend {
     const capture::Kernel& k = capture.kernels().at(kernel);
     launches_ = launches.empty() ? k.launches.size() : launches.size();
     if (launches_ == 0) throw Error("kernel " + k.name + " has no recorded launch to simulate");
-    if (!prepared_) sleep_for(options_.prepare_s);  // the child's start, once per process
-    prepared_ = true;
+    // The child's start, once per process (a backend is made per kernel).
+    static bool prepared_in_this_process = false;
+    if (!prepared_in_this_process) sleep_for(options_.prepare_s);
+    prepared_in_this_process = true;
   }
   AddressMode address_mode() const override { return AddressMode::same_address; }
   bool lost() const override { return lost_; }
@@ -107,7 +109,6 @@ class SimulatedBackend final : public Backend {
   SimulationOptions options_;
   std::size_t launches_ = 0;
   bool lost_ = false;
-  bool prepared_ = false;
 };
 
 }  // namespace

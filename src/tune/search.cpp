@@ -403,15 +403,20 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
     auto space = source->spaces.find(level);
     if (space == source->spaces.end()) continue;
     const std::tuple<std::size_t, Hash128, Level> key{kernel.index, source->hash, level};
+    // The same numbers whether the proposals are made or replayed from the database, so that a
+    // resumed run holds back, and comes back to, the same optimizers. One that found fewer
+    // than it was asked for is not asked again in this proposal: asked again it might find
+    // more (its random draws depend on what is pending), which a replay, taking its proposals
+    // in one go, could not tell apart.
+    if (declined_.contains(key)) continue;
+    if (limit == PendingLimit::beyond && !held_back_.contains(key)) continue;
     bo::Optimizer& bo = optimizer(*source, level);
     std::size_t ask = count - made;
-    // The same numbers whether the proposals are made or replayed from the database, so that a
-    // resumed run holds back, and comes back to, the same optimizers.
-    if (limit == PendingLimit::beyond) {
-      if (!held_back_.contains(key)) continue;
-    } else if (const std::size_t room = bo.pending_room(); room < ask) {
-      ask = room;
-      held_back_.insert(key);
+    if (limit == PendingLimit::within) {
+      if (const std::size_t room = bo.pending_room(); room < ask) {
+        ask = room;
+        held_back_.insert(key);
+      }
     }
     if (ask == 0) continue;
     std::vector<bo::Configuration> proposed;
@@ -425,8 +430,10 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
     } else {
       proposed = bo.propose(ask);
     }
-    // One that found fewer than it was asked for has nothing more to give now.
-    if (proposed.size() < ask) held_back_.erase(key);
+    if (proposed.size() < ask) {
+      held_back_.erase(key);
+      declined_.insert(key);
+    }
     for (const bo::Configuration& c : proposed) {
       out.push_back(plan(kernel, *source, level, &c, candidate_level_of(level), generation));
       ++made;
@@ -508,6 +515,7 @@ std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count
 std::vector<Planned> Search::propose_now(std::uint32_t generation, std::size_t count) {
   std::vector<Planned> out;
   held_back_.clear();
+  declined_.clear();
   if (next_id_ == 0) {
     for (auto& state : states_) propose_originals(*state, generation, out);
   }

@@ -187,6 +187,8 @@ class Search {
   // The optimizers, by (kernel, source, level), that stopped at their pending limit in the
   // proposal being made (what it may come back to).
   std::set<std::tuple<std::size_t, Hash128, Level>> held_back_;
+  // Those that found fewer than they were asked for in it: not asked again until the next.
+  std::set<std::tuple<std::size_t, Hash128, Level>> declined_;
   std::map<std::uint64_t, Planned> outstanding_;  // proposed, not yet observed
   std::unique_ptr<evolve::PromptBuilder> prompts_;
   std::unique_ptr<MutationWorker> mutation_worker_;  // made when a kernel is mutated

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,9 +125,10 @@ class Sandbox {
   // (the child gone) when it could not prepare.
   void take_over(Child child);
   void replace_lost_child();  // a new child started while the one that lost its context ends
-  // The standby takes the lost child's place (which ended `old_ended_s` after it was lost), and
-  // a new standby is started. False when there was none ready (none started yet, or it failed).
-  bool bring_in_standby(const char* why, double old_ended_s);
+  // The standby takes the lost child's place (which ended `old_ended_s` after it was lost, when
+  // that was measured), and a new standby is started. False when there was none ready (none
+  // started yet, or it failed).
+  bool bring_in_standby(const char* why, std::optional<double> old_ended_s);
   void start_standby();
   void stop();         // kills the child (if any) and reaps it
   std::string reap();  // waits for a child that died; how it ended ("killed by signal 11 ...")
