@@ -24,7 +24,7 @@
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
 //                     [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]
 //                     [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]
-//                     [--no-standby] [--keep DIR] [--append FILE]
+//                     [--standby] [--keep DIR] [--append FILE]
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,7 +59,7 @@ struct Options {
   double compile_time = 1, run_time = 2;
   double lost_rate = 0, lost_time = 2.7;  // simulated lost GPU contexts (--lost-rate)
   double prepare_time = 0;                // a simulated sandbox child's start
-  bool standby = true;                    // timing.standby_sandbox
+  bool standby = false;                   // timing.standby_sandbox
   std::vector<bool> llm = {false, true};
   // Further tune.yaml sections (e.g. search: bo: ...) appended to every run's tune file: the
   // same build measured with an option on and off.
@@ -233,8 +233,8 @@ int main(int argc, char** argv) {
       if (!o.append.empty() && o.append.back() != '\n') o.append += '\n';
     } else if (arg == "--prepare-time") {
       o.prepare_time = std::stod(value());
-    } else if (arg == "--no-standby") {
-      o.standby = false;
+    } else if (arg == "--standby") {
+      o.standby = true;
     } else if (arg == "--keep") {
       o.keep = value();
     } else if (arg == "--no-llm") {
@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
           "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
           "                    [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]\n"
           "                    [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]\n"
-          "                    [--no-standby] [--keep DIR] [--append FILE]\n"
+          "                    [--standby] [--keep DIR] [--append FILE]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
           "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
           "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine;\n"
           "  --lost-rate of them lose their GPU context and cost --lost-time seconds (as on CUDA),\n"
           "  and a new sandbox child takes --prepare-time seconds to start.\n"
-          "  --no-standby: timing.standby_sandbox off (a lost child's successor is waited for).\n"
+          "  --standby: timing.standby_sandbox on (a prepared child replaces a lost one at once).\n"
           "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n"
           "  --append FILE: YAML added to every run's tune file (sections it does not write,\n"
           "  such as search or verify), to measure an option on and off\n");

@@ -648,7 +648,8 @@ SectionPtr<TimingConfig> timing_section() {
       std::move(compile_threads),
       schema::flag<T>("standby_sandbox", &T::standby_sandbox,
                       "GPU backends: once a candidate lost its GPU context, keep a second "
-                      "sandbox child prepared to take over from the next one that does."),
+                      "sandbox child prepared to take over from the next one that does (it "
+                      "prepares on the GPU beside candidates being timed)."),
       schema::integer<T>("confirm_top", &T::confirm_top, 0, 1 << 16,
                          "Best candidates re-measured before one is declared best."),
       schema::integer<T>("confirm_repeats", &T::confirm_repeats, 1, kMany,

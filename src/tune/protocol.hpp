@@ -32,7 +32,7 @@ struct EvaluatorSetup {
   std::vector<replay::KernelToPrepare> kernels;
   double timeout_s = 30;
   std::optional<std::uint32_t> compile_threads;  // timing.compile_threads; unset: automatic
-  bool standby_sandbox = true;                   // timing.standby_sandbox
+  bool standby_sandbox = false;                  // timing.standby_sandbox
   std::filesystem::path capture;  // where rank 0 read it (used when it evaluates itself)
   std::string log_level;
   // What candidates may read as they compile: the kernels' include directories and the

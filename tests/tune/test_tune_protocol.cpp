@@ -71,9 +71,9 @@ TEST(TuneProtocol, EveryMessageReadsBackAsWritten) {
   setup.kernels = {{2, {0, 3}}};
   setup.compile_threads = 0;
   setup.simulation = R"({"run_s":2})";
-  setup.standby_sandbox = false;
+  setup.standby_sandbox = true;
   const EvaluatorSetup s = decode_setup(encode(setup));
-  EXPECT_FALSE(s.standby_sandbox);
+  EXPECT_TRUE(s.standby_sandbox);
   EXPECT_EQ(s.backend, "simulate");
   EXPECT_EQ(s.kernels.at(0).launches, (std::vector<std::size_t>{0, 3}));
   ASSERT_TRUE(s.compile_threads.has_value());

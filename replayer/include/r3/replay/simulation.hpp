@@ -26,7 +26,7 @@ struct SimulationOptions {
   // on CUDA): the candidate costs `lost_s`, and the sandbox replaces its child, which takes
   // `prepare_s` to start (as every child does: an H100 prepares the demo's capture again in
   // 1.3-2.5 s; the old context's teardown, about 0.1 s, overlaps it). A standby child
-  // (timing.standby_sandbox) takes over without that wait.
+  // (timing.standby_sandbox, off by default) takes over without that wait.
   double lost_rate = 0;
   double lost_s = 2.7;
   double prepare_s = 0;  // a new child's start, before its first candidate

@@ -130,8 +130,10 @@ struct TimingConfig {
   // backend, whose timed runs would compete with the compiles for the cores).
   std::optional<std::uint32_t> compile_threads;
   // GPU backends: after a candidate lost its sandbox child's GPU context, a second child is
-  // kept prepared, so that the next loss (or a timeout's kill) costs no wait for a new one.
-  bool standby_sandbox = true;
+  // kept prepared, so that the next loss (or a timeout's kill) costs no wait for a new one. Off
+  // by default: while it prepares (2-2.5 s after each loss) it shares the GPU with candidates
+  // being timed, which was not measured for its reference runs.
+  bool standby_sandbox = false;
   std::uint32_t confirm_top = 3;  // best candidates re-measured before one is declared best
   std::uint32_t confirm_repeats = 50;
   std::uint32_t confirm_rounds = 3;  // interleaved rounds per evaluator
