@@ -710,22 +710,34 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       if (options_.acquisition != Acquisition::portfolio) return options_.acquisition;
       return (known + pick) % 2 == 0 ? Acquisition::log_ei : Acquisition::ucb;
     };
-    std::vector<double> acquisition(pool.size());
+    // The pool scored by each acquisition the local search follows: the first pick's, and in a
+    // portfolio the other one's too, half the starts each.
+    const bool both = options_.acquisition == Acquisition::portfolio;
+    std::vector<std::vector<double>> scored(both ? 2 : 1);
     auto score = [&](std::size_t from) {
-      acquisition.resize(pool.size());
-      for (std::size_t i = from; i < pool.size(); ++i)
-        acquisition[i] =
-            model.acquisition(kind(0), pool.mean[i], pool.variance[i], pool.log_feasible[i]);
+      for (std::size_t k = 0; k < scored.size(); ++k) {
+        scored[k].resize(pool.size());
+        for (std::size_t i = from; i < pool.size(); ++i)
+          scored[k][i] =
+              model.acquisition(kind(k), pool.mean[i], pool.variance[i], pool.log_feasible[i]);
+      }
     };
     score(0);
 
     // Local search: from the best candidates, move to the best neighbour while it improves.
-    std::vector<std::size_t> order(pool.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return acquisition[a] > acquisition[b]; });
-    for (std::size_t s = 0; s < std::min(order.size(), options_.local_search_starts); ++s) {
-      std::size_t current = order[s];
+    std::vector<std::vector<std::size_t>> orders(scored.size());
+    for (std::size_t k = 0; k < scored.size(); ++k) {
+      orders[k].resize(pool.size());
+      std::iota(orders[k].begin(), orders[k].end(), 0);
+      std::stable_sort(orders[k].begin(), orders[k].end(), [&](std::size_t a, std::size_t b) {
+        return scored[k][a] > scored[k][b];
+      });
+    }
+    const std::size_t starts = std::min(pool.size(), options_.local_search_starts);
+    for (std::size_t s = 0; s < starts; ++s) {
+      const std::size_t k = s % scored.size();
+      const std::vector<double>& acquisition = scored[k];
+      std::size_t current = orders[k][s / scored.size()];
       for (std::size_t step = 0; step < options_.local_search_steps; ++step) {
         std::vector<Configuration> next;
         std::unordered_set<Hash128> seen;
@@ -744,6 +756,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         current = best;
       }
     }
+    std::vector<double>& acquisition = scored[0];
     timing_.candidates = seconds_since(start);
     timing_.pool = pool.size();
     timing_.new_points = model.gp().computed() - computed_before;
