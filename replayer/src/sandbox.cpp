@@ -107,21 +107,23 @@ void wait_for_end(pid_t pid, int& status) {
   }
 }
 
-// Ends a child that is no longer needed: closing its request pipe ends it at end of file, and
-// one that lives on after `grace` is killed. Waits for it.
-void end_child(pid_t pid, int to, int from, std::chrono::milliseconds grace) {
+// Ends a child: closing its request pipe ends it at end of file, and one that lives on after
+// `grace` is killed. Waits for it, and says how it ended ("killed by signal 9 ...").
+std::string end_child(pid_t pid, int to, int from, std::chrono::milliseconds grace) {
   if (to >= 0) ::close(to);
+  if (from >= 0) ::close(from);
   auto deadline = Clock::now() + grace;
   int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
+  pid_t done = 0;
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0) {
     if (Clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
+      ::kill(pid, SIGKILL);  // it closed its pipe but lives on
       wait_for_end(pid, status);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (from >= 0) ::close(from);
+  return done < 0 ? std::string("vanished") : describe_exit_status(status);
 }
 
 }  // namespace
@@ -131,10 +133,7 @@ Sandbox::~Sandbox() {
     ::kill(standby_.pid, SIGKILL);  // it may still be preparing
     end_child(standby_.pid, standby_.to, standby_.from, std::chrono::seconds(2));
   }
-  if (child_ < 0) return;
-  end_child(child_, to_child_, from_child_, std::chrono::seconds(2));
-  to_child_ = from_child_ = -1;
-  child_ = -1;
+  if (child_ >= 0) reap();  // the child ends at end of file
 }
 
 Sandbox::Child Sandbox::spawn_child() {
@@ -299,22 +298,10 @@ void Sandbox::stop() {
 }
 
 std::string Sandbox::reap() {
-  if (to_child_ >= 0) ::close(to_child_);
-  if (from_child_ >= 0) ::close(from_child_);
+  const std::string how = end_child(child_, to_child_, from_child_, std::chrono::seconds(2));
   to_child_ = from_child_ = -1;
-  int status = 0;
-  auto deadline = Clock::now() + std::chrono::seconds(2);
-  pid_t done = 0;
-  while ((done = ::waitpid(child_, &status, WNOHANG)) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(child_, SIGKILL);  // it closed its pipe but lives on
-      wait_for_end(child_, status);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
   child_ = -1;
-  return done < 0 ? std::string("vanished") : describe_exit_status(status);
+  return how;
 }
 
 void Sandbox::precompile(const std::vector<Request>& requests) {
