@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -598,18 +599,59 @@ TEST(BoOptimizer, ProposesTheRestOfASmallSpaceWhenEverythingFailed) {
 }
 
 // The demo stencil's parameter level as two H100s met it: of 288 configurations only a tile of
-// 32 with at least 256 threads allowed works. Once the working ones are measured, the rest are
-// failures the model has learnt to tell apart: it stops instead of proposing all 216 of them.
+// 32 with at least 256 threads allowed works.
+Space demo_parameter_space() {
+  return Space({Parameter::ordinal("unroll", {1, 2, 4, 8}),
+                Parameter::ordinal("tile", {16, 32, 64}), Parameter::ordinal("ldg", {0, 1}),
+                Parameter::ordinal("max_threads", {128, 256, 512, 1024}),
+                Parameter::ordinal("min_blocks", {1, 2, 4})});
+}
+
+// A configuration's outcome there, its evaluation costing `failure_cost` or `success_cost`
+// (Outcome::cost; 0: not given).
+Outcome demo_parameter_outcome(const Space& space, const Configuration& c,
+                               double failure_cost = 0, double success_cost = 0) {
+  if (value(space, c, 1) != 32 || value(space, c, 3) < 256)
+    return Outcome::failed("launch", failure_cost);
+  return Outcome::success(1 - 0.01 * std::log2(value(space, c, 0)) -
+                              0.005 * value(space, c, 2) + 0.002 * value(space, c, 4),
+                          success_cost);
+}
+
+struct Found {
+  std::size_t successes = 0, failures = 0;
+};
+
+// A pipelined job: one slot per step for `steps` steps, each result observed `late` steps after
+// its proposal. The optimiser proposes into a slot only while it has pending_room() when
+// `keep_within` (else the slot is another's work), into every slot otherwise.
+Found run_late(Optimizer& optimizer, std::size_t late, int steps, bool keep_within,
+               const std::function<Outcome(const Configuration&)>& evaluate) {
+  std::deque<std::optional<Configuration>> in_flight;  // nullopt: another's work
+  Found found;
+  for (int step = 0; step < steps; ++step) {
+    std::optional<Configuration> slot;
+    if (!keep_within || optimizer.pending_room() > 0) {
+      const std::vector<Configuration> one = optimizer.propose(1);
+      if (!one.empty()) slot = one.front();
+    }
+    in_flight.push_back(slot);
+    if (in_flight.size() <= late) continue;
+    if (const std::optional<Configuration> done = in_flight.front(); done) {
+      const Outcome outcome = evaluate(*done);
+      (outcome.ok ? found.successes : found.failures) += 1;
+      optimizer.observe(*done, outcome);
+    }
+    in_flight.pop_front();
+  }
+  return found;
+}
+
+// Once the demo space's working configurations are measured, the rest are failures the model has
+// learnt to tell apart: it stops instead of proposing all 216 of them.
 TEST(BoOptimizer, LeavesAloneWhatItIsSureFailsOnceTheRestIsMeasured) {
-  const Space space({Parameter::ordinal("unroll", {1, 2, 4, 8}),
-                     Parameter::ordinal("tile", {16, 32, 64}), Parameter::ordinal("ldg", {0, 1}),
-                     Parameter::ordinal("max_threads", {128, 256, 512, 1024}),
-                     Parameter::ordinal("min_blocks", {1, 2, 4})});
-  auto evaluate = [&](const Configuration& c) {
-    if (value(space, c, 1) != 32 || value(space, c, 3) < 256) return Outcome::failed("launch");
-    return Outcome::success(1 - 0.01 * std::log2(value(space, c, 0)) -
-                            0.005 * value(space, c, 2) + 0.002 * value(space, c, 4));
-  };
+  const Space space = demo_parameter_space();
+  auto evaluate = [&](const Configuration& c) { return demo_parameter_outcome(space, c); };
   for (double min_feasibility : {0.01, 0.0}) {
     SCOPED_TRACE("min_feasibility " + std::to_string(min_feasibility));
     Options options;
@@ -666,44 +708,21 @@ TEST(BoOptimizer, PendingRoomGrowsWithWhatIsObserved) {
 }
 
 // Why the limit: results that arrive late (a pipelined job observes in generation order, behind
-// its slowest candidate). The demo-shaped space of the test above, one slot per step, each
+// its slowest candidate). The demo-shaped space, one slot per step, each
 // result observed 32 steps after its proposal, until the optimiser has nothing left to propose.
 // A caller that leaves the slot to other work while pending_room() is 0 finds the same 72
 // working configurations with fewer failures than one that proposes into every slot.
 TEST(BoOptimizer, KeepingWithinThePendingRoomFailsLessWhenResultsComeLate) {
-  const Space space({Parameter::ordinal("unroll", {1, 2, 4, 8}),
-                     Parameter::ordinal("tile", {16, 32, 64}), Parameter::ordinal("ldg", {0, 1}),
-                     Parameter::ordinal("max_threads", {128, 256, 512, 1024}),
-                     Parameter::ordinal("min_blocks", {1, 2, 4})});
-  auto evaluate = [&](const Configuration& c) {
-    if (value(space, c, 1) != 32 || value(space, c, 3) < 256) return Outcome::failed("launch");
-    return Outcome::success(1 - 0.01 * std::log2(value(space, c, 0)) -
-                            0.005 * value(space, c, 2) + 0.002 * value(space, c, 4));
-  };
-  constexpr std::size_t kLate = 32;
+  const Space space = demo_parameter_space();
   auto failures_to_the_end = [&](bool keep_within, std::uint64_t seed) {
     Options options;
     options.seed = seed;
     Optimizer optimizer(space, options);
-    std::deque<std::optional<Configuration>> in_flight;  // nullopt: another's work
-    std::size_t successes = 0, failures = 0;
-    for (int step = 0; step < 3000; ++step) {
-      std::optional<Configuration> slot;
-      if (!keep_within || optimizer.pending_room() > 0) {
-        const std::vector<Configuration> one = optimizer.propose(1);
-        if (!one.empty()) slot = one.front();
-      }
-      in_flight.push_back(slot);
-      if (in_flight.size() <= kLate) continue;
-      if (const std::optional<Configuration> done = in_flight.front(); done) {
-        const Outcome outcome = evaluate(*done);
-        (outcome.ok ? successes : failures) += 1;
-        optimizer.observe(*done, outcome);
-      }
-      in_flight.pop_front();
-    }
-    EXPECT_EQ(successes, 72u) << (keep_within ? "within the room" : "every slot");
-    return failures;
+    const Found found = run_late(optimizer, 32, 3000, keep_within, [&](const Configuration& c) {
+      return demo_parameter_outcome(space, c);
+    });
+    EXPECT_EQ(found.successes, 72u) << (keep_within ? "within the room" : "every slot");
+    return found.failures;
   };
   std::size_t within = 0, every_slot = 0;
   for (std::uint64_t seed : {1, 2, 3}) {
@@ -715,44 +734,21 @@ TEST(BoOptimizer, KeepingWithinThePendingRoomFailsLessWhenResultsComeLate) {
 }
 
 // Failures that cost 100 times what a success does (a lost CUDA context against a 10 ms
-// candidate): on the demo-shaped space above, in batches of 4, the cost-aware optimiser finds
-// the working configurations for fewer failures than one that weighs them as successes.
+// candidate): on the demo-shaped space, results 16 steps late and the caller keeping within the
+// pending room, the cost-aware optimiser finds the working configurations for fewer failures
+// than one that weighs them as successes.
 TEST(BoOptimizer, ExpensiveFailuresAreAvoidedMoreThanCheapOnes) {
-  const Space space({Parameter::ordinal("unroll", {1, 2, 4, 8}),
-                     Parameter::ordinal("tile", {16, 32, 64}), Parameter::ordinal("ldg", {0, 1}),
-                     Parameter::ordinal("max_threads", {128, 256, 512, 1024}),
-                     Parameter::ordinal("min_blocks", {1, 2, 4})});
-  auto evaluate = [&](const Configuration& c) {
-    if (value(space, c, 1) != 32 || value(space, c, 3) < 256) return Outcome::failed("lost", 100);
-    return Outcome::success(1 - 0.01 * std::log2(value(space, c, 0)) -
-                                0.005 * value(space, c, 2) + 0.002 * value(space, c, 4),
-                            1);
-  };
-  // One slot per step, each result observed 16 steps after its proposal (a pipelined job), the
-  // caller keeping within pending_room(), until the optimiser proposes nothing more.
+  const Space space = demo_parameter_space();
   auto run = [&](bool cost_aware, std::uint64_t seed) {
     Options options;
     options.seed = seed;
     options.cost_aware = cost_aware;
     Optimizer optimizer(space, options);
-    std::deque<std::optional<Configuration>> in_flight;
-    std::size_t successes = 0, failures = 0;
-    for (int step = 0; step < 2000; ++step) {
-      std::optional<Configuration> slot;
-      if (optimizer.pending_room() > 0) {
-        const std::vector<Configuration> one = optimizer.propose(1);
-        if (!one.empty()) slot = one.front();
-      }
-      in_flight.push_back(slot);
-      if (in_flight.size() <= 16) continue;
-      if (const std::optional<Configuration> done = in_flight.front(); done) {
-        const Outcome outcome = evaluate(*done);
-        (outcome.ok ? successes : failures) += 1;
-        optimizer.observe(*done, outcome);
-      }
-      in_flight.pop_front();
-    }
-    return std::pair{successes, failures};
+    const Found found = run_late(optimizer, 16, 2000, /*keep_within=*/true,
+                                 [&](const Configuration& c) {
+                                   return demo_parameter_outcome(space, c, 100, 1);
+                                 });
+    return std::pair{found.successes, found.failures};
   };
   std::size_t aware_failures = 0, plain_failures = 0, aware_found = 0, plain_found = 0;
   for (std::uint64_t seed : {1, 2, 3}) {

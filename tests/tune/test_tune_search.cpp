@@ -91,6 +91,24 @@ TEST(TuneSearch, FairSharesCarryTheRoundingAcrossCalls) {
   EXPECT_EQ(fair_shares(4, {0, 0}, received), (std::vector<std::size_t>{0, 0}));
 }
 
+// Kernel k of write_cuda_capture() as tune.yaml names it, with a cubin and PTX recorded.
+KernelTarget recorded_target(std::size_t k) {
+  KernelTarget t;
+  t.capture_index = k;
+  t.name = "kernel" + std::to_string(k);
+  t.original_block = capture::Dim3{128, 1, 1};
+  t.has_recorded_cubin = t.has_recorded_ptx = true;
+  t.base.compiler = replay::Compiler::nvrtc;
+  return t;
+}
+
+// Kernel k's source with a tunable: the nvrtc path, and a parameter level to search.
+void give_tunable_source(KernelTarget& t, std::size_t k) {
+  t.source = "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n__global__ void kernel" +
+             std::to_string(k) + "(float* x) { x[threadIdx.x] *= TILE; }\n";
+  t.source_name = "k.cu";
+}
+
 struct Split {
   std::map<std::size_t, std::size_t> per_kernel;                         // after the originals
   std::map<std::pair<std::size_t, std::string>, std::size_t> per_level;  // (kernel, level)
@@ -111,19 +129,8 @@ Split run_search(int kernels, std::size_t batch, int generations, bool with_para
   auto capture = capture::CaptureReader::open(dir / "c.h5");
   std::vector<KernelTarget> targets;
   for (int k = 0; k < kernels; ++k) {
-    KernelTarget t;
-    t.capture_index = static_cast<std::size_t>(k);
-    t.name = "kernel" + std::to_string(k);
-    t.original_block = capture::Dim3{128, 1, 1};
-    t.has_recorded_cubin = t.has_recorded_ptx = true;
-    t.base.compiler = replay::Compiler::nvrtc;
-    if (with_parameters) {
-      // A source with a tunable: the nvrtc path, and a parameter level to search.
-      t.source =
-          "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n__global__ void kernel" +
-          std::to_string(k) + "(float* x) { x[threadIdx.x] *= TILE; }\n";
-      t.source_name = "k.cu";
-    }
+    KernelTarget t = recorded_target(static_cast<std::size_t>(k));
+    if (with_parameters) give_tunable_source(t, static_cast<std::size_t>(k));
     if (adjust) adjust(t);
     targets.push_back(t);
   }
@@ -266,19 +273,8 @@ TEST(TuneSearch, AnOptimizerAtItsPendingLimitLeavesTheBatchToOtherWork) {
         limit + "\n";
     config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
     auto capture = capture::CaptureReader::open(dir / "c.h5");
-    std::vector<KernelTarget> targets(2);
-    for (std::size_t k = 0; k < 2; ++k) {
-      KernelTarget& t = targets[k];
-      t.capture_index = k;
-      t.name = "kernel" + std::to_string(k);
-      t.original_block = capture::Dim3{128, 1, 1};
-      t.has_recorded_cubin = t.has_recorded_ptx = true;
-      t.base.compiler = replay::Compiler::nvrtc;
-    }
-    targets[0].source =
-        "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n"
-        "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
-    targets[0].source_name = "k.cu";
+    std::vector<KernelTarget> targets = {recorded_target(0), recorded_target(1)};
+    give_tunable_source(targets[0], 0);
     Search search(config, config::Backend::cuda, capture, targets);
     std::map<std::uint32_t, std::size_t> searched;  // per kernel, generation 0
     const std::vector<Planned> first = search.propose(0, 23);
@@ -327,16 +323,8 @@ TEST(TuneSearch, AResumeReplaysTheOrderInWhichGenerationsWereProposedAndObserved
         "      mutators: []\n";
     config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
     auto capture = capture::CaptureReader::open(dir / "c.h5");
-    KernelTarget t;
-    t.capture_index = 0;
-    t.name = "kernel0";
-    t.original_block = capture::Dim3{128, 1, 1};
-    t.has_recorded_cubin = t.has_recorded_ptx = true;
-    t.base.compiler = replay::Compiler::nvrtc;
-    t.source =
-        "R3_TUNABLE(TILE, 4, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)\n"
-        "__global__ void kernel0(float* x) { x[threadIdx.x] *= TILE; }\n";
-    t.source_name = "k.cu";
+    KernelTarget t = recorded_target(0);
+    give_tunable_source(t, 0);
 
     Search live(config, config::Backend::cuda, capture, {t});
     run::RunRecord record;
