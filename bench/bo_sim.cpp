@@ -4,7 +4,7 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--initial N] [--trend V]
-//               [--candidates N] [--local-starts N] [--fit-evaluations N] [--gp-points N]
+//               [--candidates N] [--local-starts N] [--fit-evaluations N] [--fit-lag N] [--gp-points N]
 //               [--min-feasibility P] [--no-timing] [--verbose]
 //               [--constraint EXPR]... [--constraints FILE] TABLE.csv...
 //
@@ -132,6 +132,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.local_search_starts = count();
     else if (a == "--fit-evaluations")
       s.defaults.fit_evaluations = static_cast<int>(count());
+    else if (a == "--fit-lag")
+      s.defaults.fit_lag = count();
     else if (a == "--gp-points")
       s.defaults.max_gp_points = count();
     else if (a == "--min-feasibility")
@@ -164,6 +166,8 @@ Settings parse(int argc, char** argv) {
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
+          "  --fit-lag N           observations the hyperparameters lag the history by\n"
+          "                        (default 0: fitted to the history as it is)\n"
           "  --gp-points N         most observations the GP conditions on (default 384)\n"
           "  --min-feasibility P   P(feasible) below which a point the feasibility model\n"
           "                        knows fails is not proposed; 0: propose all (default %g)\n"

@@ -7,6 +7,7 @@
 #include <functional>
 #include <future>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <unordered_set>
 
@@ -24,14 +25,18 @@ namespace r3::bo {
 struct Optimizer::Memo {
   std::size_t gp_at = 0, classifier_at = 0;  // the fit points of the cached hyperparameters
   std::optional<Hyperparameters> gp, classifier;
-  // A fit started on the pool (fit_ahead) for the fit point `at`; `dropped` tells a fit not
-  // started yet that a later point has made it useless.
+  // A fit submitted to the pool (fit_ahead) for the fit point `at`. Whoever sets `claimed`
+  // first does it: the pool thread that reaches the task, or the proposal that needs it before
+  // then (it fits in place rather than wait behind other optimizers' fits), or a later point
+  // that made it useless (then nobody does).
   struct AheadFit {
     std::size_t at = 0;
     std::shared_future<Hyperparameters> result;
-    std::shared_ptr<std::atomic<bool>> dropped;
+    std::shared_ptr<std::atomic<bool>> claimed;
   };
-  std::optional<AheadFit> gp_ahead, classifier_ahead;
+  // By fit point: with a lag (Options::fit_lag) the next proposal's fit and later ones may
+  // all be under way.
+  std::map<std::size_t, AheadFit> gp_ahead, classifier_ahead;
   // The models conditioned on the rows chosen at the fit point and on everything after it:
   // per row, the index of its success (gp) or observation (classifier).
   std::optional<Posterior> gp_posterior, classifier_posterior;
@@ -147,6 +152,21 @@ std::size_t fit_point(std::size_t size) {
   }
 }
 
+// The fit point whose hyperparameters a history of `size` uses: that of the history `lag`
+// observations ago (Options::fit_lag), unless it would have fewer than `least` (the GP needs two
+// successes, the classifier a failure): then the current one.
+std::size_t lagged_fit_point(std::size_t size, std::size_t lag, std::size_t least) {
+  const std::size_t lagged = fit_point(size > lag ? size - lag : 0);
+  return lagged >= least ? lagged : fit_point(size);
+}
+
+// Observations up to and including the first failure (what the classifier's fit needs).
+std::size_t through_first_failure(const std::vector<Observation>& observations) {
+  for (std::size_t i = 0; i < observations.size(); ++i)
+    if (!observations[i].outcome.ok) return i + 1;
+  return observations.size() + 1;
+}
+
 // How many of the data at a fit point the GP conditions on: with the successes that come before
 // the next fit point, never more than `limit` rows (the cost of a column grows with the square of
 // the rows: a proposal costs the same at 500 observations as at 5000), and at least half of them.
@@ -231,22 +251,28 @@ FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observatio
 // are known), and a label near a failure region is not a time falling along a range.
 constexpr double kNoTrend = 0;
 
+// Marks the fits for points before `at` as useless (a fit not started yet is then not run).
+void drop_before(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::size_t at) {
+  for (auto it = ahead.begin(); it != ahead.end() && it->first < at;) {
+    it->second.claimed->store(true);
+    it = ahead.erase(it);
+  }
+}
+
 // Starts on the pool the fit of the data `make_data` gives, unless `ahead` already holds one
-// for `at` (then the data is not made again); a fit for an earlier point that has not started
-// is dropped.
+// for `at` (then the data is not made again).
 template <typename MakeData>
-void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
+void start_fit(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::size_t at,
                const Encoder& encoder, const Options& options, double trend, MakeData make_data) {
-  if (ahead && ahead->at == at) return;
-  if (ahead) ahead->dropped->store(true);
+  if (ahead.contains(at)) return;
   auto promise = std::make_shared<std::promise<Hyperparameters>>();
-  auto dropped = std::make_shared<std::atomic<bool>>(false);
-  ahead = Optimizer::Memo::AheadFit{at, promise->get_future().share(), dropped};
+  auto claimed = std::make_shared<std::atomic<bool>>(false);
+  ahead.emplace(at, Optimizer::Memo::AheadFit{at, promise->get_future().share(), claimed});
   // The task owns what it reads: the data, and the encoder's dimension counts (the copy's space
   // pointer is not followed by a fit).
   options.fit_pool->submit(
-      [promise, dropped, fit = make_data(), encoder, evaluations = options.fit_evaluations, trend] {
-        if (dropped->load()) return;  // nobody waits for it any more
+      [promise, claimed, fit = make_data(), encoder, evaluations = options.fit_evaluations, trend] {
+        if (claimed->exchange(true)) return;  // fitted in place, or not needed any more
         try {
           promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations, trend));
         } catch (...) {
@@ -255,19 +281,18 @@ void start_fit(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
       });
 }
 
-// The hyperparameters at fit point `at`: from the pool's fit for it, or fitted here.
+// The hyperparameters at fit point `at`: from the pool's fit for it, or fitted here. Fits for
+// earlier points are no longer needed (the history only grows); later ones are kept.
 template <typename MakeData>
-Hyperparameters fitted(std::optional<Optimizer::Memo::AheadFit>& ahead, std::size_t at,
+Hyperparameters fitted(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::size_t at,
                        const Encoder& encoder, const Options& options, double trend,
                        MakeData make_data) {
-  if (ahead && ahead->at == at) {
-    std::shared_future<Hyperparameters> result = ahead->result;
-    ahead.reset();
-    return result.get();
-  }
-  if (ahead) {  // for an earlier point: the history has passed it
-    ahead->dropped->store(true);
-    ahead.reset();
+  drop_before(ahead, at);
+  if (auto it = ahead.find(at); it != ahead.end()) {
+    const Optimizer::Memo::AheadFit fit = it->second;
+    ahead.erase(it);
+    // Under way on a pool thread: wait for it. Still queued: fitted here, to the same data.
+    if (fit.claimed->exchange(true)) return fit.result.get();
   }
   const FitData fit = make_data();
   return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations, trend);
@@ -309,7 +334,7 @@ class Model {
       return std::pair{encoder_.encode(c), c.hash()};
     };
 
-    const std::size_t gp_at = fit_point(data.successes.size());
+    const std::size_t gp_at = lagged_fit_point(data.successes.size(), options.fit_lag, 2);
     if (!memo.gp || memo.gp_at != gp_at) {
       // The data as it was when there were `gp_at` successes.
       const Data then = data_then(data, times, gp_at);
@@ -349,7 +374,8 @@ class Model {
       const Configuration& c = observations[i].configuration;
       return std::pair{encoder_.encode(c), c.hash()};
     };
-    const std::size_t classifier_at = fit_point(observations.size());
+    const std::size_t classifier_at = lagged_fit_point(observations.size(), options.fit_lag,
+                                                       through_first_failure(observations));
     if (!memo.classifier || memo.classifier_at != classifier_at) {
       // As for the GP: fitted to the observations as they were at the fit point.
       const std::vector<Observation> then(observations.begin(),
@@ -557,20 +583,30 @@ void Optimizer::fit_ahead() {
     times.push_back(observations_[i].outcome.time);
   }
   if (data.successes.size() < 2) return;  // no model yet (propose() samples)
-  const std::size_t gp_at = fit_point(data.successes.size());
-  if (!memo.gp || memo.gp_at != gp_at)
-    start_fit(memo.gp_ahead, gp_at, encoder, options_, options_.trend, [&] {
-      return gp_fit_data(encoder, observations_, data_then(data, times, gp_at), options_);
+  // The fit the next proposal uses (started here when an earlier call did not), then the one
+  // a proposal uses once fit_lag more observations have come.
+  const std::size_t successes = data.successes.size();
+  const std::size_t gp_next = lagged_fit_point(successes, options_.fit_lag, 2);
+  drop_before(memo.gp_ahead, gp_next);
+  for (const std::size_t at : {gp_next, fit_point(successes)}) {
+    if (memo.gp && memo.gp_at == at) continue;
+    start_fit(memo.gp_ahead, at, encoder, options_, options_.trend, [&] {
+      return gp_fit_data(encoder, observations_, data_then(data, times, at), options_);
     });
-  if (data.successes.size() == observations_.size()) return;  // no failures: no classifier
-  const std::size_t classifier_at = fit_point(observations_.size());
-  if (!memo.classifier || memo.classifier_at != classifier_at)
-    start_fit(memo.classifier_ahead, classifier_at, encoder, options_, kNoTrend, [&] {
+  }
+  if (successes == observations_.size()) return;  // no failures: no classifier
+  const std::size_t classifier_next = lagged_fit_point(
+      observations_.size(), options_.fit_lag, through_first_failure(observations_));
+  drop_before(memo.classifier_ahead, classifier_next);
+  for (const std::size_t at : {classifier_next, fit_point(observations_.size())}) {
+    if (memo.classifier && memo.classifier_at == at) continue;
+    start_fit(memo.classifier_ahead, at, encoder, options_, kNoTrend, [&] {
       const std::vector<Observation> then(observations_.begin(),
-                                          observations_.begin() + static_cast<long>(classifier_at));
+                                          observations_.begin() + static_cast<long>(at));
       return classifier_fit_data(encoder, then, classifier_rows(then, options_.max_fit_points * 2),
                                  options_);
     });
+  }
 }
 
 std::vector<Configuration> Optimizer::propose(std::size_t count) {

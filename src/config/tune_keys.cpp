@@ -388,6 +388,9 @@ SectionPtr<bo::Options> bo_section() {
                       "Weigh failures by what they cost against successes (their mean "
                       "evaluation times): acquisition per expected cost, and a higher bar for "
                       "points sure to fail."),
+      schema::integer<B>("fit_lag", &B::fit_lag, 0, 1 << 16,
+                         "Observations the hyperparameters lag the history by, so that their fit "
+                         "runs while candidates are evaluated; 0: none."),
       schema::choice<B>("batch", &B::batch, kBatchStrategies,
                         "How a batch of proposals for many evaluators is formed."),
   }});

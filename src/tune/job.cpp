@@ -384,6 +384,7 @@ int run_generations(Master& m, Dispatcher& dispatcher) {
   else if (!confirm_winners(m, dispatcher))
     loop.stop_during_confirmation();
   m.record.elapsed_seconds = loop.elapsed();
+  log::info(m.search->describe_effort());
   m.record.search_state = m.search->state();
   commit(m, loop.stopped() ? "the stop" : "the winner confirmation", m.record.generations);
   report::ResultsFiles files;

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "clock.hpp"
 #include "r3/error.hpp"
 #include "r3/evolve/mutators.hpp"
 #include "r3/log.hpp"
@@ -190,6 +191,17 @@ CodePath Search::code_path(const KernelState& kernel, const std::string& text) c
   if (backend_ == config::Backend::host) return CodePath::host;
   const KernelTarget& target = kernels_[kernel.index];
   return text.empty() && !target.has_recorded_source ? CodePath::recorded : CodePath::nvrtc;
+}
+
+std::string Search::describe_effort() const {
+  const Effort& e = effort_;
+  std::ostringstream out;
+  out.precision(3);
+  out << std::fixed << "the search's own time: " << e.proposals << " proposals, of which "
+      << e.optimizer_proposals << " by optimizers (fits " << e.fit << " s incl. waiting, conditioning "
+      << e.condition << " s, candidate pools " << e.candidates << " s, batches " << e.select
+      << " s); new sources " << e.sources << " s; observations " << e.observe << " s";
+  return out.str();
 }
 
 std::string Search::describe_source(const Hash128& source) const {
@@ -429,6 +441,12 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
       }
     } else {
       proposed = bo.propose(ask);
+      const bo::Optimizer::Timing& t = bo.last_timing();
+      ++effort_.optimizer_proposals;
+      effort_.fit += t.fit;
+      effort_.condition += t.condition;
+      effort_.candidates += t.candidates;
+      effort_.select += t.select;
     }
     if (proposed.size() < ask) {
       held_back_.erase(key);
@@ -508,6 +526,7 @@ void Search::propose_originals(KernelState& kernel, std::uint32_t generation,
 
 std::vector<Planned> Search::propose(std::uint32_t generation, std::size_t count) {
   std::vector<Planned> out = propose_now(generation, count);
+  ++effort_.proposals;
   proposals_.push_back({generation, count, generations_observed_, out.size()});
   return out;
 }
@@ -554,10 +573,13 @@ std::vector<Planned> Search::propose_now(std::uint32_t generation, std::size_t c
           for (std::size_t slot = 0; slot < counts.size(); ++slot) {
             if (counts[slot] == 0) continue;
             std::size_t start = out.size();
-            if (slot == 0)
+            if (slot == 0) {
+              const auto began = Clock::now();
               propose_sources(kernel, counts[slot], generation, out);
-            else
+              effort_.sources += seconds_since(began);
+            } else {
               propose_levels(kernel, kLevels[slot - 1], counts[slot], generation, out, limit);
+            }
             const std::size_t got = out.size() - start;
             made += got;
             if (got < counts[slot]) weights[slot] = 0;  // spent for this generation
@@ -580,6 +602,12 @@ std::vector<Planned> Search::propose_now(std::uint32_t generation, std::size_t c
 }
 
 void Search::observe(const run::CandidateRecord& done) {
+  const auto began = Clock::now();
+  struct AddTime {  // every return below counts
+    double& to;
+    Clock::time_point from;
+    ~AddTime() { to += seconds_since(from); }
+  } add_time{effort_.observe, began};
   auto it = outstanding_.find(done.id);
   if (it == outstanding_.end())
     throw Error("the search has no candidate " + std::to_string(done.id) + " in flight");

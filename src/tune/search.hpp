@@ -128,6 +128,18 @@ class Search {
   // when the database does not belong to this configuration.
   std::vector<std::vector<Planned>> restore(const run::RunRecord& record);
 
+  // Where the search's own time went (wall seconds, summed over the run): what limits rank 0
+  // once evaluators wait for it. The optimizers' parts are their Timing's (r3/bo/optimizer.hpp);
+  // "fit" includes waiting for a fit the pool had not finished.
+  struct Effort {
+    std::size_t proposals = 0, optimizer_proposals = 0;
+    double sources = 0;  // new sources: mutations, LLM answers (waiting for the mutators too)
+    double fit = 0, condition = 0, candidates = 0, select = 0;
+    double observe = 0;
+  };
+  const Effort& effort() const { return effort_; }
+  std::string describe_effort() const;
+
   const std::map<Hash128, std::string>& sources() const { return sources_; }
   std::uint64_t next_id() const { return next_id_; }
   const std::vector<KernelTarget>& kernels() const { return kernels_; }
@@ -216,6 +228,7 @@ class Search {
   std::vector<Proposal> proposals_;
   std::uint32_t generations_observed_ = 0;
   std::vector<double> kernel_received_;  // candidates each kernel got so far
+  Effort effort_;
 };
 
 // Splits `count` among slots by `weights`, given what each slot `received` before: each

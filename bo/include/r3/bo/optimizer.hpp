@@ -97,6 +97,13 @@ struct Options {
   std::size_t max_gp_points = 384;   // observations the GP conditions on (best first)
   std::size_t max_fit_points = 128;  // observations its hyperparameters are fitted to
   int fit_evaluations = 120;         // marginal-likelihood evaluations per fit
+  // The hyperparameters lag the history by this many observations: a proposal uses those
+  // fitted at the fit point of the history as it was `fit_lag` observations ago (conditioned on
+  // everything since), so that fit_ahead() has started that fit a generation or more before it
+  // is needed rather than at the end of the last one. A simulated 2-evaluator job then waited
+  // 1.89 s of 5.9 s for fits instead of 4.85 s of 9.4 s, but bench/bo_sim needed more
+  // evaluations to get within 5% (lag 1: stencil 19.5 -> 20.5, matmul 16 -> 17; 4: 24, 18.5).
+  std::size_t fit_lag = 0;
   // Threads for fit_ahead() (shared by many optimizers); none: every fit in propose().
   std::shared_ptr<FitPool> fit_pool;
 };
