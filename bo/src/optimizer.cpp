@@ -314,6 +314,33 @@ double failure_cost_ratio(const std::vector<Observation>& observations) {
                     1.0, 1e4);
 }
 
+// Failures that cost more than this many times the successes' mean (Outcome::cost) are costly:
+// on a GPU, a candidate that lost its context (2-6 s against 10 ms).
+constexpr double kCostlyFailure = 20;
+
+// How many of the failures since the last success were costly; 0 until a success said what
+// one costs.
+std::size_t costly_failures_since_success(const std::vector<Observation>& observations) {
+  double ok_sum = 0;
+  std::size_t ok_n = 0, last_ok = 0;
+  for (std::size_t i = 0; i < observations.size(); ++i) {
+    const Outcome& o = observations[i].outcome;
+    if (!o.ok) continue;
+    last_ok = i;
+    if (!(o.cost > 0) || !std::isfinite(o.cost)) continue;
+    ok_sum += o.cost;
+    ++ok_n;
+  }
+  if (ok_n == 0) return 0;
+  const double costly = kCostlyFailure * ok_sum / static_cast<double>(ok_n);
+  return static_cast<std::size_t>(
+      std::count_if(observations.begin() + static_cast<long>(last_ok), observations.end(),
+                    [&](const Observation& o) {
+                      return !o.outcome.ok && std::isfinite(o.outcome.cost) &&
+                             o.outcome.cost > costly;
+                    }));
+}
+
 class Model {
  public:
   Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
@@ -548,8 +575,10 @@ std::size_t Optimizer::pending_room() const {
     const double success_rate = ok / static_cast<double>(observations_.size());
     expected_cost = success_rate + (1 - success_rate) * failure_cost;
   }
+  // After a costly failure (since the last success), one at a time: the next may cost as much.
+  const std::size_t costly = options_.cost_aware ? costly_failures_since_success(observations_) : 0;
   const auto allowed = std::max(
-      options_.initial_samples,
+      costly > 0 ? std::size_t{1} : options_.initial_samples,
       static_cast<std::size_t>(options_.pending_per_observation *
                                static_cast<double>(observations_.size()) / expected_cost));
   return allowed > pending_.size() ? allowed - pending_.size() : 0;
@@ -613,6 +642,11 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   timing_ = {};
   const std::pair<std::size_t, std::size_t> now{observations_.size(), pending_.size()};
   if (memo_->nothing_at == now) return {};
+  if (options_.max_costly_failures > 0 &&
+      costly_failures_since_success(observations_) >= options_.max_costly_failures) {
+    memo_->nothing_at = now;
+    return {};
+  }
   // Randomness depends on nothing but the seed and what is known: the same history gives the
   // same proposals, whether or not the run was interrupted in between.
   std::seed_seq seeds{static_cast<std::uint32_t>(options_.seed),

@@ -388,6 +388,10 @@ SectionPtr<bo::Options> bo_section() {
                       "Weigh failures by what they cost against successes (their mean "
                       "evaluation times): acquisition per expected cost, and a higher bar for "
                       "points sure to fail."),
+      schema::integer<B>("max_costly_failures", &B::max_costly_failures, 0, 1 << 16,
+                         "Failures since the last success costing over 20 times a success (a lost "
+                         "GPU context) after which a source's level proposes nothing more; 0: no "
+                         "limit."),
       schema::integer<B>("fit_lag", &B::fit_lag, 0, 1 << 16,
                          "Observations the hyperparameters lag the history by, so that their fit "
                          "runs while candidates are evaluated; 0: none."),

@@ -756,6 +756,7 @@ TEST(BoOptimizer, ExpensiveFailuresAreAvoidedMoreThanCheapOnes) {
     Options options;
     options.seed = seed;
     options.cost_aware = cost_aware;
+    options.max_costly_failures = 0;  // every failure here is costly: measured on its own below
     Optimizer optimizer(space, options);
     const Found found = run_late(optimizer, 16, 2000, /*keep_within=*/true,
                                  [&](const Configuration& c) {
@@ -776,6 +777,45 @@ TEST(BoOptimizer, ExpensiveFailuresAreAvoidedMoreThanCheapOnes) {
   }
   EXPECT_LT(aware_failures, plain_failures);
   EXPECT_GE(aware_found, plain_found - 3);
+}
+
+// Where every configuration left is a failure that costs 100 successes (a lost GPU context),
+// the optimiser stops after max_costly_failures of them in a row, and has one in flight at a
+// time after the first; with no limit it goes on through the rest of the space.
+TEST(BoOptimizer, StopsAfterCostlyFailuresInARow) {
+  Space space({Parameter::ordinal("x", grid(0, 1, 16)), Parameter::ordinal("y", grid(0, 1, 16))});
+  auto outcome = [&](const Configuration& c) {
+    const double x = value(space, c, 0), y = value(space, c, 1);
+    if (x > 0.25) return Outcome::failed("launch error", 1.0);
+    return Outcome::success(1 + (y - 0.5) * (y - 0.5), 0.01);
+  };
+  auto run = [&](std::size_t limit) {
+    Options options;
+    options.max_costly_failures = limit;
+    Optimizer optimizer(space, options);
+    std::size_t costly = 0, in_a_row = 0, most_in_a_row = 0;
+    for (int step = 0; step < 120; ++step) {
+      const std::vector<Configuration> proposed = optimizer.propose(1);
+      if (proposed.empty()) break;
+      const Outcome o = outcome(proposed.front());
+      optimizer.observe(proposed.front(), o);
+      if (o.ok) {
+        in_a_row = 0;
+        continue;
+      }
+      ++costly;
+      most_in_a_row = std::max(most_in_a_row, ++in_a_row);
+      if (in_a_row >= 1) {
+        EXPECT_EQ(optimizer.pending_room(), 1u) << "after a costly failure, one at a time";
+      }
+    }
+    return std::pair{costly, most_in_a_row};
+  };
+  const auto [limited, limited_row] = run(3);
+  const auto [unlimited, unlimited_row] = run(0);
+  EXPECT_LE(limited_row, 3u);
+  EXPECT_GT(unlimited_row, 3u) << "the space never had more than 3 costly failures in a row";
+  EXPECT_LT(limited, unlimited);
 }
 
 // Sure means seen around: where nearly everything tried so far failed, every unseen point is as

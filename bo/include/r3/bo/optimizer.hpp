@@ -91,6 +91,14 @@ struct Options {
   // working ones were measured, which its model had seen fail (the block it ran with changed).
   // Nothing changes where failures cost what successes do, or costs are not given.
   bool cost_aware = true;
+  // Failures since the last success costing more than 20 times the successes' mean, after
+  // which the optimiser proposes nothing more (until a success still in flight comes in);
+  // after the first, it has at most one configuration pending (with cost_aware). On four
+  // H200s, 25 CUDA contexts were lost (2-6 s each, against 10 ms per candidate) by four
+  // parameter levels, one losing 10 and another 12: once their working points were measured,
+  // the configurations left were failures their model, made with other blocks, could not tell
+  // apart. With 3, 10 of the 25 would have been lost, and no success. 0: no limit.
+  std::size_t max_costly_failures = 3;
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
   std::size_t local_search_steps = 6;
