@@ -97,7 +97,9 @@ struct Options {
   // H200s, 25 CUDA contexts were lost (2-6 s each, against 10 ms per candidate) by four
   // parameter levels, one losing 10 and another 12: once their working points were measured,
   // the configurations left were failures their model, made with other blocks, could not tell
-  // apart. With 3, 10 of the 25 would have been lost, and no success. 0: no limit.
+  // apart; read off their outcomes in observation order, 3 would have stopped them after 10.
+  // It acts only on what is observed: the next such run lost 74, most in bursts a level had in
+  // flight before its first loss was observed. 0: no limit.
   std::size_t max_costly_failures = 3;
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
