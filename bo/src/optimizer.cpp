@@ -318,28 +318,37 @@ double failure_cost_ratio(const std::vector<Observation>& observations) {
 // on a GPU, a candidate that lost its context (2-6 s against 10 ms).
 constexpr double kCostlyFailure = 20;
 
-// How many of the failures since the last success were costly; 0 until a success said what
-// one costs.
-std::size_t costly_failures_since_success(const std::vector<Observation>& observations) {
+// The failures since the last success (all of them, without one), and how many of those were
+// costly; none costly until a success said what one costs.
+struct FailureRun {
+  std::size_t failures = 0, costly = 0;
+};
+FailureRun failures_since_success(const std::vector<Observation>& observations) {
   double ok_sum = 0;
-  std::size_t ok_n = 0, last_ok = 0;
+  std::size_t ok_n = 0, after_ok = 0;
   for (std::size_t i = 0; i < observations.size(); ++i) {
     const Outcome& o = observations[i].outcome;
     if (!o.ok) continue;
-    last_ok = i;
+    after_ok = i + 1;
     if (!(o.cost > 0) || !std::isfinite(o.cost)) continue;
     ok_sum += o.cost;
     ++ok_n;
   }
-  if (ok_n == 0) return 0;
+  FailureRun run;
+  run.failures = observations.size() - after_ok;
+  if (ok_n == 0) return run;
   const double costly = kCostlyFailure * ok_sum / static_cast<double>(ok_n);
-  return static_cast<std::size_t>(
-      std::count_if(observations.begin() + static_cast<long>(last_ok), observations.end(),
+  run.costly = static_cast<std::size_t>(
+      std::count_if(observations.begin() + static_cast<long>(after_ok), observations.end(),
                     [&](const Observation& o) {
-                      return !o.outcome.ok && std::isfinite(o.outcome.cost) &&
-                             o.outcome.cost > costly;
+                      return std::isfinite(o.outcome.cost) && o.outcome.cost > costly;
                     }));
+  return run;
 }
+
+// Failures in a row after which an optimiser keeps one configuration in flight: it is going
+// through what is left of its space, which mostly fails.
+constexpr std::size_t kFailuresInARow = 8;
 
 class Model {
  public:
@@ -575,12 +584,16 @@ std::size_t Optimizer::pending_room() const {
     const double success_rate = ok / static_cast<double>(observations_.size());
     expected_cost = success_rate + (1 - success_rate) * failure_cost;
   }
-  // After a costly failure (since the last success), one at a time: the next may cost as much.
-  const std::size_t costly = options_.cost_aware ? costly_failures_since_success(observations_) : 0;
-  const auto allowed = std::max(
-      costly > 0 ? std::size_t{1} : options_.initial_samples,
+  auto allowed = std::max(
+      options_.initial_samples,
       static_cast<std::size_t>(options_.pending_per_observation *
                                static_cast<double>(observations_.size()) / expected_cost));
+  // One at a time after a costly failure (the next may cost as much), or many failures in a row
+  // (what is left mostly fails): otherwise a burst proposed before the first of them is
+  // observed (late, behind the slowest candidate in flight) fails together. On four H200s one
+  // level lost 24 GPU contexts in a row that way, after 100 cheap failures in a row.
+  const FailureRun run = failures_since_success(observations_);
+  if ((options_.cost_aware && run.costly > 0) || run.failures >= kFailuresInARow) allowed = 1;
   return allowed > pending_.size() ? allowed - pending_.size() : 0;
 }
 
@@ -643,7 +656,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
   const std::pair<std::size_t, std::size_t> now{observations_.size(), pending_.size()};
   if (memo_->nothing_at == now) return {};
   if (options_.max_costly_failures > 0 &&
-      costly_failures_since_success(observations_) >= options_.max_costly_failures) {
+      failures_since_success(observations_).costly >= options_.max_costly_failures) {
     memo_->nothing_at = now;
     return {};
   }
