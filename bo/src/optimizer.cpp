@@ -592,9 +592,13 @@ std::size_t Optimizer::pending_room() const {
   // (what is left mostly fails): otherwise a burst proposed before the first of them is
   // observed (late, behind the slowest candidate in flight) fails together. On four H200s one
   // level lost 24 GPU contexts in a row that way, after 100 cheap failures in a row.
-  const FailureRun run = failures_since_success(observations_);
-  if ((options_.cost_aware && run.costly > 0) || run.failures >= kFailuresInARow) allowed = 1;
+  if (failing_in_a_row()) allowed = 1;
   return allowed > pending_.size() ? allowed - pending_.size() : 0;
+}
+
+bool Optimizer::failing_in_a_row() const {
+  const FailureRun run = failures_since_success(observations_);
+  return (options_.cost_aware && run.costly > 0) || run.failures >= kFailuresInARow;
 }
 
 void Optimizer::add_pending(const Configuration& configuration) {

@@ -427,7 +427,9 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
     if (limit == PendingLimit::within) {
       if (const std::size_t room = bo.pending_room(); room < ask) {
         ask = room;
-        held_back_.insert(key);
+        // One failing in a row is not come back to for the batch's rest: an idle slot costs
+        // less than the lost GPU contexts such bursts were made of.
+        if (!bo.failing_in_a_row()) held_back_.insert(key);
       }
     }
     if (ask == 0) continue;

@@ -291,6 +291,46 @@ TEST(TuneSearch, AnOptimizerAtItsPendingLimitLeavesTheBatchToOtherWork) {
   }
 }
 
+// A level whose configurations lose GPU contexts (failures costing 300 times a success) has one
+// in flight at a time once it has seen one, and is not given the rest of a batch that nothing
+// else takes: without the limit it filled every batch.
+TEST(TuneSearch, ALevelThatLostAContextHasOneInFlight) {
+  test::TempDir dir;
+  write_cuda_capture(dir / "c.h5", 1);
+  const std::string yaml =
+      "capture: c.h5\nbackend: cuda\nkernels: [kernel0]\nsearch:\n  levels:\n    source:\n"
+      "      mutators: []\n  bo:\n    max_costly_failures: 0\n";  // (it would stop the level)
+  config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
+  auto capture = capture::CaptureReader::open(dir / "c.h5");
+  KernelTarget t = recorded_target(0);
+  give_tunable_source(t, 0);
+  Search search(config, config::Backend::cuda, capture, {t});
+  auto observe = [&](const Planned& p) {
+    run::CandidateRecord done = p.record;
+    const bool parameters = p.plan.searched == Level::parameters;
+    done.outcome = parameters ? r3::Outcome::launch_error : r3::Outcome::ok;
+    done.seconds = 1e-3;
+    done.evaluation_seconds = parameters ? 3.0 : 0.01;
+    search.observe(done);
+  };
+  for (const Planned& p : search.propose(0, 12)) observe(p);
+  search.end_generation();
+  std::size_t in_flight = 0, most_in_flight = 0;
+  for (std::uint32_t g = 1; g <= 6; ++g) {
+    for (const Planned& p : search.propose(g, 12)) {
+      if (p.plan.searched == Level::parameters) {
+        ++in_flight;  // left in flight: its loss is not observed yet
+      } else {
+        observe(p);
+      }
+    }
+    search.end_generation();
+    most_in_flight = std::max(most_in_flight, in_flight);
+  }
+  EXPECT_GE(most_in_flight, 1u) << "the parameter level proposed nothing";
+  EXPECT_LE(most_in_flight, 1u);
+}
+
 // `generations` generations of `batch` candidates, each observed as verified in 1 ms, each
 // shown to `seen` first.
 template <class Seen>

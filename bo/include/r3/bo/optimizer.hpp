@@ -145,6 +145,10 @@ class Optimizer {
   // (SIZE_MAX without a limit). propose() itself does not stop there: the caller decides
   // whether other work can take the rest.
   std::size_t pending_room() const;
+  // Whether its pending room is one for failing in a row (8 failures, or a costly one, since the
+  // last success): a caller should then not give it more than its room even where nothing else
+  // would use the batch, since an idle evaluator costs less than a lost GPU context.
+  bool failing_in_a_row() const;
   // Marks a configuration that is being evaluated without having been proposed here (e.g. the
   // defaults, run with a new source), so that propose() does not offer it too.
   void add_pending(const Configuration& configuration);
