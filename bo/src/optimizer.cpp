@@ -152,12 +152,14 @@ std::size_t fit_point(std::size_t size) {
   }
 }
 
-// The fit point whose hyperparameters a history of `size` uses: that of the history `lag`
-// observations ago (Options::fit_lag), unless it would have fewer than `least` (the GP needs two
-// successes, the classifier a failure): then the current one.
+// The fit point whose hyperparameters a history of `size` uses (successes for the GP,
+// observations for the classifier): that of the history `lag` ago (Options::fit_lag), but never
+// one before `least` (the GP needs two successes, the classifier a failure), so that the point
+// never goes back as the history grows. (Past 64, fit_point() rounds down to its schedule, which
+// may still fall before `least`: a classifier whose first failure came late is then fitted to
+// successes alone until its next fit point, with or without a lag.)
 std::size_t lagged_fit_point(std::size_t size, std::size_t lag, std::size_t least) {
-  const std::size_t lagged = fit_point(size > lag ? size - lag : 0);
-  return lagged >= least ? lagged : fit_point(size);
+  return fit_point(std::min(size, std::max(size > lag ? size - lag : 0, least)));
 }
 
 // Observations up to and including the first failure (what the classifier's fit needs).
@@ -598,7 +600,9 @@ std::size_t Optimizer::pending_room() const {
 
 bool Optimizer::failing_in_a_row() const {
   const FailureRun run = failures_since_success(observations_);
-  return (options_.cost_aware && run.costly > 0) || run.failures >= kFailuresInARow;
+  // Failures before the first success are a sparse space being explored, not what is left of it.
+  const bool succeeded = run.failures < observations_.size();
+  return (options_.cost_aware && run.costly > 0) || (succeeded && run.failures >= kFailuresInARow);
 }
 
 void Optimizer::add_pending(const Configuration& configuration) {

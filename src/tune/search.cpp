@@ -450,11 +450,12 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
       effort_.candidates += t.candidates;
       effort_.select += t.select;
     }
-    log::trace("kernel ", kernel.index, ", source ", source->hash.hex().substr(0, 8), ", ",
-               to_string(level), ": ", bo.observations().size(), " observed, ", ask, " asked",
-               limit == PendingLimit::beyond ? " beyond its room" : "",
-               bo.failing_in_a_row() ? " (failing in a row)" : "", ", ", proposed.size(),
-               " proposed");
+    if (log::enabled(log::Level::trace))
+      log::trace("kernel ", kernel.index, ", source ", source->hash.hex().substr(0, 8), ", ",
+                 to_string(level), ": ", bo.observations().size(), " observed, ", ask, " asked",
+                 limit == PendingLimit::beyond ? " beyond its room" : "",
+                 bo.failing_in_a_row() ? " (failing in a row)" : "", ", ", proposed.size(),
+                 " proposed");
     if (proposed.size() < ask) {
       held_back_.erase(key);
       declined_.insert(key);

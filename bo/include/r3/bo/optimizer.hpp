@@ -107,7 +107,8 @@ struct Options {
   std::size_t max_gp_points = 384;   // observations the GP conditions on (best first)
   std::size_t max_fit_points = 128;  // observations its hyperparameters are fitted to
   int fit_evaluations = 120;         // marginal-likelihood evaluations per fit
-  // The hyperparameters lag the history by this many observations: a proposal uses those
+  // The hyperparameters lag the history by this many observations (successes for the time
+  // model): a proposal uses those
   // fitted at the fit point of the history as it was `fit_lag` observations ago (conditioned on
   // everything since), so that fit_ahead() has started that fit a generation or more before it
   // is needed rather than at the end of the last one. A simulated 2-evaluator job then waited
@@ -145,8 +146,8 @@ class Optimizer {
   // (SIZE_MAX without a limit). propose() itself does not stop there: the caller decides
   // whether other work can take the rest.
   std::size_t pending_room() const;
-  // Whether its pending room is one for failing in a row (8 failures, or a costly one, since the
-  // last success): a caller should then not give it more than its room even where nothing else
+  // Whether its pending room is one for failing in a row (8 failures since the last success, or
+  // one costly failure since then; only once it has had a success): a caller should then not give it more than its room even where nothing else
   // would use the batch, since an idle evaluator costs less than a lost GPU context.
   bool failing_in_a_row() const;
   // Marks a configuration that is being evaluated without having been proposed here (e.g. the
