@@ -25,12 +25,11 @@ namespace r3::bo {
 struct Optimizer::Memo {
   std::size_t gp_at = 0, classifier_at = 0;  // the fit points of the cached hyperparameters
   std::optional<Hyperparameters> gp, classifier;
-  // A fit submitted to the pool (fit_ahead) for the fit point `at`. Whoever sets `claimed`
+  // A fit submitted to the pool (fit_ahead) for a fit point (its key). Whoever sets `claimed`
   // first does it: the pool thread that reaches the task, or the proposal that needs it before
   // then (it fits in place rather than wait behind other optimizers' fits), or a later point
   // that made it useless (then nobody does).
   struct AheadFit {
-    std::size_t at = 0;
     std::shared_future<Hyperparameters> result;
     std::shared_ptr<std::atomic<bool>> claimed;
   };
@@ -269,7 +268,7 @@ void start_fit(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::siz
   if (ahead.contains(at)) return;
   auto promise = std::make_shared<std::promise<Hyperparameters>>();
   auto claimed = std::make_shared<std::atomic<bool>>(false);
-  ahead.emplace(at, Optimizer::Memo::AheadFit{at, promise->get_future().share(), claimed});
+  ahead.emplace(at, Optimizer::Memo::AheadFit{promise->get_future().share(), claimed});
   // The task owns what it reads: the data, and the encoder's dimension counts (the copy's space
   // pointer is not followed by a fit).
   options.fit_pool->submit(
@@ -302,18 +301,25 @@ Hyperparameters fitted(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, 
 
 // What the optimiser's failures cost over its successes (Outcome::cost, mean over those that
 // say), at least 1; 1 until both a failure and a success said.
-double failure_cost_ratio(const std::vector<Observation>& observations) {
-  double ok_sum = 0, failed_sum = 0;
-  std::size_t ok_n = 0, failed_n = 0;
+// The mean cost (Outcome::cost) of the successes (`ok`) or the failures among `observations`
+// that say what they cost; nullopt where none does.
+std::optional<double> mean_cost(const std::vector<Observation>& observations, bool ok) {
+  double sum = 0;
+  std::size_t n = 0;
   for (const Observation& o : observations) {
-    if (!(o.outcome.cost > 0) || !std::isfinite(o.outcome.cost)) continue;
-    (o.outcome.ok ? ok_sum : failed_sum) += o.outcome.cost;
-    ++(o.outcome.ok ? ok_n : failed_n);
+    if (o.outcome.ok != ok || !(o.outcome.cost > 0) || !std::isfinite(o.outcome.cost)) continue;
+    sum += o.outcome.cost;
+    ++n;
   }
-  if (ok_n == 0 || failed_n == 0 || ok_sum <= 0) return 1.0;
-  return std::clamp((failed_sum / static_cast<double>(failed_n)) /
-                        (ok_sum / static_cast<double>(ok_n)),
-                    1.0, 1e4);
+  if (n == 0) return std::nullopt;
+  return sum / static_cast<double>(n);
+}
+
+double failure_cost_ratio(const std::vector<Observation>& observations) {
+  const std::optional<double> ok = mean_cost(observations, true);
+  const std::optional<double> failed = mean_cost(observations, false);
+  if (!ok || !failed) return 1.0;
+  return std::clamp(*failed / *ok, 1.0, 1e4);
 }
 
 // Failures that cost more than this many times the successes' mean (Outcome::cost) are costly:
@@ -326,20 +332,14 @@ struct FailureRun {
   std::size_t failures = 0, costly = 0;
 };
 FailureRun failures_since_success(const std::vector<Observation>& observations) {
-  double ok_sum = 0;
-  std::size_t ok_n = 0, after_ok = 0;
-  for (std::size_t i = 0; i < observations.size(); ++i) {
-    const Outcome& o = observations[i].outcome;
-    if (!o.ok) continue;
-    after_ok = i + 1;
-    if (!(o.cost > 0) || !std::isfinite(o.cost)) continue;
-    ok_sum += o.cost;
-    ++ok_n;
-  }
+  std::size_t after_ok = 0;
+  for (std::size_t i = 0; i < observations.size(); ++i)
+    if (observations[i].outcome.ok) after_ok = i + 1;
   FailureRun run;
   run.failures = observations.size() - after_ok;
-  if (ok_n == 0) return run;
-  const double costly = kCostlyFailure * ok_sum / static_cast<double>(ok_n);
+  const std::optional<double> ok = mean_cost(observations, true);
+  if (!ok) return run;
+  const double costly = kCostlyFailure * *ok;
   run.costly = static_cast<std::size_t>(
       std::count_if(observations.begin() + static_cast<long>(after_ok), observations.end(),
                     [&](const Observation& o) {
