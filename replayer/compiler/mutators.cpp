@@ -113,6 +113,9 @@ struct Facts {
   std::vector<std::pair<Span, std::int64_t>> literals;  // integer literals written in the kernel
   std::vector<std::pair<Span, std::int64_t>> loop_strides;  // `i += 256`: a for loop's literal step
   bool cuda_kernel = false, has_launch_bounds = false;
+  // Whether the kernel works a warp at a time (shuffles, votes, warp reductions or matches,
+  // __syncwarp, warpSize): then a 32 it writes is the warp's size, not a tile's.
+  bool warp_level = false;
   std::size_t name_offset = 0;
   std::vector<Parameter> parameters;
   std::vector<Loop> loops;
@@ -209,6 +212,16 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
   void note_literal(const clang::IntegerLiteral* literal) {
     if (auto span = literal_span(literal))
       facts_.literals.push_back({*span, literal->getValue().getSExtValue()});
+  }
+
+  // A call of a warp-level intrinsic (by its name: CUDA's headers declare them as functions).
+  void note_warp_call(const clang::CallExpr* call) {
+    const clang::FunctionDecl* callee = call->getDirectCallee();
+    if (callee == nullptr || callee->getIdentifier() == nullptr) return;
+    const llvm::StringRef name = callee->getName();
+    for (const char* prefix : {"__shfl", "__ballot", "__any_sync", "__all_sync", "__activemask",
+                               "__reduce_", "__match_", "__syncwarp"})
+      if (name.starts_with(prefix)) facts_.warp_level = true;
   }
 
   // A use of one of the kernel's template parameters, written in the kernel (not by a macro).
@@ -314,7 +327,13 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       }
     }
     if (const auto* loop = llvm::dyn_cast<clang::ForStmt>(s)) analyse(loop);
-    if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(s)) note_template_parameter_use(ref);
+    if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(s)) {
+      note_template_parameter_use(ref);
+      if (const clang::IdentifierInfo* id = ref->getDecl()->getIdentifier();
+          id != nullptr && id->getName() == "warpSize")
+        facts_.warp_level = true;
+    }
+    if (const auto* call = llvm::dyn_cast<clang::CallExpr>(s)) note_warp_call(call);
     if (const auto* literal = llvm::dyn_cast<clang::IntegerLiteral>(s)) note_literal(literal);
     if (const auto* declaration = llvm::dyn_cast<clang::DeclStmt>(s)) {
       for (const clang::Decl* d : declaration->decls()) {
@@ -616,6 +635,8 @@ std::string first_error(const std::string& diagnostics) {
   return diagnostics.substr(0, diagnostics.find('\n'));
 }
 
+constexpr std::int64_t kWarpSize = 32;
+
 bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // An integer template argument as a demangled name writes it: "32", "32u", "64ul", "(int)16",
@@ -732,6 +753,12 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
     taken += " " + f.name;
     found.push_back(std::move(f));
   }
+  // No size of 32 in a kernel that works a warp at a time: there it is the warp's size
+  // (`__shared__ float sums[32]`, one per warp, indexed `threadIdx.x / 32`; shuffles over 32
+  // lanes), and another value writes outside the array at large blocks, which loses the
+  // candidate's GPU context (seconds on a GPU) rather than failing verification.
+  if (facts.warp_level)
+    std::erase_if(found, [](const Found& f) { return f.macro->value == kWarpSize; });
   std::sort(found.begin(), found.end(),
             [](const Found& a, const Found& b) { return a.macro->order < b.macro->order; });
   // Which size each block dimension follows: a macro of its value (one named for the axis, X or

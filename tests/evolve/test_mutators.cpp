@@ -334,6 +334,48 @@ TEST(Mutators, ParametriseMakesATileSizeWrittenAsANumberTunable) {
   }
 }
 
+// A 32 sizing shared data in a kernel that works a warp at a time is the warp's size (one sum
+// per warp), not a tile: another value loses the GPU context at large blocks. The same kernel
+// without warp-level code keeps its tile; a warpSize read is warp-level code too.
+TEST(Mutators, ParametriseLeavesTheWarpSizeOfAWarpReduction) {
+  const std::string reduction =
+      "extern \"C\" __global__ void block_sum(const float* x, float* sum, int n) {\n"
+      "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  float v = i < n ? x[i] : 0.0f;\n"
+      "  __shared__ float warp_sums[32];\n"
+      "  WARP_REDUCE\n"
+      "  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x == 0) {\n"
+      "    float s = 0.0f;\n"
+      "    for (int w = 0; w < (blockDim.x + 31) / 32; ++w) s += warp_sums[w];\n"
+      "    atomicAdd(sum, s);\n"
+      "  }\n}\n";
+  auto with = [&](const std::string& warp_code) {
+    std::string source = reduction;
+    source.replace(source.find("WARP_REDUCE"), std::string("WARP_REDUCE").size(), warp_code);
+    return source;
+  };
+  MutationContext context;
+  context.recorded_block = {256, 1, 1};
+  auto tunables_of = [&](const std::string& source) {
+    MutationReport report =
+        mutate(source, "block_sum.cu", "block_sum", SourceLanguage::cuda, {"parametrise"}, context);
+    EXPECT_EQ(report.diagnostics, "");
+    std::vector<Tunable> tunables;
+    for (const Mutation& m : report.mutations)
+      tunables.insert(tunables.end(), m.tunables.begin(), m.tunables.end());
+    return tunables;
+  };
+  const std::vector<Tunable> plain = tunables_of(with("v += 0.0f;"));
+  EXPECT_EQ(plain, (std::vector<Tunable>{{"R3_TILE_0", "32", {"16", "32", "64"}}}))
+      << "without warp-level code the 32 is taken for a tile";
+  EXPECT_TRUE(tunables_of(with("for (int d = 16; d > 0; d /= 2) v += "
+                               "__shfl_down_sync(0xffffffffu, v, d);"))
+                  .empty());
+  EXPECT_TRUE(tunables_of(with("if (warpSize != 32) return;")).empty());
+}
+
 // A template kernel's integer parameter, at the recorded instance's value: every use in the
 // kernel becomes the tunable (the recorded instance still compiles; its parameter goes unused),
 // coupled to the block where it equals it, and the unit compiles at every value, with NVRTC too
