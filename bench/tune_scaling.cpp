@@ -20,7 +20,11 @@
 // sets the pace) and its searching thread's CPU per candidate ("ms/cand"), and the CUDA
 // contexts candidates lost ("lost": each one costs its evaluator a new sandbox child).
 //
-// Usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]
+// Several kernels of one capture (`--kernel A,B --source FILE` or `--source FA,FB`) are tuned
+// together, as tune.yaml's kernels list: candidates of mixed costs, as a real program's.
+//
+// Usage: tune_scaling --capture FILE.h5 --kernel NAME[,NAME...] --source FILE[,FILE...]
+//                     [--evaluators 1,2,4]
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
 //                     [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]
 //                     [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]
@@ -48,8 +52,9 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  fs::path capture, source;
-  std::string kernel;
+  fs::path capture;
+  std::vector<std::string> kernels;  // tune.yaml's kernels, each with its source
+  std::vector<fs::path> sources;
   std::vector<int> evaluators = {1, 2, 4};
   int per_evaluator = 48;
   double llm_delay = 5;
@@ -111,17 +116,26 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
+// A YAML single-quoted scalar: kernel names such as '#0' (the capture's first kernel) start a
+// comment unquoted.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
 Measured run(const Options& o, int k, const std::string& endpoint, const fs::path& dir) {
   const fs::path yaml =
       dir / ("tune-" + std::to_string(k) + (endpoint.empty() ? "" : "-llm") + ".yaml");
   {
     std::ofstream out(yaml);
-    out << "capture: " << fs::absolute(o.capture).string() << "\n"
-        << "kernels:\n  - name: " << o.kernel << "\n    source: " << fs::absolute(o.source).string()
-        << "\n"
-        // The evaluations end the run, not the default of 100 generations: with candidates of
-        // a few tens of ms that would end it before the first LLM answer.
-        << "budget:\n  evaluations: " << o.per_evaluator * k
+    out << "capture: " << fs::absolute(o.capture).string() << "\nkernels:\n";
+    for (std::size_t i = 0; i < o.kernels.size(); ++i)
+      out << "  - name: " << quoted(o.kernels[i])
+          << "\n    source: " << quoted(fs::absolute(o.sources[i]).string()) << "\n";
+    // The evaluations end the run, not the default of 100 generations: with candidates of a
+    // few tens of ms that would end it before the first LLM answer.
+    out << "budget:\n  evaluations: " << o.per_evaluator * k
         << "\n  generations: 1000000\n  wall_time: 30m\n"
         << "timing:\n  confirm_top: 0\n  standby_sandbox: " << (o.standby ? "true" : "false")
         << "\n"
@@ -184,10 +198,17 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
   return m;
 }
 
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
 std::vector<int> parse_list(const std::string& text) {
   std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  for (const std::string& item : split(text)) out.push_back(std::stoi(item));
   return out;
 }
 
@@ -207,9 +228,10 @@ int main(int argc, char** argv) {
     if (arg == "--capture") {
       o.capture = value();
     } else if (arg == "--kernel") {
-      o.kernel = value();
+      o.kernels = split(value());
     } else if (arg == "--source") {
-      o.source = value();
+      o.sources.clear();
+      for (const std::string& file : split(value())) o.sources.emplace_back(file);
     } else if (arg == "--evaluators") {
       o.evaluators = parse_list(value());
     } else if (arg == "--per-evaluator") {
@@ -243,7 +265,8 @@ int main(int argc, char** argv) {
       o.llm = {true};
     } else {
       std::printf(
-          "usage: tune_scaling --capture FILE.h5 --kernel NAME --source FILE [--evaluators 1,2,4]\n"
+          "usage: tune_scaling --capture FILE.h5 --kernel NAME[,NAME...] --source FILE[,FILE...]\n"
+          "                    [--evaluators 1,2,4]\n"
           "                    [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]\n"
           "                    [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]\n"
           "                    [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]\n"
@@ -258,19 +281,26 @@ int main(int argc, char** argv) {
           "  --standby: timing.standby_sandbox on (a prepared child replaces a lost one at once).\n"
           "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n"
           "  --append FILE: YAML added to every run's tune file (sections it does not write,\n"
-          "  such as search or verify), to measure an option on and off\n");
+          "  such as search or verify), to measure an option on and off\n"
+          "  Several kernels (one source for all, or one each) are tuned together in each run.\n");
       return arg == "--help" ? 0 : 2;
     }
   }
-  if (o.capture.empty() || o.kernel.empty() || o.source.empty()) {
+  if (o.capture.empty() || o.kernels.empty() || o.sources.empty()) {
     std::fprintf(stderr, "tune_scaling: --capture, --kernel and --source are required\n");
+    return 2;
+  }
+  if (o.sources.size() == 1) o.sources.resize(o.kernels.size(), o.sources.front());
+  if (o.sources.size() != o.kernels.size()) {
+    std::fprintf(stderr, "tune_scaling: %zu kernels and %zu sources: give one source, or one per kernel\n",
+                 o.kernels.size(), o.sources.size());
     return 2;
   }
   if (geteuid() == 0) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
   }
-  const std::string source = read_file(o.source);
+  const std::string source = read_file(o.sources.front());
   const fs::path dir = !o.keep.empty() ? fs::absolute(o.keep)
                                        : fs::temp_directory_path() /
                                              ("r3-tune-scaling-" + std::to_string(getpid()));

@@ -4,7 +4,10 @@
 
 namespace r3::tune {
 
-MutationWorker::MutationWorker() : thread_([this] { loop(); }) {}
+MutationWorker::MutationWorker(std::size_t threads) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, threads); ++i)
+    threads_.emplace_back([this] { loop(); });
+}
 
 MutationWorker::~MutationWorker() {
   {
@@ -13,7 +16,7 @@ MutationWorker::~MutationWorker() {
     queued_.clear();
   }
   changed_.notify_all();
-  thread_.join();
+  for (std::thread& t : threads_) t.join();
 }
 
 void MutationWorker::prefetch(MutationRequest request) {
@@ -50,12 +53,18 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
     }
   }
   // Waits in slices, the lock released for `while_waiting` between them.
+  const auto began = std::chrono::steady_clock::now();
+  bool waited = false;
   while (!changed_.wait_for(lock, kWaitSlice, [&] { return made_.at(parent).has_value(); })) {
+    waited = true;
     if (!while_waiting) continue;
     lock.unlock();
     while_waiting();
     lock.lock();
   }
+  if (waited)
+    waited_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   Made made = std::move(*made_.at(parent));
   made_.erase(parent);
   lock.unlock();
@@ -66,6 +75,11 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
 std::size_t MutationWorker::made_ahead() const {
   std::lock_guard lock(mutex_);
   return made_ahead_;
+}
+
+double MutationWorker::waited_seconds() const {
+  std::lock_guard lock(mutex_);
+  return waited_seconds_;
 }
 
 void MutationWorker::loop() {

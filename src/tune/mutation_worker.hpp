@@ -1,10 +1,13 @@
-// The built-in mutators on a background thread of rank 0. evolve::mutate parses a parent source
+// The built-in mutators on background threads of rank 0. evolve::mutate parses a parent source
 // with Clang and compiles every rewrite before offering it: 0.3-1 s for a CUDA kernel, during
 // which the search's thread proposed nothing and the evaluators ran dry (busy 10-22% in those
 // generations on an H100). The search asks for a parent's mutations ahead of need — the original
 // at the start, each source as it enters the archive — and takes them when it picks that parent.
-// A parent's mutations are the same whichever thread made them and whenever, so what the search
-// proposes, and what --resume replays, do not depend on the timing.
+// With one thread, sources entered the archive faster than it mutated them on four H200s (rank 0
+// waited 2-9 s per 4000-candidate run): several threads mutate different parents at once (each
+// evolve::mutate has its own Clang instance; the CUDA headers' precompiled header is made once,
+// under its own lock). A parent's mutations are the same whichever thread made them and whenever,
+// so what the search proposes, and what --resume replays, do not depend on the timing.
 #pragma once
 
 #include <chrono>
@@ -42,21 +45,22 @@ class MutationWorker {
   static constexpr std::size_t kQueued = 16;
   static constexpr std::chrono::milliseconds kWaitSlice{2};
 
-  MutationWorker();
-  ~MutationWorker();  // finishes the parent it is mutating, drops the rest
+  explicit MutationWorker(std::size_t threads = 1);
+  ~MutationWorker();  // finishes the parents being mutated, drops the rest
   MutationWorker(const MutationWorker&) = delete;
   MutationWorker& operator=(const MutationWorker&) = delete;
 
   // Made when the thread has time, newest first; nothing if that parent was asked for before.
   void prefetch(MutationRequest request);
   // The parent's mutations, now: made ahead, or made first of all while the caller waits (on
-  // the worker's thread, so Clang never runs for mutators on two threads at once); while it
-  // waits, `while_waiting` is called every few milliseconds (the job hands out work and takes
-  // results meanwhile). Rethrows what evolve::mutate threw.
+  // the first worker thread free); while it waits, `while_waiting` is called every few
+  // milliseconds (the job hands out work and takes results meanwhile). Rethrows what
+  // evolve::mutate threw.
   evolve::MutationReport take(MutationRequest request,
                               const std::function<void()>& while_waiting = {});
 
   std::size_t made_ahead() const;  // taken without waiting for them to be started
+  double waited_seconds() const;    // in take() for mutations not made yet, summed
 
  private:
   struct Made {
@@ -65,13 +69,14 @@ class MutationWorker {
   };
   void loop();
 
-  mutable std::mutex mutex_;  // guards everything below but thread_; no other lock is taken with it
+  mutable std::mutex mutex_;  // guards everything below but threads_; no other lock is taken with it
   std::condition_variable changed_;
   std::deque<MutationRequest> queued_;           // front: next to be made
   std::map<Hash128, std::optional<Made>> made_;  // asked for; empty while queued or being made
   std::size_t made_ahead_ = 0;
+  double waited_seconds_ = 0;
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace r3::tune

@@ -21,6 +21,7 @@ constexpr std::size_t kRecentFailures = 4;
 // Threads that fit hyperparameters ahead at most (fewer where rank 0 has fewer spare cores): a
 // generation touches a few optimizers, each fitting a GP and a classifier.
 constexpr std::size_t kFitThreads = 4;
+constexpr std::size_t kMutatorThreads = 4;
 
 std::string first_lines(const std::string& text, std::size_t limit = 400) {
   return text.size() <= limit ? text : text.substr(0, limit) + " ...";
@@ -200,7 +201,10 @@ std::string Search::describe_effort() const {
   out << std::fixed << "the search's own time: " << e.proposals << " proposals, of which "
       << e.optimizer_proposals << " by optimizers (fits " << e.fit << " s incl. waiting, conditioning "
       << e.condition << " s, candidate pools " << e.candidates << " s, batches " << e.select
-      << " s); new sources " << e.sources << " s; observations " << e.observe << " s";
+      << " s); new sources " << e.sources << " s";
+  if (mutation_worker_)
+    out << " (waiting for the mutators " << mutation_worker_->waited_seconds() << " s)";
+  out << "; observations " << e.observe << " s";
   return out.str();
 }
 
@@ -328,9 +332,8 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     }
     auto [it, fresh] = kernel.mutations.try_emplace(parent->hash);
     if (fresh) {
-      if (!mutation_worker_) mutation_worker_ = std::make_unique<MutationWorker>();
       evolve::MutationReport report =
-          mutation_worker_->take(mutation_request(kernel, *parent), while_waiting_);
+          mutation_worker().take(mutation_request(kernel, *parent), while_waiting_);
       if (!report.diagnostics.empty())
         log::debug("mutators: ", target.source_name, ": ", first_lines(report.diagnostics));
       it->second = std::move(report.mutations);
@@ -385,8 +388,14 @@ void Search::mutate_ahead(KernelState& kernel, const SourceEntry& parent) {
   if (!mutating(kernel) || kernel.mutations.contains(parent.hash) ||
       !kernel.mutated_ahead.insert(parent.hash).second)
     return;
-  if (!mutation_worker_) mutation_worker_ = std::make_unique<MutationWorker>();
-  mutation_worker_->prefetch(mutation_request(kernel, parent));
+  mutation_worker().prefetch(mutation_request(kernel, parent));
+}
+
+MutationWorker& Search::mutation_worker() {
+  if (!mutation_worker_)
+    mutation_worker_ =
+        std::make_unique<MutationWorker>(bo::FitPool::spare_cores(kMutatorThreads));
+  return *mutation_worker_;
 }
 
 bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {

@@ -204,6 +204,7 @@ class Search {
   std::map<std::uint64_t, Planned> outstanding_;  // proposed, not yet observed
   std::unique_ptr<evolve::PromptBuilder> prompts_;
   std::unique_ptr<MutationWorker> mutation_worker_;  // made when a kernel is mutated
+  MutationWorker& mutation_worker();
   // Fits the optimizers' hyperparameters ahead of their proposals, on the cores rank 0 has to
   // spare (none: in place); made with the first optimizer. The optimizers observed in the
   // generation being observed, whose next fits end_generation() starts.

@@ -1,4 +1,4 @@
-// The built-in mutators on rank 0's background thread (src/tune/mutation_worker.hpp): a parent's
+// The built-in mutators on rank 0's background threads (src/tune/mutation_worker.hpp): a parent's
 // mutations are the ones evolve::mutate makes, whether they were asked for ahead, taken at once,
 // or asked for ahead and then dropped from a full queue.
 #include <gtest/gtest.h>
@@ -96,6 +96,38 @@ TEST(MutationWorker, TheCallerKeepsWorkingWhileItWaits) {
   // Clang parses and compiles every rewrite: tens of milliseconds at least, many slices.
   ASSERT_GT(waited, 0.02) << "the mutators took no time: nothing to wait through";
   EXPECT_GE(calls, 2u) << "waited " << waited << " s without calling back";
+  EXPECT_GT(worker.waited_seconds(), 0.5 * waited);
+  EXPECT_LE(worker.waited_seconds(), waited);
+}
+
+// Several threads mutate different parents at once, C++ and CUDA (whose headers' precompiled
+// header the first CUDA parse makes), and each parent gets what the mutators make alone.
+TEST(MutationWorker, SeveralThreadsMakeWhatOneMakes) {
+  if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
+  const std::string cpp =
+      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  const std::string cuda =
+      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cu");
+  std::vector<MutationRequest> requests;
+  for (int i = 0; i < 4; ++i) {
+    requests.push_back(request_for(cpp + "// variant " + std::to_string(i) + "\n",
+                                   {"restrict", "unroll", "hoist_loads"}));
+    MutationRequest r = request_for(cuda + "// variant " + std::to_string(i) + "\n",
+                                    {"restrict", "ldg", "launch_bounds"});
+    r.file_name = "stencil.cu";
+    r.language = evolve::SourceLanguage::cuda;
+    requests.push_back(std::move(r));
+  }
+  std::vector<std::vector<std::string>> alone;
+  for (const MutationRequest& r : requests)
+    alone.push_back(sources_of(
+        evolve::mutate(r.text, r.file_name, r.entry, r.language, r.mutators, r.context)));
+  MutationWorker worker(4);
+  for (const MutationRequest& r : requests) worker.prefetch(r);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_FALSE(alone[i].empty()) << "request " << i << " has no mutations";
+    EXPECT_EQ(sources_of(worker.take(requests[i])), alone[i]) << "request " << i;
+  }
 }
 
 }  // namespace
