@@ -412,7 +412,7 @@ SectionPtr<SearchConfig> search_section() {
       {{
            schema::integer<S>("seed", &S::seed, 0, INT64_MAX, "Seed of every random choice."),
            schema::integer<S>("batch_size", &S::batch_size, 0, kMany,
-                              "Candidates per generation; 0: twice the evaluators."),
+                              "Candidates per generation; 0: eight per evaluator, at most 256 (but at least two per evaluator)."),
            schema::group<S>("levels", levels),
            schema::section<S, evolve::ArchiveOptions>("archive", &S::archive, archive_section()),
            schema::section<S, bo::Options>("bo", &S::bo, bo_section()),

@@ -100,7 +100,7 @@ struct ParameterLevel {
 
 struct SearchConfig {
   std::uint64_t seed = 1;
-  std::uint32_t batch_size = 0;  // candidates per generation; 0: twice the evaluator count
+  std::uint32_t batch_size = 0;  // candidates per generation; 0: 8 per evaluator, at most 256 (at least 2 per evaluator)
   SourceLevel source;
   CompilerLevel compiler;
   LaunchLevel launch;
