@@ -7,8 +7,8 @@
 // the evaluators' busy fraction, and the scaling efficiency (throughput at k over k times the
 // throughput at 1). It does this with no LLM endpoint and with one on 127.0.0.1 that answers
 // every chat request after --llm-delay seconds (a real HTTP server speaking the OpenAI protocol,
-// whose answers are the kernel's source with a table of their own, so that every answer is a new
-// candidate: the search drops near-duplicates).
+// whose answers are the source the prompt showed, with a table of their own, so that every
+// answer is a new candidate: the search drops near-duplicates).
 //
 // With --simulate the job runs the simulate backend (docs/tune-yaml.md, simulate): candidates
 // that take --compile-time and --run-time (+-30%) without running anything, so that 16 to 256
@@ -43,6 +43,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "chat_server.hpp"
 
@@ -198,6 +200,25 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
   return m;
 }
 
+// The source a prompt showed (evolve/prompts/user.txt: "Current source:" and a fenced block),
+// as a model rewriting it would start from: for a kernel cut from an application's file, the
+// kernel's unit, not the file. Empty when the request holds none.
+std::string prompted_source(const std::string& body) {
+  const nlohmann::json request = nlohmann::json::parse(body, nullptr, false);
+  if (!request.is_object() || !request.contains("messages") || !request["messages"].is_array() ||
+      request["messages"].empty())
+    return "";
+  const nlohmann::json& last = request["messages"].back();
+  if (!last.is_object() || !last.contains("content") || !last["content"].is_string()) return "";
+  const std::string content = last["content"].get<std::string>();
+  const std::size_t label = content.find("Current source:\n```");
+  if (label == std::string::npos) return "";
+  const std::size_t begin = content.find('\n', label + 16);
+  const std::size_t end = content.find("\n```", begin == std::string::npos ? label : begin + 1);
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  return content.substr(begin + 1, end - begin - 1);
+}
+
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -307,15 +328,16 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
 
   const auto delay = std::chrono::milliseconds(static_cast<long>(o.llm_delay * 1000));
-  // Each answer is the source with a table of its own: enough new tokens that the search's
-  // near-duplicate filter (5-gram similarity) takes it for a new source, as it would a real rewrite.
-  auto answer = [&](std::size_t index) {
+  // Each answer is the prompt's source (the first --source file where the prompt shows none)
+  // with a table of its own: enough new tokens that the search's near-duplicate filter (5-gram
+  // similarity) takes it for a new source, as it would a real rewrite.
+  auto answer = [&](const std::string& shown, std::size_t index) {
     std::string table = "static const int r3_bench_answer_" + std::to_string(index) + "[] = {";
     for (std::size_t i = 0; i < 96; ++i) table += std::to_string(index * 1000 + i * 7) + ", ";
-    return "```cuda\n" + source + "\n" + table + "};\n```\n";
+    return "```cuda\n" + (shown.empty() ? source : shown) + "\n" + table + "};\n```\n";
   };
-  r3::bench::ChatServer server([&](const r3::bench::ReceivedRequest&, std::size_t index) {
-    auto reply = r3::bench::ChatReply::completion(answer(index));
+  r3::bench::ChatServer server([&](const r3::bench::ReceivedRequest& request, std::size_t index) {
+    auto reply = r3::bench::ChatReply::completion(answer(prompted_source(request.body), index));
     reply.delay = delay;
     return reply;
   });

@@ -18,7 +18,9 @@
 //                  (`j += 128`) becomes R3_STRIDE_<n>, or the name of the size the block
 //                  already follows. Where a size
 //                  equals the block, the launch is coupled to it (R3_LAUNCH_BLOCK,
-//                  r3/evolve/launch_block.hpp), with the grid derived or kept (two variants)
+//                  r3/evolve/launch_block.hpp), with the grid derived or kept (two variants).
+//                  No size of 32 in a kernel with warp-level code (shuffles, votes, warp
+//                  reductions, __syncwarp, warpSize): there it is the warp's size
 // Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
 // self-contained (they define R3_TUNABLE and the defaults if the build does not).
 // The mutators themselves are Clang code in libr3llvm (r3/compiler/mutators.hpp); these are
