@@ -1,6 +1,7 @@
 #include "mutation_worker.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace r3::tune {
 
@@ -14,19 +15,50 @@ MutationWorker::~MutationWorker() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     queued_.clear();
+    speculative_.clear();
   }
   changed_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
-void MutationWorker::prefetch(MutationRequest request) {
+namespace {
+
+// Takes the request for `parent` out of `queue`, if it waits there.
+std::optional<MutationRequest> take_out(std::deque<MutationRequest>& queue, const Hash128& parent) {
+  auto it = std::find_if(queue.begin(), queue.end(),
+                         [&](const MutationRequest& r) { return r.parent == parent; });
+  if (it == queue.end()) return std::nullopt;
+  MutationRequest request = std::move(*it);
+  queue.erase(it);
+  return request;
+}
+
+}  // namespace
+
+void MutationWorker::push_front(std::deque<MutationRequest>& queue, MutationRequest request,
+                                std::size_t most) {
+  queue.push_front(std::move(request));
+  if (queue.size() > most) {
+    made_.erase(queue.back().parent);
+    likely_.erase(queue.back().parent);
+    queue.pop_back();
+  }
+}
+
+void MutationWorker::prefetch(MutationRequest request, Need need) {
   {
     std::lock_guard lock(mutex_);
-    if (!made_.try_emplace(request.parent).second) return;
-    queued_.push_front(std::move(request));
-    if (queued_.size() > kQueued) {
-      made_.erase(queued_.back().parent);
-      queued_.pop_back();
+    if (need == Need::likely) likely_.insert(request.parent);
+    if (!made_.try_emplace(request.parent).second) {
+      // Asked for before: a speculative request still waiting becomes a likely one.
+      if (need == Need::speculative) return;
+      std::optional<MutationRequest> waiting = take_out(speculative_, request.parent);
+      if (!waiting) return;
+      push_front(queued_, std::move(*waiting), kQueued);
+    } else if (need == Need::likely) {
+      push_front(queued_, std::move(request), kQueued);
+    } else {
+      push_front(speculative_, std::move(request), kSpeculative);
     }
   }
   changed_.notify_all();
@@ -36,20 +68,19 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
                                             const std::function<void()>& while_waiting) {
   const Hash128 parent = request.parent;
   std::unique_lock lock(mutex_);
+  likely_.insert(parent);
   auto it = made_.find(parent);
   if (it == made_.end()) {
     made_.try_emplace(parent);
     queued_.push_front(std::move(request));
     changed_.notify_all();
   } else {
-    auto queued = std::find_if(queued_.begin(), queued_.end(),
-                               [&](const MutationRequest& r) { return r.parent == parent; });
-    if (queued == queued_.end()) {
-      ++made_ahead_;  // made, or being made
+    std::optional<MutationRequest> waiting = take_out(queued_, parent);
+    if (!waiting) waiting = take_out(speculative_, parent);
+    if (waiting) {
+      queued_.push_front(std::move(*waiting));  // next (nothing is dropped: it was queued)
     } else {
-      MutationRequest first = std::move(*queued);
-      queued_.erase(queued);
-      queued_.push_front(std::move(first));
+      ++made_ahead_;  // made, or being made
     }
   }
   // Waits in slices, the lock released for `while_waiting` between them.
@@ -67,6 +98,7 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   Made made = std::move(*made_.at(parent));
   made_.erase(parent);
+  likely_.erase(parent);
   lock.unlock();
   if (made.error) std::rethrow_exception(made.error);
   return std::move(made.report);
@@ -85,10 +117,12 @@ double MutationWorker::waited_seconds() const {
 void MutationWorker::loop() {
   while (true) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
+    changed_.wait(lock, [&] { return stopping_ || !queued_.empty() || !speculative_.empty(); });
     if (stopping_) return;
-    MutationRequest request = std::move(queued_.front());
-    queued_.pop_front();
+    const bool speculative = queued_.empty();
+    std::deque<MutationRequest>& from = speculative ? speculative_ : queued_;
+    MutationRequest request = std::move(from.front());
+    from.pop_front();
     lock.unlock();
     Made made;
     try {
@@ -100,6 +134,15 @@ void MutationWorker::loop() {
     lock.lock();
     // Still asked for: a request is dropped only while it is queued.
     made_.at(request.parent) = std::move(made);
+    if (speculative && !likely_.contains(request.parent)) {
+      speculative_made_.push_back(request.parent);
+      while (speculative_made_.size() > kSpeculativeKept) {
+        const Hash128 oldest = speculative_made_.front();
+        speculative_made_.pop_front();
+        // Forgotten unless asked for since (then it waits for its take()).
+        if (!likely_.contains(oldest)) made_.erase(oldest);
+      }
+    }
     lock.unlock();
     changed_.notify_all();
   }

@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +44,10 @@ class MutationWorker {
   // Requests made ahead and not yet started beyond this are dropped, the oldest first (the
   // newest sources are the likeliest parents; a dropped one is made when it is taken).
   static constexpr std::size_t kQueued = 16;
+  static constexpr std::size_t kSpeculative = 8;  // the same, for speculative requests
+  // Speculative mutations made and not asked for again are kept up to this many (the oldest
+  // forgotten first): most proposed sources never enter the archive.
+  static constexpr std::size_t kSpeculativeKept = 64;
   static constexpr std::chrono::milliseconds kWaitSlice{2};
 
   explicit MutationWorker(std::size_t threads = 1);
@@ -50,8 +55,15 @@ class MutationWorker {
   MutationWorker(const MutationWorker&) = delete;
   MutationWorker& operator=(const MutationWorker&) = delete;
 
-  // Made when the thread has time, newest first; nothing if that parent was asked for before.
-  void prefetch(MutationRequest request);
+  // How sure the search is that it will ask for a parent's mutations: a source in the archive
+  // may be picked as a parent from now on; a source just proposed might enter the archive once
+  // it has run (asked for then, it would often be picked before it was mutated: a wait of
+  // 0.3-1 s at a CUDA parent, most of the evaluators' idle time in a run's first generations).
+  enum class Need { likely, speculative };
+  // Made when a thread has time, newest first, speculative ones only when no likely one waits;
+  // nothing if that parent was asked for before (a speculative request asked for again as likely
+  // moves up).
+  void prefetch(MutationRequest request, Need need = Need::likely);
   // The parent's mutations, now: made ahead, or made first of all while the caller waits (on
   // the first worker thread free); while it waits, `while_waiting` is called every few
   // milliseconds (the job hands out work and takes results meanwhile). Rethrows what
@@ -68,10 +80,15 @@ class MutationWorker {
     std::exception_ptr error;
   };
   void loop();
+  // Puts `request` first in `queue`, dropping (and forgetting) its last beyond `most`.
+  void push_front(std::deque<MutationRequest>& queue, MutationRequest request, std::size_t most);
 
   mutable std::mutex mutex_;  // guards everything below but threads_; no other lock is taken with it
   std::condition_variable changed_;
   std::deque<MutationRequest> queued_;           // front: next to be made
+  std::deque<MutationRequest> speculative_;      // made when queued_ is empty, front first
+  std::set<Hash128> likely_;                     // asked for as likely (or taken), not taken yet
+  std::deque<Hash128> speculative_made_;         // made speculatively, oldest first
   std::map<Hash128, std::optional<Made>> made_;  // asked for; empty while queued or being made
   std::size_t made_ahead_ = 0;
   double waited_seconds_ = 0;

@@ -310,6 +310,7 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     if (kernel.novelty.check(text) != evolve::NoveltyFilter::Verdict::novel) continue;
     SourceEntry* parent = kernel.by_hash.at(parent_hash);
     SourceEntry& s = add_source(kernel, std::move(text), parent->candidate, parent->island);
+    mutate_ahead(kernel, s, MutationWorker::Need::speculative);
     Planned p = plan(kernel, s, std::nullopt, nullptr, run::CandidateLevel::source, generation);
     p.record.description = "LLM rewrite of candidate " + std::to_string(parent->candidate);
     outstanding_[p.record.id].record.description = p.record.description;
@@ -350,6 +351,7 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     const evolve::Mutation& m =
         *novel[std::uniform_int_distribution<std::size_t>(0, novel.size() - 1)(rng_)];
     SourceEntry& s = add_source(kernel, m.source, parent->candidate, island);
+    mutate_ahead(kernel, s, MutationWorker::Need::speculative);
     Planned p = plan(kernel, s, std::nullopt, nullptr, run::CandidateLevel::source, generation);
     p.record.description = m.mutator + ": " + m.description;
     outstanding_[p.record.id].record.description = p.record.description;
@@ -384,11 +386,12 @@ MutationRequest Search::mutation_request(const KernelState& kernel,
   return request;
 }
 
-void Search::mutate_ahead(KernelState& kernel, const SourceEntry& parent) {
-  if (!mutating(kernel) || kernel.mutations.contains(parent.hash) ||
-      !kernel.mutated_ahead.insert(parent.hash).second)
+void Search::mutate_ahead(KernelState& kernel, const SourceEntry& parent,
+                          MutationWorker::Need need) {
+  if (!mutating(kernel) || kernel.mutations.contains(parent.hash)) return;
+  if (need == MutationWorker::Need::likely && !kernel.mutated_ahead.insert(parent.hash).second)
     return;
-  mutation_worker().prefetch(mutation_request(kernel, parent));
+  mutation_worker().prefetch(mutation_request(kernel, parent), need);
 }
 
 MutationWorker& Search::mutation_worker() {

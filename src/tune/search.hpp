@@ -169,7 +169,10 @@ class Search {
   bool mutating(const KernelState& kernel) const;
   MutationRequest mutation_request(const KernelState& kernel, const SourceEntry& parent) const;
   // Asks the mutation worker for a source's mutations before the search picks it as a parent.
-  void mutate_ahead(KernelState& kernel, const SourceEntry& parent);
+  // Asks the mutation worker for a parent's mutations ahead of need: `likely` for a source in the
+  // archive, `speculative` for one just proposed (made when nothing likelier waits).
+  void mutate_ahead(KernelState& kernel, const SourceEntry& parent,
+                    MutationWorker::Need need = MutationWorker::Need::likely);
   // Within the pending limit (bo::Options::pending_per_observation) each optimizer proposes at
   // most its pending_room(), and one that stops there is held back; beyond it, only the ones
   // held back propose, for the batch's rest that no other work could take.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "mutation_worker.hpp"
 #include "r3/hash.hpp"
@@ -127,6 +128,42 @@ TEST(MutationWorker, SeveralThreadsMakeWhatOneMakes) {
   for (std::size_t i = 0; i < requests.size(); ++i) {
     ASSERT_FALSE(alone[i].empty()) << "request " << i << " has no mutations";
     EXPECT_EQ(sources_of(worker.take(requests[i])), alone[i]) << "request " << i;
+  }
+}
+
+// A source just proposed is mutated speculatively when the threads have time: taken later, its
+// mutations are there without a wait, and are what the mutators make. A speculative request
+// dropped from its full queue is still made when taken, and one asked for again as likely is made
+// like any other.
+TEST(MutationWorker, SpeculativeRequestsAreMadeWhenThereIsTime) {
+  if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
+  const std::string text =
+      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  const MutationRequest request = request_for(text, {"restrict", "unroll", "hoist_loads"});
+  const auto direct = sources_of(evolve::mutate(request.text, request.file_name, request.entry,
+                                                request.language, request.mutators));
+  ASSERT_FALSE(direct.empty());
+  {
+    MutationWorker worker;
+    worker.prefetch(request, MutationWorker::Need::speculative);
+    // Made in tens of milliseconds; a few seconds leave room on a loaded machine.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    EXPECT_EQ(sources_of(worker.take(request)), direct);
+    EXPECT_EQ(worker.made_ahead(), 1u);
+    EXPECT_EQ(worker.waited_seconds(), 0.0);
+  }
+  std::vector<MutationRequest> requests;
+  for (std::size_t i = 0; i < MutationWorker::kSpeculative + 3; ++i)
+    requests.push_back(request_for(text + "// variant " + std::to_string(i) + "\n", {"restrict"}));
+  MutationWorker worker;
+  for (const MutationRequest& r : requests) worker.prefetch(r, MutationWorker::Need::speculative);
+  worker.prefetch(requests[1], MutationWorker::Need::likely);
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}, requests.size() - 1}) {
+    const auto expected =
+        sources_of(evolve::mutate(requests[i].text, requests[i].file_name, requests[i].entry,
+                                  requests[i].language, requests[i].mutators));
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(sources_of(worker.take(requests[i])), expected) << "request " << i;
   }
 }
 
