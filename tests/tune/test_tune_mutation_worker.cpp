@@ -30,13 +30,21 @@ std::vector<std::string> sources_of(const evolve::MutationReport& report) {
   return out;
 }
 
+// What the mutators make of `r` alone, on the caller's thread.
+std::vector<std::string> made_alone(const MutationRequest& r) {
+  return sources_of(
+      evolve::mutate(r.text, r.file_name, r.entry, r.language, r.mutators, r.context));
+}
+
+std::string demo_source(const std::string& file) {
+  return test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/" + file);
+}
+
 TEST(MutationWorker, MakesWhatTheMutatorsMakeWhetherAskedAheadOrNot) {
   if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
-  const std::string text =
-      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  const std::string text = demo_source("stencil.cpp");
   const MutationRequest request = request_for(text, {"restrict", "unroll", "hoist_loads"});
-  const auto direct = sources_of(evolve::mutate(request.text, request.file_name, request.entry,
-                                                request.language, request.mutators));
+  const auto direct = made_alone(request);
   ASSERT_FALSE(direct.empty()) << "the demo's stencil has mutations";
 
   MutationWorker taken_at_once;
@@ -54,8 +62,7 @@ TEST(MutationWorker, MakesWhatTheMutatorsMakeWhetherAskedAheadOrNot) {
 
 TEST(MutationWorker, AParentDroppedFromAFullQueueIsMadeWhenTaken) {
   if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
-  const std::string text =
-      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  const std::string text = demo_source("stencil.cpp");
   std::vector<MutationRequest> requests;
   for (std::size_t i = 0; i < MutationWorker::kQueued + 3; ++i)
     requests.push_back(request_for(text + "// variant " + std::to_string(i) + "\n", {"restrict"}));
@@ -63,9 +70,7 @@ TEST(MutationWorker, AParentDroppedFromAFullQueueIsMadeWhenTaken) {
   for (const MutationRequest& r : requests) worker.prefetch(r);
   // The oldest requests were dropped (unless the thread had started them): each is still made.
   for (std::size_t i : {std::size_t{0}, std::size_t{1}, requests.size() - 1}) {
-    const auto expected =
-        sources_of(evolve::mutate(requests[i].text, requests[i].file_name, requests[i].entry,
-                                  requests[i].language, requests[i].mutators));
+    const auto expected = made_alone(requests[i]);
     ASSERT_FALSE(expected.empty());
     EXPECT_EQ(sources_of(worker.take(requests[i])), expected) << "request " << i;
   }
@@ -75,8 +80,7 @@ TEST(MutationWorker, AParentDroppedFromAFullQueueIsMadeWhenTaken) {
 // milliseconds (the job hands out work meanwhile), and what it takes is what the mutators make.
 TEST(MutationWorker, TheCallerKeepsWorkingWhileItWaits) {
   if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
-  const std::string text =
-      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  const std::string text = demo_source("stencil.cpp");
   // Functions besides the kernel, which Clang parses and compiles with every rewrite: long
   // enough a wait to be called back through on any machine.
   std::string padded = text;
@@ -85,8 +89,7 @@ TEST(MutationWorker, TheCallerKeepsWorkingWhileItWaits) {
               "(const float* a, int n) { float s = 0; for (int j = 0; j < n; ++j) s += a[j] * " +
               std::to_string(i) + "; return s; }";
   const MutationRequest request = request_for(padded + "\n", {"restrict", "unroll", "hoist_loads"});
-  const auto direct = sources_of(evolve::mutate(request.text, request.file_name, request.entry,
-                                                request.language, request.mutators));
+  const auto direct = made_alone(request);
   ASSERT_FALSE(direct.empty());
   MutationWorker worker;
   std::size_t calls = 0;
@@ -105,10 +108,8 @@ TEST(MutationWorker, TheCallerKeepsWorkingWhileItWaits) {
 // header the first CUDA parse makes), and each parent gets what the mutators make alone.
 TEST(MutationWorker, SeveralThreadsMakeWhatOneMakes) {
   if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
-  const std::string cpp =
-      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
-  const std::string cuda =
-      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cu");
+  const std::string cpp = demo_source("stencil.cpp");
+  const std::string cuda = demo_source("stencil.cu");
   std::vector<MutationRequest> requests;
   for (int i = 0; i < 4; ++i) {
     requests.push_back(request_for(cpp + "// variant " + std::to_string(i) + "\n",
@@ -121,8 +122,7 @@ TEST(MutationWorker, SeveralThreadsMakeWhatOneMakes) {
   }
   std::vector<std::vector<std::string>> alone;
   for (const MutationRequest& r : requests)
-    alone.push_back(sources_of(
-        evolve::mutate(r.text, r.file_name, r.entry, r.language, r.mutators, r.context)));
+    alone.push_back(made_alone(r));
   MutationWorker worker(4);
   for (const MutationRequest& r : requests) worker.prefetch(r);
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -137,11 +137,9 @@ TEST(MutationWorker, SeveralThreadsMakeWhatOneMakes) {
 // like any other.
 TEST(MutationWorker, SpeculativeRequestsAreMadeWhenThereIsTime) {
   if (!evolve::mutators_available()) GTEST_SKIP() << "r3 was built without LLVM: no mutators";
-  const std::string text =
-      test::read_text_file(std::string(R3_TEST_SOURCE_DIR) + "/examples/demo/stencil.cpp");
+  const std::string text = demo_source("stencil.cpp");
   const MutationRequest request = request_for(text, {"restrict", "unroll", "hoist_loads"});
-  const auto direct = sources_of(evolve::mutate(request.text, request.file_name, request.entry,
-                                                request.language, request.mutators));
+  const auto direct = made_alone(request);
   ASSERT_FALSE(direct.empty());
   {
     MutationWorker worker;
@@ -159,9 +157,7 @@ TEST(MutationWorker, SpeculativeRequestsAreMadeWhenThereIsTime) {
   for (const MutationRequest& r : requests) worker.prefetch(r, MutationWorker::Need::speculative);
   worker.prefetch(requests[1], MutationWorker::Need::likely);
   for (std::size_t i : {std::size_t{0}, std::size_t{1}, requests.size() - 1}) {
-    const auto expected =
-        sources_of(evolve::mutate(requests[i].text, requests[i].file_name, requests[i].entry,
-                                  requests[i].language, requests[i].mutators));
+    const auto expected = made_alone(requests[i]);
     ASSERT_FALSE(expected.empty());
     EXPECT_EQ(sources_of(worker.take(requests[i])), expected) << "request " << i;
   }
