@@ -214,15 +214,39 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       facts_.literals.push_back({*span, literal->getValue().getSExtValue()});
   }
 
-  // A call of a warp-level intrinsic (by its name: CUDA's headers declare them as functions).
-  void note_warp_call(const clang::CallExpr* call) {
-    const clang::FunctionDecl* callee = call->getDirectCallee();
-    if (callee == nullptr || callee->getIdentifier() == nullptr) return;
-    const llvm::StringRef name = callee->getName();
+  // Warp-level code anywhere in the main file (the kernel's own body, the __device__ helpers it
+  // calls, templates whose calls are still unresolved): a call of a warp-level intrinsic, by its
+  // name (CUDA's headers declare them as functions), or a read of warpSize. The headers' own
+  // uses do not count.
+  bool in_main_file(clang::SourceLocation loc) const {
+    return loc.isValid() && sm_.isInMainFile(sm_.getExpansionLoc(loc));
+  }
+  void note_if_warp_level(llvm::StringRef name) {
     for (const char* prefix : {"__shfl", "__ballot", "__any_sync", "__all_sync", "__activemask",
                                "__reduce_", "__match_", "__syncwarp"})
       if (name.starts_with(prefix)) facts_.warp_level = true;
   }
+
+ public:
+  bool VisitCallExpr(clang::CallExpr* call) {
+    if (facts_.warp_level || !in_main_file(call->getBeginLoc())) return true;
+    if (const clang::FunctionDecl* callee = call->getDirectCallee();
+        callee != nullptr && callee->getIdentifier() != nullptr) {
+      note_if_warp_level(callee->getName());
+    } else if (const auto* overloads = llvm::dyn_cast<clang::OverloadExpr>(
+                   call->getCallee()->IgnoreImpCasts())) {
+      note_if_warp_level(overloads->getName().getAsString());
+    }
+    return true;
+  }
+  bool VisitDeclRefExpr(clang::DeclRefExpr* ref) {
+    const clang::IdentifierInfo* id = ref->getDecl()->getIdentifier();
+    if (id != nullptr && id->getName() == "warpSize" && in_main_file(ref->getLocation()))
+      facts_.warp_level = true;
+    return true;
+  }
+
+ private:
 
   // A use of one of the kernel's template parameters, written in the kernel (not by a macro).
   void note_template_parameter_use(const clang::DeclRefExpr* ref) {
@@ -327,13 +351,7 @@ class Collector : public clang::RecursiveASTVisitor<Collector> {
       }
     }
     if (const auto* loop = llvm::dyn_cast<clang::ForStmt>(s)) analyse(loop);
-    if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(s)) {
-      note_template_parameter_use(ref);
-      if (const clang::IdentifierInfo* id = ref->getDecl()->getIdentifier();
-          id != nullptr && id->getName() == "warpSize")
-        facts_.warp_level = true;
-    }
-    if (const auto* call = llvm::dyn_cast<clang::CallExpr>(s)) note_warp_call(call);
+    if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(s)) note_template_parameter_use(ref);
     if (const auto* literal = llvm::dyn_cast<clang::IntegerLiteral>(s)) note_literal(literal);
     if (const auto* declaration = llvm::dyn_cast<clang::DeclStmt>(s)) {
       for (const clang::Decl* d : declaration->decls()) {

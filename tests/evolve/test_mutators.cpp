@@ -336,9 +336,12 @@ TEST(Mutators, ParametriseMakesATileSizeWrittenAsANumberTunable) {
 
 // A 32 sizing shared data in a kernel that works a warp at a time is the warp's size (one sum
 // per warp), not a tile: another value loses the GPU context at large blocks. The same kernel
-// without warp-level code keeps its tile; a warpSize read is warp-level code too.
+// without warp-level code keeps its tile; a warpSize read is warp-level code too, and so are
+// shuffles in a __device__ helper the kernel calls, plain or a template (whose calls Clang leaves
+// unresolved).
 TEST(Mutators, ParametriseLeavesTheWarpSizeOfAWarpReduction) {
   const std::string reduction =
+      "HELPERS"
       "extern \"C\" __global__ void block_sum(const float* x, float* sum, int n) {\n"
       "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
       "  float v = i < n ? x[i] : 0.0f;\n"
@@ -351,8 +354,9 @@ TEST(Mutators, ParametriseLeavesTheWarpSizeOfAWarpReduction) {
       "    for (int w = 0; w < (blockDim.x + 31) / 32; ++w) s += warp_sums[w];\n"
       "    atomicAdd(sum, s);\n"
       "  }\n}\n";
-  auto with = [&](const std::string& warp_code) {
+  auto with = [&](const std::string& helpers, const std::string& warp_code) {
     std::string source = reduction;
+    source.replace(source.find("HELPERS"), std::string("HELPERS").size(), helpers);
     source.replace(source.find("WARP_REDUCE"), std::string("WARP_REDUCE").size(), warp_code);
     return source;
   };
@@ -367,13 +371,22 @@ TEST(Mutators, ParametriseLeavesTheWarpSizeOfAWarpReduction) {
       tunables.insert(tunables.end(), m.tunables.begin(), m.tunables.end());
     return tunables;
   };
-  const std::vector<Tunable> plain = tunables_of(with("v += 0.0f;"));
+  const std::vector<Tunable> plain = tunables_of(with("", "v += 0.0f;"));
   EXPECT_EQ(plain, (std::vector<Tunable>{{"R3_TILE_0", "32", {"16", "32", "64"}}}))
       << "without warp-level code the 32 is taken for a tile";
-  EXPECT_TRUE(tunables_of(with("for (int d = 16; d > 0; d /= 2) v += "
-                               "__shfl_down_sync(0xffffffffu, v, d);"))
-                  .empty());
-  EXPECT_TRUE(tunables_of(with("if (warpSize != 32) return;")).empty());
+  const std::string shuffle = "for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xffffffffu, v, d);";
+  EXPECT_TRUE(tunables_of(with("", shuffle)).empty());
+  EXPECT_TRUE(tunables_of(with("", "if (warpSize != 32) return;")).empty());
+  EXPECT_TRUE(tunables_of(with("__device__ float warp_sum(float v) {\n  " + shuffle +
+                                   "\n  return v;\n}\n",
+                               "v = warp_sum(v);"))
+                  .empty())
+      << "shuffles in a helper";
+  EXPECT_TRUE(tunables_of(with("template <typename T>\n__device__ T warp_sum(T v) {\n  " +
+                                   shuffle + "\n  return v;\n}\n",
+                               "v = warp_sum(v);"))
+                  .empty())
+      << "shuffles in a template helper";
 }
 
 // A template kernel's integer parameter, at the recorded instance's value: every use in the
