@@ -57,8 +57,9 @@ constexpr std::size_t kMostGenerationsUncommitted = 256;
 // it is asked for, so larger generations cost it less per candidate: on four H100s, with the
 // demo's 10 ms candidates, one and two evaluators did 99 and 169 candidates/s at two per
 // evaluator (76% busy, efficiency 0.85; rank 0 searching 93% of the time), 138 and 269 at eight
-// (85%, 0.98), 152 and 292 at sixteen. Past 32 evaluators the generations stay at 256: at the
-// cluster's sizes, with candidates of seconds, rank 0 keeps up at two per evaluator (simulated).
+// (85%, 0.98), 152 and 292 at sixteen. From 32 to 128 evaluators the generations stay at 256,
+// and beyond they are two per evaluator: at the cluster's sizes, with candidates of seconds, rank
+// 0 keeps up at two per evaluator (simulated).
 std::size_t default_batch_size(std::size_t evaluators) {
   constexpr std::size_t kPerEvaluator = 8, kMost = 256;
   return std::max<std::size_t>(1, std::min(kPerEvaluator * evaluators,

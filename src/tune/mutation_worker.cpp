@@ -35,6 +35,10 @@ std::optional<MutationRequest> take_out(std::deque<MutationRequest>& queue, cons
 
 }  // namespace
 
+void MutationWorker::forget_speculative(const Hash128& parent) {
+  std::erase(speculative_made_, parent);
+}
+
 void MutationWorker::push_front(std::deque<MutationRequest>& queue, MutationRequest request,
                                 std::size_t most) {
   queue.push_front(std::move(request));
@@ -48,7 +52,10 @@ void MutationWorker::push_front(std::deque<MutationRequest>& queue, MutationRequ
 void MutationWorker::prefetch(MutationRequest request, Need need) {
   {
     std::lock_guard lock(mutex_);
-    if (need == Need::likely) likely_.insert(request.parent);
+    if (need == Need::likely) {
+      likely_.insert(request.parent);
+      forget_speculative(request.parent);
+    }
     if (!made_.try_emplace(request.parent).second) {
       // Asked for before: a speculative request still waiting becomes a likely one.
       if (need == Need::speculative) return;
@@ -67,8 +74,10 @@ void MutationWorker::prefetch(MutationRequest request, Need need) {
 evolve::MutationReport MutationWorker::take(MutationRequest request,
                                             const std::function<void()>& while_waiting) {
   const Hash128 parent = request.parent;
+  const MutationRequest asked = request;  // to ask again, should its entry go
   std::unique_lock lock(mutex_);
   likely_.insert(parent);
+  forget_speculative(parent);
   auto it = made_.find(parent);
   if (it == made_.end()) {
     made_.try_emplace(parent);
@@ -86,7 +95,17 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
   // Waits in slices, the lock released for `while_waiting` between them.
   const auto began = std::chrono::steady_clock::now();
   bool waited = false;
-  while (!changed_.wait_for(lock, kWaitSlice, [&] { return made_.at(parent).has_value(); })) {
+  // Ready when made. An entry is only forgotten while queued behind newer ones or once made
+  // speculatively and not asked for; should it go while this waits, it is asked for again.
+  auto ready = [&] {
+    auto found = made_.find(parent);
+    if (found != made_.end()) return found->second.has_value();
+    made_.try_emplace(parent);
+    queued_.push_front(asked);
+    changed_.notify_all();
+    return false;
+  };
+  while (!changed_.wait_for(lock, kWaitSlice, ready)) {
     waited = true;
     if (!while_waiting) continue;
     lock.unlock();
@@ -132,15 +151,20 @@ void MutationWorker::loop() {
       made.error = std::current_exception();
     }
     lock.lock();
-    // Still asked for: a request is dropped only while it is queued.
-    made_.at(request.parent) = std::move(made);
+    // A request is dropped only while it is queued, so its entry is still there; should it not
+    // be, what was made is not wanted any more.
+    if (auto entry = made_.find(request.parent); entry != made_.end())
+      entry->second = std::move(made);
     if (speculative && !likely_.contains(request.parent)) {
       speculative_made_.push_back(request.parent);
       while (speculative_made_.size() > kSpeculativeKept) {
         const Hash128 oldest = speculative_made_.front();
         speculative_made_.pop_front();
-        // Forgotten unless asked for since (then it waits for its take()).
-        if (!likely_.contains(oldest)) made_.erase(oldest);
+        // Forgotten if made and not asked for since (then it waits for its take()); an entry
+        // queued or being made again is left alone.
+        auto entry = made_.find(oldest);
+        if (entry != made_.end() && entry->second.has_value() && !likely_.contains(oldest))
+          made_.erase(entry);
       }
     }
     lock.unlock();

@@ -30,7 +30,10 @@ namespace r3::tune {
 
 // What evolve::mutate takes, for one parent source.
 struct MutationRequest {
-  Hash128 parent;  // the source's hash: requests for the same parent are made once
+  // The request's key: requests with the same key are made once. One worker serves every kernel,
+  // whose entries, blocks and template arguments differ: the search keys a source's hash with
+  // its kernel.
+  Hash128 parent;
   std::string text;
   std::string file_name;
   std::string entry;
@@ -80,6 +83,8 @@ class MutationWorker {
     std::exception_ptr error;
   };
   void loop();
+  // No longer counts `parent` among the speculative results kept (it is asked for now).
+  void forget_speculative(const Hash128& parent);
   // Puts `request` first in `queue`, dropping (and forgetting) its last beyond `most`.
   void push_front(std::deque<MutationRequest>& queue, MutationRequest request, std::size_t most);
 

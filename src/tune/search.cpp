@@ -369,7 +369,7 @@ MutationRequest Search::mutation_request(const KernelState& kernel,
                                          const SourceEntry& parent) const {
   const KernelTarget& target = kernels_[kernel.index];
   MutationRequest request;
-  request.parent = parent.hash;
+  request.parent = hash_string(parent.hash.hex() + " kernel " + std::to_string(kernel.index));
   request.text = parent.text;
   request.file_name = target.source_name;
   request.entry = entry_in_source(target);
