@@ -211,9 +211,10 @@ std::string prompted_source(const std::string& body) {
   const nlohmann::json& last = request["messages"].back();
   if (!last.is_object() || !last.contains("content") || !last["content"].is_string()) return "";
   const std::string content = last["content"].get<std::string>();
-  const std::size_t label = content.find("Current source:\n```");
+  const std::string label_text = "Current source:\n";
+  const std::size_t label = content.find(label_text + "```");
   if (label == std::string::npos) return "";
-  const std::size_t begin = content.find('\n', label + 16);
+  const std::size_t begin = content.find('\n', label + label_text.size());
   const std::size_t end = content.find("\n```", begin == std::string::npos ? label : begin + 1);
   if (begin == std::string::npos || end == std::string::npos) return "";
   return content.substr(begin + 1, end - begin - 1);

@@ -113,8 +113,9 @@ struct Facts {
   std::vector<std::pair<Span, std::int64_t>> literals;  // integer literals written in the kernel
   std::vector<std::pair<Span, std::int64_t>> loop_strides;  // `i += 256`: a for loop's literal step
   bool cuda_kernel = false, has_launch_bounds = false;
-  // Whether the kernel works a warp at a time (shuffles, votes, warp reductions or matches,
-  // __syncwarp, warpSize): then a 32 it writes is the warp's size, not a tile's.
+  // Whether the main file works a warp at a time (shuffles, votes, warp reductions or matches,
+  // __syncwarp, warpSize), in the kernel or in what it calls: then a 32 the kernel writes is the
+  // warp's size, not a tile's.
   bool warp_level = false;
   std::size_t name_offset = 0;
   std::vector<Parameter> parameters;

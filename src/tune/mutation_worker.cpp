@@ -74,16 +74,10 @@ void MutationWorker::prefetch(MutationRequest request, Need need) {
 evolve::MutationReport MutationWorker::take(MutationRequest request,
                                             const std::function<void()>& while_waiting) {
   const Hash128 parent = request.parent;
-  const MutationRequest asked = request;  // to ask again, should its entry go
   std::unique_lock lock(mutex_);
   likely_.insert(parent);
   forget_speculative(parent);
-  auto it = made_.find(parent);
-  if (it == made_.end()) {
-    made_.try_emplace(parent);
-    queued_.push_front(std::move(request));
-    changed_.notify_all();
-  } else {
+  if (made_.contains(parent)) {
     std::optional<MutationRequest> waiting = take_out(queued_, parent);
     if (!waiting) waiting = take_out(speculative_, parent);
     if (waiting) {
@@ -95,13 +89,12 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
   // Waits in slices, the lock released for `while_waiting` between them.
   const auto began = std::chrono::steady_clock::now();
   bool waited = false;
-  // Ready when made. An entry is only forgotten while queued behind newer ones or once made
-  // speculatively and not asked for; should it go while this waits, it is asked for again.
+  // Ready when made. Not asked for before, or forgotten since (an entry goes only while queued
+  // behind newer ones, or once made speculatively and not asked for): asked for now, first.
   auto ready = [&] {
-    auto found = made_.find(parent);
-    if (found != made_.end()) return found->second.has_value();
+    if (auto found = made_.find(parent); found != made_.end()) return found->second.has_value();
     made_.try_emplace(parent);
-    queued_.push_front(asked);
+    queued_.push_front(request);
     changed_.notify_all();
     return false;
   };
