@@ -281,6 +281,9 @@ int measure(int mib) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The compile workers' helper lives in the build's bin/, not beside this program in bench/,
+  // where the sandbox looks first.
+  setenv("R3_SANDBOX", R3_BENCH_SANDBOX, /*overwrite=*/0);
   if (std::string why = replay::cuda::why_unavailable(); !why.empty()) {
     std::fprintf(stderr, "replay_throughput: %s\n", why.c_str());
     return 2;

@@ -17,8 +17,8 @@ For each exhaustive table (bo_sim's CSV format: a '#' comment, a header of param
 Kernel Tuner and python-constraint are not installed from a package index here: give their
 source trees (`--kernel-tuner DIR --python-constraint DIR`; fetched from their public
 repositories, never committed to r3). They run on the distribution's numpy, scipy, jsonschema,
-xmltodict (Debian: python3-numpy python3-scipy python3-jsonschema python3-xmltodict;
-python3-sklearn and python3-pandas for some strategies).
+xmltodict, packaging (Debian: python3-numpy python3-scipy python3-jsonschema python3-xmltodict
+python3-packaging; python3-sklearn and python3-pandas for some strategies).
 
 Usage:
   bench/peer/peer.py --bo-sim build/bench/bo_sim --kernel-tuner ~/src/kernel_tuner \\
