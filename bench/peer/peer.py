@@ -162,7 +162,31 @@ STRATEGY_OPTIONS = {
     "firefly_algorithm": {"maxiter": 1000},
     "random_sample": {"fraction": 1.0},
 }
+# Changes when the traces a run makes change for the same seeds (2: Latin hypercubes seeded,
+# seed_latin_hypercubes), so that a cache kept from before is not taken for them.
+TRACE_FORMAT = 2
 RESTARTS = 20  # a strategy that stops early is run again (a new seed) until the budget is spent
+
+
+def seed_latin_hypercubes():
+    """Kernel Tuner draws its Latin hypercube samples (the initial population of diff_evo and of
+    the constraint-aware strategies) with scipy's LatinHypercube and no seed, which takes fresh OS
+    entropy whatever numpy.random is seeded with: such a strategy's seeds were neither
+    reproducible nor the seeds they were named for. Each hypercube now takes its seed from
+    numpy.random, which run_kernel_tuner seeds."""
+    import numpy as np
+    from scipy.stats import qmc
+    if getattr(qmc.LatinHypercube, "r3_seeded", False):
+        return
+    original = qmc.LatinHypercube.__init__
+
+    def init(self, *args, **kwargs):
+        if kwargs.get("seed") is None and kwargs.get("rng") is None:
+            kwargs["seed"] = int(np.random.randint(0, 2**31 - 1))
+        original(self, *args, **kwargs)
+
+    qmc.LatinHypercube.__init__ = init
+    qmc.LatinHypercube.r3_seeded = True
 
 
 def run_kernel_tuner(cache, kernel_name, tune_params, constraints, strategy, seed, budget):
@@ -171,6 +195,7 @@ def run_kernel_tuner(cache, kernel_name, tune_params, constraints, strategy, see
     as a user would, and what it evaluated again is not counted again."""
     import numpy as np
     from kernel_tuner import tune_kernel
+    seed_latin_hypercubes()
     trace, seen = [], set()
     for restart in range(RESTARTS):
         random.seed(seed + 1000 * restart)
@@ -227,7 +252,7 @@ class PeerCache:
         with open(table, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         what = [digest, sorted(constraints), strategy, STRATEGY_OPTIONS.get(strategy, {}), seed,
-                budget, RESTARTS, self.version]
+                budget, RESTARTS, self.version, TRACE_FORMAT]
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     def get(self, key):
