@@ -7,14 +7,16 @@
 #   POLYBENCH  a polybenchGpu checkout (github.com/sgrauerg/polybenchGpu, fetched by whoever
 #              runs this, never committed; the GPU host cannot fetch: carry it)      (required)
 #   PROGRAMS   corpus programs and their kernel, program:kernel-regex,...
-#              (default: pb_syrk:syrk_kernel,pb_2dconv:convolution2D_kernel)
+#              (default: pb_syrk:syrk_kernel,pb_gemm:gemm_kernel, bench/data's two tables)
 #   GPUS       GPU indices to spread each sweep over (default: every GPU nvidia-smi lists)
-#   OUT        where the programs, captures, logs and tables go (default: a temporary folder)
+#   OUT        where the programs, captures, logs and tables go (default: a temporary folder);
+#              a table is OUT/<program without pb_>.csv, kept in bench/data as
+#              gpu_<program>_<gpu>.csv
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${R3_BUILD:-$here/build}
 out=${OUT:-$(mktemp -d)}
-programs=${PROGRAMS:-pb_syrk:syrk_kernel,pb_2dconv:convolution2D_kernel}
+programs=${PROGRAMS:-pb_syrk:syrk_kernel,pb_gemm:gemm_kernel}
 [ -n "${POLYBENCH:-}" ] && [ -d "$POLYBENCH/CUDA" ] ||
   { echo "corpus_tables: POLYBENCH must name a polybenchGpu checkout (it has no CUDA/)" >&2; exit 2; }
 [ -x "$build/bin/r3" ] || { echo "corpus_tables: $build has no bin/r3" >&2; exit 2; }
