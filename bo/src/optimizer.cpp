@@ -722,6 +722,33 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       offer(space_.sample(rng));
   };
 
+  // A design point that breaks a known constraint moves to the valid configuration nearest to
+  // it (Space::distance_to_unit; ties drawn at random), rather than to a random one: the design
+  // keeps its spread, and the points beyond a constraint land on its boundary, where a limit
+  // such as threads per block often has the optimum (bench/bo_sim: PolyBench GEMM on an H100
+  // within 5% in 9.5 evaluations instead of 13; bench/README.md). Exact over a small space's
+  // list, else over kRepairDraws random valid configurations.
+  auto nearest_valid = [&](const std::vector<double>& point, std::mt19937_64& point_rng) {
+    constexpr std::size_t kRepairDraws = 2048;
+    Configuration nearest;
+    double nearest_distance = std::numeric_limits<double>::infinity();
+    std::size_t ties = 0;
+    auto consider = [&](const Configuration& c) {
+      const double distance = space_.distance_to_unit(c, point);
+      if (distance > nearest_distance + 1e-12) return;
+      ties = distance < nearest_distance - 1e-12 ? 1 : ties + 1;
+      if (ties == 1 || std::uniform_int_distribution<std::size_t>(0, ties - 1)(point_rng) == 0)
+        nearest = c;
+      nearest_distance = std::min(nearest_distance, distance);
+    };
+    if (memo.enumerated) {
+      for (const Configuration& c : *memo.enumerated) consider(c);
+    } else {
+      for (std::size_t k = 0; k < kRepairDraws; ++k) consider(space_.sample(point_rng));
+    }
+    return nearest;
+  };
+
   // 1. The initial space-filling design, point by point across calls.
   const std::size_t used = observations_.size() + pending_.size();
   if (used < options_.initial_samples) {
@@ -732,6 +759,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     for (std::size_t i = used; i < options_.initial_samples && chosen.size() < count; ++i) {
       std::mt19937_64 point_rng(options_.seed + 7919 * i);
       Configuration c = space_.from_unit(design[i], point_rng);
+      if (!space_.valid(c)) c = nearest_valid(design[i], point_rng);
       if (!space_.valid(c) || !take(c)) {
         for (int attempts = 0; attempts < 1000 && !take(space_.sample(rng)); ++attempts) {
         }

@@ -229,6 +229,21 @@ Configuration Space::from_unit(const std::vector<double>& u, std::mt19937_64& rn
   return c;
 }
 
+double Space::distance_to_unit(const Configuration& c, const std::vector<double>& u) const {
+  double distance = 0;
+  for (std::size_t i = 0; i < parameters_.size() && i < c.values.size(); ++i) {
+    const Parameter& p = parameters_[i];
+    const std::vector<int>& v = c.values[i];
+    if (p.kind != Kind::sequence && v.empty()) continue;  // inactive: no place in its range
+    const double place =
+        p.kind != Kind::sequence
+            ? (v[0] + 0.5) / static_cast<double>(p.choices())
+            : (static_cast<double>(v.size()) + 0.5) / static_cast<double>(p.max_length + 1);
+    distance += std::abs((i < u.size() ? u[i] : 0.5) - place);
+  }
+  return distance;
+}
+
 std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt19937_64& rng) const {
   std::vector<Configuration> out;
   std::unordered_set<Hash128> seen{c.hash()};

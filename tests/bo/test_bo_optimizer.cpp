@@ -14,6 +14,7 @@
 #include <set>
 
 #include "gp.hpp"
+#include "r3/bo/design.hpp"
 #include "r3/bo/fit_pool.hpp"
 #include "r3/bo/optimizer.hpp"
 #include "r3/bo/table.hpp"
@@ -468,6 +469,76 @@ TEST(BoOptimizer, ASmallConstrainedSpaceIsProposedWholeThenNothing) {
   EXPECT_EQ(seen.size(), valid);
   EXPECT_TRUE(optimizer.propose(3).empty());
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+}
+
+// An initial design point beyond a known constraint is moved to the valid configuration
+// nearest to it, not to a random one: exactly so over a space small enough to list, nearly so
+// over one drawn from.
+TEST(BoOptimizer, InitialDesignPointsBeyondAConstraintMoveToTheNearestValidOne) {
+  std::vector<double> values;
+  for (int v = 0; v < 32; ++v) values.push_back(v);
+  Space small({Parameter::ordinal("a", values), Parameter::ordinal("b", values)}, {"a + b <= 20"});
+  Options options;
+  options.initial_samples = 16;
+  options.initial_design = InitialDesign::latin_hypercube;
+  const std::vector<Configuration> every_valid = *small.enumerate(1 << 15);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    options.seed = seed;
+    const auto design = latin_hypercube(options.initial_samples, 2, seed);
+    const std::vector<Configuration> proposed = Optimizer(small, options).propose(16);
+    ASSERT_EQ(proposed.size(), design.size());
+    std::set<r3::Hash128> earlier;
+    std::size_t repaired = 0;
+    for (std::size_t i = 0; i < design.size(); ++i) {
+      std::mt19937_64 rng(1);
+      const bool was_invalid = !small.valid(small.from_unit(design[i], rng));
+      const bool repeated = !earlier.insert(proposed[i].hash()).second;
+      EXPECT_TRUE(small.valid(proposed[i]));
+      if (!was_invalid || repeated) continue;
+      double nearest = std::numeric_limits<double>::infinity();
+      for (const Configuration& c : every_valid)
+        nearest = std::min(nearest, small.distance_to_unit(c, design[i]));
+      const double distance = small.distance_to_unit(proposed[i], design[i]);
+      // A point already taken by an earlier one falls back to a random point.
+      if (distance > nearest + 1e-9 && earlier.size() > 1) {
+        bool nearest_taken = false;
+        for (std::size_t j = 0; j < i; ++j)
+          nearest_taken |= small.distance_to_unit(proposed[j], design[i]) <= nearest + 1e-9;
+        if (nearest_taken) continue;
+      }
+      EXPECT_NEAR(distance, nearest, 1e-9) << "seed " << seed << ", point " << i << ": "
+                                           << small.describe(proposed[i]);
+      EXPECT_EQ(value(small, proposed[i], 0) + value(small, proposed[i], 1), 20)
+          << "a repaired point lies on the constraint's boundary";
+      ++repaired;
+    }
+    EXPECT_GE(repaired, 4u) << "seed " << seed << ": too few design points needed repair";
+  }
+
+  // Too large to list (4 x 40 values, the corner beyond a + b + c + d = 70 cut off): the
+  // repair draws; its points lie far nearer the design points than random valid ones do.
+  std::vector<double> forty;
+  for (int v = 0; v < 40; ++v) forty.push_back(v);
+  Space large({Parameter::ordinal("a", forty), Parameter::ordinal("b", forty),
+               Parameter::ordinal("c", forty), Parameter::ordinal("d", forty)},
+              {"a + b + c + d <= 70"});
+  ASSERT_FALSE(large.enumerate(1 << 15));
+  options.seed = 5;
+  const auto design = latin_hypercube(options.initial_samples, 4, options.seed);
+  const std::vector<Configuration> proposed = Optimizer(large, options).propose(16);
+  ASSERT_EQ(proposed.size(), design.size());
+  std::mt19937_64 rng(9);
+  double repaired = 0, random = 0;
+  std::size_t beyond = 0;
+  for (std::size_t i = 0; i < design.size(); ++i) {
+    std::mt19937_64 unit_rng(1);
+    if (large.valid(large.from_unit(design[i], unit_rng))) continue;
+    ++beyond;
+    repaired += large.distance_to_unit(proposed[i], design[i]);
+    random += large.distance_to_unit(large.sample(rng), design[i]);
+  }
+  EXPECT_GE(beyond, 2u);
+  EXPECT_LT(repaired, 0.5 * random) << beyond << " points repaired";
 }
 
 TEST(BoOptimizer, RefusesInvalidObservations) {

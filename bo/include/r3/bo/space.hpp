@@ -68,6 +68,12 @@ class Space {
   // coordinate per parameter, in [0, 1)): how space-filling designs map into the space.
   // Sequences take their length from it and their items from `rng`.
   Configuration from_unit(const std::vector<double>& coordinates, std::mt19937_64& rng) const;
+  // How far a configuration lies from such coordinates: the sum over parameters of how far
+  // each value's place in its range (the middle of its stratum; a sequence's length) is from
+  // the coordinate. A design point that breaks a constraint is repaired to the valid
+  // configuration nearest to it by this measure.
+  double distance_to_unit(const Configuration& configuration,
+                          const std::vector<double>& coordinates) const;
 
   // Configurations one step away: an ordinal value up or down, another categorical value, a
   // sequence item inserted, removed, replaced or swapped with its neighbour; only valid ones.
