@@ -196,8 +196,8 @@ void Space::settle(Configuration& c, std::size_t changed, std::mt19937_64& rng) 
   }
 }
 
-Configuration Space::sample(std::mt19937_64& rng) const {
-  for (int attempt = 0; attempt < 10000; ++attempt) {
+std::optional<Configuration> Space::draw(std::mt19937_64& rng, std::size_t attempts) const {
+  for (std::size_t attempt = 0; attempt < attempts; ++attempt) {
     Configuration c;
     c.values.resize(parameters_.size());
     for (std::size_t i = 0; i < parameters_.size(); ++i) {
@@ -205,6 +205,11 @@ Configuration Space::sample(std::mt19937_64& rng) const {
     }
     if (satisfies_constraints(c)) return c;
   }
+  return std::nullopt;
+}
+
+Configuration Space::sample(std::mt19937_64& rng) const {
+  if (std::optional<Configuration> c = draw(rng, 10000)) return std::move(*c);
   throw Error(
       "no configuration meets the constraints in 10000 random draws; the constraints "
       "leave (almost) nothing of the space");

@@ -64,6 +64,8 @@ class Space {
   // A random valid configuration (each parameter uniform, rejection on the constraints).
   // Throws r3::Error when 10000 draws do not meet the constraints.
   Configuration sample(std::mt19937_64& rng) const;
+  // The same within `attempts` draws; nullopt when none met the constraints.
+  std::optional<Configuration> draw(std::mt19937_64& rng, std::size_t attempts) const;
   // The configuration that puts each parameter at the given fractions of its range (one
   // coordinate per parameter, in [0, 1)): how space-filling designs map into the space.
   // Sequences take their length from it and their items from `rng`.
