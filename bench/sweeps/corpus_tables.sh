@@ -7,7 +7,8 @@
 #   POLYBENCH  a polybenchGpu checkout (github.com/sgrauerg/polybenchGpu, fetched by whoever
 #              runs this, never committed; the GPU host cannot fetch: carry it)      (required)
 #   PROGRAMS   corpus programs and their kernel, program:kernel-regex,...
-#              (default: pb_syrk:syrk_kernel,pb_gemm:gemm_kernel, bench/data's two tables)
+#              (default: pb_syrk:syrk_kernel,pb_gemm:gemm_kernel; bench/data also has
+#              pb_syr2k:syr2k_kernel and pb_2mm:mm2_kernel1, made with this PROGRAMS)
 #   GPUS       GPU indices to spread each sweep over (default: every GPU nvidia-smi lists)
 #   OUT        where the programs, captures, logs and tables go (default: a temporary folder);
 #              a table is OUT/<program without pb_>.csv, kept in bench/data as
