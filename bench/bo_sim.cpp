@@ -4,7 +4,8 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--initial N] [--trend V]
-//               [--candidates N] [--local-starts N] [--fit-evaluations N] [--fit-lag N] [--gp-points N]
+//               [--rank-warp N] [--candidates N] [--local-starts N] [--fit-evaluations N] [--fit-lag N]
+//               [--gp-points N]
 //               [--min-feasibility P] [--no-timing] [--verbose]
 //               [--constraint EXPR]... [--constraints FILE] TABLE.csv...
 //
@@ -116,6 +117,8 @@ Settings parse(int argc, char** argv) {
       s.initial = count();
     else if (a == "--trend")
       s.defaults.trend = number(std::numeric_limits<double>::infinity());
+    else if (a == "--rank-warp")
+      s.defaults.rank_warp = number(std::numeric_limits<double>::infinity());
     else if (a == "--acquisition") {
       const std::string name = next();
       const auto* known = std::find_if(std::begin(kAcquisitions), std::end(kAcquisitions),
@@ -163,6 +166,9 @@ Settings parse(int argc, char** argv) {
           "  --initial N           initial design points (default %zu)\n"
           "  --trend V             prior variance of the surrogate's linear trend per\n"
           "                        parameter; 0: none (default %g)\n"
+          "  --rank-warp N         successes at which the GP's target weighs the times'\n"
+          "                        ranks as much as their Box-Cox values; 0: Box-Cox\n"
+          "                        alone (default %g)\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
@@ -177,7 +183,8 @@ Settings parse(int argc, char** argv) {
           "                        tune.yaml (repeatable; e.g. 'block_size_x*block_size_y>=64')\n"
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
-          Options{}.initial_samples, Options{}.trend, Options{}.min_feasibility);
+          Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
+          Options{}.min_feasibility);
       std::exit(0);
     } else
       s.tables.push_back(a);

@@ -295,7 +295,50 @@ double PairTable::correlation(std::size_t pair, const Hyperparameters& h) const 
       [&](std::size_t d) { return s[d]; });
 }
 
-WarpedTimes warp_times(const std::vector<double>& times) {
+namespace {
+
+// z with Phi(z) = q, for q in (0, 1), by bisection on erfc (to 1e-12: 45 halvings of [-9, 9]).
+double normal_quantile(double q) {
+  double low = -9, high = 9;
+  for (int step = 0; step < 45; ++step) {
+    const double middle = 0.5 * (low + high);
+    (0.5 * std::erfc(-middle / std::sqrt(2.0)) < q ? low : high) = middle;
+  }
+  return 0.5 * (low + high);
+}
+
+void standardise_in_place(std::vector<double>& values) {
+  double mean = 0, variance = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  for (double v : values) variance += (v - mean) * (v - mean);
+  variance /= static_cast<double>(values.size());
+  const double sd = variance > 1e-24 ? std::sqrt(variance) : 1.0;
+  for (double& v : values) v = (v - mean) / sd;
+}
+
+// The normal scores of `times`: Phi^-1((rank + 1/2) / n), equal times sharing their mean rank.
+std::vector<double> normal_scores(const std::vector<double>& times) {
+  const std::size_t n = times.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return times[a] < times[b]; });
+  std::vector<double> scores(n);
+  for (std::size_t first = 0; first < n;) {
+    std::size_t last = first;
+    while (last + 1 < n && times[order[last + 1]] == times[order[first]]) ++last;
+    const double rank = 0.5 * static_cast<double>(first + last);
+    const double score = normal_quantile((rank + 0.5) / static_cast<double>(n));
+    for (std::size_t k = first; k <= last; ++k) scores[order[k]] = score;
+    first = last + 1;
+  }
+  return scores;
+}
+
+}  // namespace
+
+WarpedTimes warp_times(const std::vector<double>& times, double rank_half) {
   const std::size_t n = times.size();
   WarpedTimes out;
   if (n == 0) return out;
@@ -337,6 +380,14 @@ WarpedTimes warp_times(const std::vector<double>& times) {
     }
   }
   standardise(out.lambda, out.values);
+  if (rank_half > 0 && n > 1) {
+    std::vector<double> scores = normal_scores(times);
+    standardise_in_place(scores);
+    const double weight = static_cast<double>(n) / (static_cast<double>(n) + rank_half);
+    for (std::size_t i = 0; i < n; ++i)
+      out.values[i] = weight * scores[i] + (1 - weight) * out.values[i];
+    standardise_in_place(out.values);
+  }
   return out;
 }
 

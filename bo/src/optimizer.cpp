@@ -203,11 +203,12 @@ struct FitData {
 };
 
 // The successes as they were when there were `at` of them, their times warped alone.
-Data data_then(const Data& data, const std::vector<double>& times, std::size_t at) {
+Data data_then(const Data& data, const std::vector<double>& times, std::size_t at,
+               const Options& options) {
   Data then;
   then.successes.assign(data.successes.begin(), data.successes.begin() + static_cast<long>(at));
   const std::vector<double> then_times(times.begin(), times.begin() + static_cast<long>(at));
-  then.target = warp_times(then_times).values;
+  then.target = warp_times(then_times, options.rank_warp).values;
   return then;
 }
 
@@ -364,7 +365,7 @@ class Model {
     }
     std::vector<double> times;
     for (std::size_t i : data.successes) times.push_back(observations[i].outcome.time);
-    data.target = warp_times(times).values;
+    data.target = warp_times(times, options.rank_warp).values;
     best_ = *std::min_element(data.target.begin(), data.target.end());
     failure_cost_ = options.cost_aware ? failure_cost_ratio(observations) : 1.0;
     auto success_row = [&](std::size_t k) {
@@ -375,7 +376,7 @@ class Model {
     const std::size_t gp_at = lagged_fit_point(data.successes.size(), options.fit_lag, 2);
     if (!memo.gp || memo.gp_at != gp_at) {
       // The data as it was when there were `gp_at` successes.
-      const Data then = data_then(data, times, gp_at);
+      const Data then = data_then(data, times, gp_at, options);
       memo.gp = fitted(memo.gp_ahead, gp_at, encoder_, options, options.trend,
                        [&] { return gp_fit_data(encoder_, observations, then, options); });
       memo.gp_at = gp_at;
@@ -641,7 +642,7 @@ void Optimizer::fit_ahead() {
   for (const std::size_t at : {gp_next, fit_point(successes)}) {
     if (memo.gp && memo.gp_at == at) continue;
     start_fit(memo.gp_ahead, at, encoder, options_, options_.trend, [&] {
-      return gp_fit_data(encoder, observations_, data_then(data, times, at), options_);
+      return gp_fit_data(encoder, observations_, data_then(data, times, at, options_), options_);
     });
   }
   if (successes == observations_.size()) return;  // no failures: no classifier

@@ -168,6 +168,34 @@ std::vector<double> normal_quantiles(int n) {
   return z;
 }
 
+// Near-equal fast times and a few very slow ones: Box-Cox alone squeezes the fast ones together;
+// blended with their ranks (rank_half > 0) they stay apart, more so the more times there are,
+// and the target stays standardised, in the times' order, with equal times equal.
+TEST(BoGaussianProcess, RanksKeepNearEqualFastTimesApart) {
+  std::vector<double> times;
+  for (int i = 0; i < 30; ++i) times.push_back(1.0 + 0.001 * i);  // within 3% of each other
+  for (double slow : {20.0, 40.0, 80.0, 100.0, 120.0, 150.0}) times.push_back(slow);
+  times.push_back(1.0);  // the fastest twice
+  auto gap = [](const WarpedTimes& w) { return w.values[1] - w.values[0]; };
+  const WarpedTimes box_cox = warp_times(times);
+  const WarpedTimes blended = warp_times(times, 20);
+  const WarpedTimes mostly_ranks = warp_times(times, 2);
+  EXPECT_GT(gap(blended), 3 * gap(box_cox));
+  EXPECT_GT(gap(mostly_ranks), gap(blended));
+  for (const WarpedTimes* w : {&blended, &mostly_ranks}) {
+    EXPECT_NEAR(mean_of(w->values), 0.0, 1e-12);
+    std::vector<double> squares;
+    for (double v : w->values) squares.push_back(v * v);
+    EXPECT_NEAR(mean_of(squares), 1.0, 1e-12);
+    for (std::size_t i = 1; i + 1 < times.size(); ++i)
+      EXPECT_GT(w->values[i], w->values[i - 1]) << i;
+    EXPECT_DOUBLE_EQ(w->values.back(), w->values.front());  // equal times, one target
+  }
+  // 0 leaves Box-Cox alone.
+  const WarpedTimes none = warp_times(times, 0);
+  for (std::size_t i = 0; i < times.size(); ++i) EXPECT_EQ(none.values[i], box_cox.values[i]);
+}
+
 TEST(BoGaussianProcess, WarpsTimesByBoxCoxChosenFromTheData) {
   // Log-normal times: the log is already right, lambda stays at 0.
   std::vector<double> log_normal;
