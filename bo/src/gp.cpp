@@ -307,7 +307,9 @@ double normal_quantile(double q) {
   return 0.5 * (low + high);
 }
 
-void standardise_in_place(std::vector<double>& values) {
+// To zero mean and unit variance (left centred where the values are all equal); returns the
+// variance they had.
+double standardise_in_place(std::vector<double>& values) {
   double mean = 0, variance = 0;
   for (double v : values) mean += v;
   mean /= static_cast<double>(values.size());
@@ -315,6 +317,7 @@ void standardise_in_place(std::vector<double>& values) {
   variance /= static_cast<double>(values.size());
   const double sd = variance > 1e-24 ? std::sqrt(variance) : 1.0;
   for (double& v : values) v = (v - mean) / sd;
+  return variance;
 }
 
 // The normal scores of `times`: Phi^-1((rank + 1/2) / n), equal times sharing their mean rank.
@@ -353,15 +356,7 @@ WarpedTimes warp_times(const std::vector<double>& times, double rank_half) {
   auto standardise = [&](double lambda, std::vector<double>& values) {
     values.clear();
     for (double l : logs) values.push_back(transform(l, lambda));
-    double mean = 0;
-    for (double v : values) mean += v;
-    mean /= static_cast<double>(n);
-    double variance = 0;
-    for (double v : values) variance += (v - mean) * (v - mean);
-    variance /= static_cast<double>(n);
-    const double sd = variance > 1e-24 ? std::sqrt(variance) : 1.0;
-    for (double& v : values) v = (v - mean) / sd;
-    return variance;
+    return standardise_in_place(values);
   };
   double sum_of_logs = 0;
   for (double l : logs) sum_of_logs += l;
