@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 namespace r3::bo {
 
@@ -90,35 +91,54 @@ void Posterior::add_entries(Column* const* columns, std::size_t count) const {
   }
 }
 
-Posterior::Column* Posterior::claim(const Encoded& point, const Hash128& key) {
+Posterior::Column& Posterior::claim(const Encoded& point, const Hash128& key) {
   auto [it, added] = columns_.try_emplace(key);
   Column& c = it->second;
   c.used = round_;
-  if (!added) return nullptr;
-  ++computed_;
-  c.point = point;
-  c.v.reserve(x_.size() + 16);
-  return &c;
+  if (added) {
+    ++computed_;
+    c.point = point;
+    c.v.reserve(x_.size() + 16);
+  }
+  return c;
+}
+
+void Posterior::bring_up_to_date(Column* const* columns, std::size_t count) const {
+  // Row by row, each row's entries for every column that lacks it computed together: a column
+  // reaches row i only after its entries of rows 0..i-1, so the order is the one add_entries
+  // always follows.
+  std::size_t from = x_.size();
+  for (std::size_t c = 0; c < count; ++c) from = std::min(from, columns[c]->v.size());
+  std::vector<Column*> due;
+  due.reserve(count);
+  for (std::size_t i = from; i < x_.size(); ++i) {
+    due.clear();
+    for (std::size_t c = 0; c < count; ++c)
+      if (columns[c]->v.size() == i) due.push_back(columns[c]);
+    add_entries(due.data(), due.size());
+  }
 }
 
 const Posterior::Column& Posterior::column(const Encoded& point, const Hash128& key) {
-  if (Column* c = claim(point, key)) {
-    while (c->v.size() < x_.size()) add_entries(&c, 1);
-    return *c;
-  }
-  return columns_.at(key);
+  Column* c = &claim(point, key);
+  bring_up_to_date(&c, 1);
+  return *c;
 }
 
 void Posterior::compute(const std::vector<Encoded>& points, const std::vector<Hash128>& keys) {
-  std::vector<Column*> fresh;
-  for (std::size_t k = 0; k < points.size(); ++k)
-    if (Column* c = claim(points[k], keys[k])) fresh.push_back(c);
-  // In blocks whose columns stay in the cache together while the rows of L go past.
-  constexpr std::size_t kBlock = 32;
-  for (std::size_t from = 0; from < fresh.size(); from += kBlock) {
-    const std::size_t to = std::min(fresh.size(), from + kBlock);
-    for (std::size_t i = 0; i < x_.size(); ++i) add_entries(fresh.data() + from, to - from);
+  std::vector<Column*> due;
+  std::unordered_set<const Column*> seen;
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    Column& c = claim(points[k], keys[k]);
+    if (c.v.size() < x_.size() && seen.insert(&c).second) due.push_back(&c);
   }
+  // In blocks whose columns stay in the cache together while the rows of L go past, those
+  // lacking as many rows side by side (new ones together, then those a few rows behind).
+  std::stable_sort(due.begin(), due.end(),
+                   [](const Column* a, const Column* b) { return a->v.size() < b->v.size(); });
+  constexpr std::size_t kBlock = 32;
+  for (std::size_t from = 0; from < due.size(); from += kBlock)
+    bring_up_to_date(due.data() + from, std::min(due.size(), from + kBlock) - from);
 }
 
 const Posterior::Kernel& Posterior::kernel(const Encoded& point, const Hash128& key) {
@@ -128,8 +148,9 @@ const Posterior::Kernel& Posterior::kernel(const Encoded& point, const Hash128& 
   if (added) {
     kernel.point = point;
     kernel.k.reserve(x_.size() + 16);
-    for (const Encoded& row : x_) kernel.k.push_back(bo::covariance(row, point, h_));
   }
+  while (kernel.k.size() < x_.size())
+    kernel.k.push_back(bo::covariance(x_[kernel.k.size()], point, h_));
   return kernel;
 }
 
@@ -171,11 +192,8 @@ void Posterior::append(const Encoded& x, const Hash128& key) {
   row.push_back(std::sqrt(std::max(prior - own.squared, 1e-9 * prior)));
   l_.push_back(std::move(row));
   x_.push_back(x);
-  std::vector<Column*> kept;
-  kept.reserve(columns_.size());
-  for (auto& [k, c] : columns_) kept.push_back(&c);
-  add_entries(kept.data(), kept.size());
-  for (auto& [k, kernel] : kernels_) kernel.k.push_back(bo::covariance(x, kernel.point, h_));
+  // The kept columns and kernels gain their entries for the row when next asked for (column(),
+  // compute(), kernel()): most of them are not, before the cache drops them.
 }
 
 std::vector<double> Posterior::whiten(const std::vector<double>& y) const {

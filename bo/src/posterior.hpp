@@ -3,7 +3,9 @@
 // The optimizer conditions its models on a history that only grows: the rows fixed at the last
 // hyperparameter fit, then every observation since, appended one at a time. So the Cholesky
 // factor L of K(X, X) + noise grows by a row per observation, and what was computed for a
-// point already scored, its column L^-1 k(X, point), only needs the new row's entry. A point's
+// point already scored, its column L^-1 k(X, point), only needs the entries of the rows appended
+// since, added when the point is next asked for (not at every append: most kept columns are not
+// asked for again before the cache drops them). A point's
 // posterior then costs O(n) instead of O(n^2) kernel evaluations and flops, which keeps a
 // proposal's cost flat as the history grows (the candidate pool is mostly the same points from
 // one proposal to the next).
@@ -39,7 +41,7 @@ class Posterior {
 
   // k(X, point) for a model that only asks for posterior means (the feasibility classifier): a
   // mean is then kernel . weights(y), n kernel evaluations and one dot per point, where a column
-  // costs O(n^2). Kept like the columns, and extended as rows are appended.
+  // costs O(n^2). Kept like the columns, and extended like them when next asked for.
   struct Kernel {
     Encoded point;
     std::vector<double> k;  // per row
@@ -53,7 +55,8 @@ class Posterior {
   std::size_t cached() const { return columns_.size() + kernels_.size(); }
   std::size_t computed() const { return computed_; }  // columns computed whole so far
 
-  // Conditions on one more point; every kept column gains its entry for it.
+  // Conditions on one more point. A kept column or kernel gains its entry for it when next
+  // asked for (most are not, before the cache drops them), so appending costs O(n).
   void append(const Encoded& x, const Hash128& key);
 
   // The column of a point (computed whole and kept, unless kept already). The reference stays
@@ -102,9 +105,11 @@ class Posterior {
   // length): the one computation of every entry, whether a column is computed whole or extended
   // as rows are appended, and whether alone or with others (the same bits either way).
   void add_entries(Column* const* columns, std::size_t count) const;
-  // A new column for `key`, counted and with no entries yet; null when one is kept already
-  // (either way the column counts as asked for in this round).
-  Column* claim(const Encoded& point, const Hash128& key);
+  // The column kept for `key`, a new one (counted, with no entries yet) where none is; either
+  // way it counts as asked for in this round. Its entries may lag the rows.
+  Column& claim(const Encoded& point, const Hash128& key);
+  // Gives each column the entries of the rows it lacks.
+  void bring_up_to_date(Column* const* columns, std::size_t count) const;
 
   Hyperparameters h_;
   std::vector<Encoded> x_;

@@ -401,6 +401,19 @@ MutationWorker& Search::mutation_worker() {
   return *mutation_worker_;
 }
 
+namespace {
+// What a proposal cost, for the trace: where the time went and how much the model had to do.
+std::string proposal_cost(const bo::Optimizer::Timing& t) {
+  std::ostringstream out;
+  out.precision(3);
+  out << " in " << 1e3 * (t.fit + t.condition + t.candidates + t.select) << " ms (fit "
+      << 1e3 * t.fit << ", conditioning " << 1e3 * t.condition << ", pool " << 1e3 * t.candidates
+      << ", batch " << 1e3 * t.select << "; " << t.pool << " points, " << t.new_points
+      << " new, " << t.gp_rows << " rows)";
+  return out.str();
+}
+}  // namespace
+
 bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {
   auto& slot = source.optimizers[level];
   if (!slot) {
@@ -467,7 +480,7 @@ void Search::propose_levels(KernelState& kernel, Level level, std::size_t count,
                  to_string(level), ": ", bo.observations().size(), " observed, ", ask, " asked",
                  limit == PendingLimit::beyond ? " beyond its room" : "",
                  bo.failing_in_a_row() ? " (failing in a row)" : "", ", ", proposed.size(),
-                 " proposed");
+                 " proposed", replaying_ ? std::string() : proposal_cost(bo.last_timing()));
     if (proposed.size() < ask) {
       held_back_.erase(key);
       declined_.insert(key);

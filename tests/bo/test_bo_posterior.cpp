@@ -167,6 +167,63 @@ TEST(BoPosterior, ColumnsComputedTogetherAreTheColumnsComputedAlone) {
   }
 }
 
+// Kept columns and kernels gain the rows appended since they were last asked for only when they
+// are asked for again: brought up to date together with new columns, however many rows each
+// lacks, they are what a posterior that kept nothing computes, bit for bit, and no kept column is
+// computed again.
+TEST(BoPosterior, KeptColumnsLaggingByDifferentRowsAreTheColumnsComputedAfterwards) {
+  const Space space = mixed_space();
+  const Encoder encoder(space);
+  const Hyperparameters h = some_hyperparameters(encoder);
+  std::mt19937_64 rng(23);
+  std::vector<Configuration> rows;
+  for (int i = 0; i < 61; ++i) rows.push_back(space.sample(rng));
+  auto points_of = [&](int count) {
+    std::pair<std::vector<Encoded>, std::vector<r3::Hash128>> out;
+    for (int i = 0; i < count; ++i) {
+      const Configuration c = space.sample(rng);
+      out.first.push_back(encoder.encode(c));
+      out.second.push_back(c.hash());
+    }
+    return out;
+  };
+  const auto early = points_of(37), later = points_of(9), last = points_of(14);
+  Posterior lagging(h);
+  auto append_rows = [&](Posterior& p, std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) p.append(encoder.encode(rows[i]), rows[i].hash());
+  };
+  append_rows(lagging, 0, 40);
+  lagging.compute(early.first, early.second);
+  for (std::size_t k = 0; k < 5; ++k) lagging.kernel(early.first[k], early.second[k]);
+  append_rows(lagging, 40, 47);
+  lagging.compute(later.first, later.second);
+  append_rows(lagging, 47, 61);
+  const std::size_t computed = lagging.computed();
+  // Lagging 21 rows, 14 rows, and new: one call, as a proposal's pool does.
+  std::vector<Encoded> all = early.first;
+  std::vector<r3::Hash128> keys = early.second;
+  all.insert(all.end(), later.first.begin(), later.first.end());
+  keys.insert(keys.end(), later.second.begin(), later.second.end());
+  all.insert(all.end(), last.first.begin(), last.first.end());
+  keys.insert(keys.end(), last.second.begin(), last.second.end());
+  lagging.compute(all, keys);
+  EXPECT_LE(lagging.computed() - computed, last.first.size()) << "a kept column was computed again";
+  Posterior afterwards(h);
+  append_rows(afterwards, 0, 61);
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    const Posterior::Column& a = lagging.column(all[k], keys[k]);
+    const Posterior::Column& b = afterwards.column(all[k], keys[k]);
+    ASSERT_EQ(a.v.size(), 61u) << "point " << k;
+    EXPECT_EQ(a.v, b.v) << "point " << k;
+    EXPECT_EQ(a.squared, b.squared) << "point " << k;
+  }
+  for (std::size_t k = 0; k < 5; ++k) {
+    const Posterior::Kernel& a = lagging.kernel(early.first[k], early.second[k]);
+    ASSERT_EQ(a.k.size(), 61u);
+    EXPECT_EQ(a.k, afterwards.kernel(early.first[k], early.second[k]).k) << "kernel " << k;
+  }
+}
+
 // Past many fit points and with a sequence parameter, the optimizer's kept columns are those of
 // the uninterrupted run only: the resumed one, which starts with none, proposes the same.
 TEST(BoOptimizer, AResumedRunProposesTheSameWithTheColumnsTheUninterruptedRunKept) {
