@@ -24,7 +24,7 @@ Usage:
   bench/peer/peer.py --bo-sim build/bench/bo_sim --kernel-tuner ~/src/kernel_tuner \\
       --python-constraint ~/src/python-constraint [--seeds 20] [--r3-seeds 100] [--budget 500] \\
       [--strategies a,b,...] [--constraint EXPR ...] [--peer-cache FILE] \\
-      [--r3-args '--trend 0 --initial 8'] [--shuffle-peer-samples] TABLE.csv...
+      [--r3-args '--trend 0 --initial 8'] [--shuffle-peer-samples] [--bootstrap N] TABLE.csv...
 --peer-cache FILE keeps each Kernel Tuner run's trace (keyed by the table's and the constraints'
 contents, strategy, options, seed, budget and Kernel Tuner's version), so that measuring r3 again
 after a change does not run the peers again. --r3-args passes options to bo_sim (e.g. the
@@ -32,6 +32,9 @@ settings before a change, to print both). A file TABLE.constraints beside a tabl
 constraints for that table, as for bo_sim. --shuffle-peer-samples evaluates Kernel Tuner's
 Latin hypercube samples in a random order instead of the order of its space's enumeration
 (see shuffle_latin_hypercube_order: that order starts on a constraint's boundary).
+--bootstrap N says how far the comparison is from chance: the best peer is the lowest of many
+medians of 20 runs, picked after the fact, so it is resampled and picked again (see
+best_peer_bootstrap).
 """
 
 import argparse
@@ -309,6 +312,33 @@ def r3_faster_p(r3, peer):
         return float("nan")
 
 
+def best_peer_bootstrap(mine, peers, resamples, target, seed=29):
+    """The figure the criterion compares with is the best of several peers' medians, picked after
+    the runs: a minimum over noisy medians, which falls below every strategy's own median the more
+    strategies there are. Resampling each side's seeds (with replacement) and picking the best
+    peer again in every resample gives that figure's spread, and how often r3 / best stays at or
+    below `target`. Returns (r3's median interval, the best peer's, the ratio's, that share)."""
+    rng = random.Random(seed)
+
+    def resampled_median(values):
+        return statistics.median(rng.choices(values, k=len(values)))
+
+    r3_medians, best_medians, ratios = [], [], []
+    for _ in range(resamples):
+        r3_median = resampled_median(mine)
+        best = min(resampled_median(values) for values in peers.values())
+        r3_medians.append(r3_median)
+        best_medians.append(best)
+        ratios.append(r3_median / best)
+
+    def interval(values):  # the central 90%
+        ordered = sorted(values)
+        return ordered[int(0.05 * len(ordered))], ordered[int(0.95 * len(ordered)) - 1]
+
+    share = sum(1 for r in ratios if r <= target) / len(ratios)
+    return interval(r3_medians), interval(best_medians), interval(ratios), share
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tables", nargs="+")
@@ -323,6 +353,12 @@ def main():
     parser.add_argument("--constraint", action="append", default=[])
     parser.add_argument("--peer-cache", help="JSON file keeping Kernel Tuner's traces between runs")
     parser.add_argument("--r3-args", default="", help="more options for bo_sim, e.g. '--trend 0'")
+    parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                        help="N resamples of every side's seeds, the best peer picked again in "
+                             "each: the 90%% intervals of r3's median, the best peer's and their "
+                             "ratio, and the share of resamples at or below --target")
+    parser.add_argument("--target", type=float, default=0.75,
+                        help="the ratio r3 / best peer the criterion asks for (default 0.75)")
     parser.add_argument("--shuffle-peer-samples", action="store_true",
                         help="evaluate Kernel Tuner's Latin hypercube samples in a random order "
                              "rather than its space's enumeration order (a diagnostic: "
@@ -387,6 +423,13 @@ def main():
             ratio = statistics.median(mine) / statistics.median(ran[best])
             print(f"  to {label}: best peer {best} ({median_text(ran[best], args.budget)}); "
                   f"r3 / best = {ratio:.2f}; p = {r3_faster_p(mine, ran[best]):.3g}")
+            if args.bootstrap > 0:
+                (r3_lo, r3_hi), (best_lo, best_hi), (ratio_lo, ratio_hi), share = \
+                    best_peer_bootstrap(mine, ran, args.bootstrap, args.target)
+                print(f"    bootstrap ({args.bootstrap}, best peer picked again each time), 90%: "
+                      f"r3 {r3_lo:g}-{r3_hi:g}, best peer {best_lo:g}-{best_hi:g}, "
+                      f"r3 / best {ratio_lo:.2f}-{ratio_hi:.2f}; "
+                      f"r3 / best <= {args.target:g} in {100 * share:.0f}%")
 
 
 if __name__ == "__main__":
