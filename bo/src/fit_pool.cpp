@@ -1,9 +1,5 @@
 #include "r3/bo/fit_pool.hpp"
 
-#include <sched.h>
-
-#include <algorithm>
-
 namespace r3::bo {
 
 FitPool::FitPool(std::size_t threads) {
@@ -40,14 +36,6 @@ void FitPool::loop() {
     }
     task();  // a task catches what it throws (it hands it to its waiter)
   }
-}
-
-std::size_t FitPool::spare_cores(std::size_t limit) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  const int cores = CPU_COUNT(&set);
-  return std::min<std::size_t>(limit, cores > 1 ? static_cast<std::size_t>(cores - 1) : 0);
 }
 
 }  // namespace r3::bo

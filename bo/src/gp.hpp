@@ -4,12 +4,17 @@
 
 #include <Eigen/Dense>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "r3/bo/space.hpp"
 
 namespace r3::bo {
+
+// Phi(z), the standard normal CDF: the rank warp's normal scores, expected improvement and the
+// classifier's probit link.
+inline double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
 // A configuration as the kernel sees it.
 struct Encoded {

@@ -69,7 +69,7 @@ double log_expected_improvement(double mean, double sd, double best) {
   double log_h;
   if (z > -6) {
     const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
-    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double cdf = normal_cdf(z);
     log_h = std::log(std::max(pdf + z * cdf, 1e-300));
   } else {
     // h(z) = pdf(z) (1 - t R(t)), t = -z, R the Mills ratio: 1 - t R(t) ~ 1/t^2 - 3/t^4 + 15/t^6.
@@ -489,7 +489,7 @@ class Model {
   // near 0 or 1, one it knows nothing about (E near 0) to 1/2.
   double feasibility(double label) const {
     if (classifier_ == nullptr) return 1.0;
-    return std::clamp(0.5 * std::erfc(-2.5 * label / std::sqrt(2.0)), 1e-6, 1.0);
+    return std::clamp(normal_cdf(2.5 * label), 1e-6, 1.0);
   }
 
   // log(acquisition x P(feasible)); a point that probably fails (P < 1/2) ranks below every

@@ -1,6 +1,5 @@
 #include "evaluator.hpp"
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "r3/cores.hpp"
 #include "r3/error.hpp"
 #include "r3/exit_codes.hpp"
 #include "r3/log.hpp"
@@ -80,20 +80,17 @@ unsigned compile_threads(const protocol::EvaluatorSetup& setup, int rank, int no
   if (setup.compile_threads) return *setup.compile_threads;
   if (setup.backend == "host") return 0;
   const unsigned node_cores = std::max(1u, std::thread::hardware_concurrency());
-  unsigned cores = node_cores / static_cast<unsigned>(std::max(1, node_size));
-  cpu_set_t mask;
-  if (::sched_getaffinity(0, sizeof mask, &mask) == 0) {
-    const auto bound = static_cast<unsigned>(CPU_COUNT(&mask));
-    if (bound < node_cores) cores = bound;
-    // Open MPI binds each rank to one core when it starts two ranks or fewer (to a socket from
-    // three on), as Slurm does with one CPU per task: the sandbox, its compile workers and
-    // NVRTC then share that core. Two H100s measured candidates 2-3x slower that way (one
-    // evaluator: 25-35 ms per launch or compiler candidate against 10-15 ms bound to a socket).
-    if (bound == 1 && node_cores / static_cast<unsigned>(std::max(1, node_size)) > 1)
-      log::warning("evaluator ", rank, " is bound to one core of the node's ", node_cores,
-                   ": its sandbox and compiles share it. Give each evaluator more (mpirun "
-                   "--bind-to none or --map-by socket, srun --cpus-per-task)");
-  }
+  const unsigned shared = node_cores / static_cast<unsigned>(std::max(1, node_size));
+  const auto bound = static_cast<unsigned>(usable_cores());
+  const unsigned cores = bound < node_cores ? bound : shared;
+  // Open MPI binds each rank to one core when it starts two ranks or fewer (to a socket from
+  // three on), as Slurm does with one CPU per task: the sandbox, its compile workers and NVRTC
+  // then share that core. Two H100s measured candidates 2-3x slower that way (one evaluator:
+  // 25-35 ms per launch or compiler candidate against 10-15 ms bound to a socket).
+  if (bound == 1 && shared > 1)
+    log::warning("evaluator ", rank, " is bound to one core of the node's ", node_cores,
+                 ": its sandbox and compiles share it. Give each evaluator more (mpirun "
+                 "--bind-to none or --map-by socket, srun --cpus-per-task)");
   return std::clamp(cores, 1u, 8u);
 }
 

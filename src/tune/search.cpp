@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "clock.hpp"
+#include "r3/cores.hpp"
 #include "r3/error.hpp"
 #include "r3/evolve/mutators.hpp"
 #include "r3/log.hpp"
@@ -397,7 +398,7 @@ void Search::mutate_ahead(KernelState& kernel, const SourceEntry& parent,
 MutationWorker& Search::mutation_worker() {
   if (!mutation_worker_)
     mutation_worker_ =
-        std::make_unique<MutationWorker>(bo::FitPool::spare_cores(kMutatorThreads));
+        std::make_unique<MutationWorker>(spare_cores(kMutatorThreads));
   return *mutation_worker_;
 }
 
@@ -422,7 +423,7 @@ bo::Optimizer& Search::optimizer(SourceEntry& source, Level level) {
     options.seed = config_.search.seed ^ source.hash.low ^ (std::uint64_t(level) << 56);
     if (!fit_pool_made_) {
       fit_pool_made_ = true;
-      if (const std::size_t threads = bo::FitPool::spare_cores(kFitThreads); threads > 0)
+      if (const std::size_t threads = spare_cores(kFitThreads); threads > 0)
         fit_pool_ = std::make_shared<bo::FitPool>(threads);
     }
     options.fit_pool = fit_pool_;

@@ -26,10 +26,6 @@ class FitPool {
   // waits for its result must hold something that says so (optimizer.cpp's AheadFit).
   void submit(std::function<void()> task);
 
-  // Cores this process may run on (its affinity mask, as Slurm's binding leaves it) minus the
-  // one the caller searches on, at most `limit`: 0 on a single core.
-  static std::size_t spare_cores(std::size_t limit);
-
  private:
   void loop();
 
