@@ -297,7 +297,8 @@ double PairTable::correlation(std::size_t pair, const Hyperparameters& h) const 
 
 namespace {
 
-// z with Phi(z) = q, for q in (0, 1), by bisection on normal_cdf (to 1e-12: 45 halvings of [-9, 9]).
+// z with Phi(z) = q, for q in (0, 1), by bisection on normal_cdf (to 1e-12: 45 halvings of
+// [-9, 9]).
 double normal_quantile(double q) {
   double low = -9, high = 9;
   for (int step = 0; step < 45; ++step) {

@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <vector>
-
 namespace {
 
 // Restricts the calling thread to the first `count` cores of its mask for the test's length.
