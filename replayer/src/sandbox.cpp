@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -45,6 +47,30 @@ bool wait_readable(int fd, double timeout_s) {
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) throw IoError("poll", std::strerror(errno));
     if (ready > 0) return true;
+  }
+}
+
+// wait_readable(), calling `while_running` after 1 ms and then at doubling intervals of at most
+// 32 ms until a message comes (a candidate of 10 ms sees it three or four times; one of seconds,
+// about thirty times a second).
+bool wait_readable(int fd, double timeout_s, const std::function<void()>& while_running) {
+  if (!while_running) return wait_readable(fd, timeout_s);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  std::chrono::nanoseconds slice = std::chrono::milliseconds(1);
+  while (true) {
+    const auto left = deadline - Clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) return false;
+    const auto wait = std::min<std::chrono::nanoseconds>(
+        slice, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    const timespec pause{static_cast<time_t>(wait.count() / 1'000'000'000),
+                         static_cast<long>(wait.count() % 1'000'000'000)};
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::ppoll(&p, 1, &pause, nullptr);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) throw IoError("ppoll", std::strerror(errno));
+    if (ready > 0) return true;
+    while_running();
+    slice = std::min<std::chrono::nanoseconds>(2 * slice, std::chrono::milliseconds(32));
   }
 }
 
@@ -316,19 +342,32 @@ void Sandbox::precompile(const std::vector<Request>& requests) {
   if (wire::write_message(to_child_, wire::encode_precompile(requests))) compiling_ahead_ = true;
 }
 
-Evaluation Sandbox::evaluate(const Request& request) {
-  Evaluation evaluation = evaluate_once(request);
-  if (!child_died_ || !compiling_ahead_) return evaluation;
+bool Sandbox::precompile_if_room(const std::vector<Request>& requests) {
+  if (setup_.compile_threads == 0 || requests.empty() || child_ < 0) return false;
+  const std::string message = wire::encode_precompile(requests);
+  int queued = 0;
+  const int capacity = ::fcntl(to_child_, F_GETPIPE_SZ);
+  if (capacity <= 0 || ::ioctl(to_child_, FIONREAD, &queued) != 0) return false;
+  if (message.size() + wire::kHeaderBytes > static_cast<std::size_t>(capacity - queued))
+    return false;
+  if (wire::write_message(to_child_, message)) compiling_ahead_ = true;
+  return true;
+}
+
+Evaluation Sandbox::evaluate(const Request& request, const std::function<void()>& while_running) {
+  Evaluation evaluation = evaluate_once(request, while_running);
+  if (!child_died_ || !compiling_when_sent_) return evaluation;
   // The child may have died of another candidate's compile: run this one again, alone.
   compiling_ahead_ = false;
   log::warning("the sandbox died while candidates compiled ahead (", evaluation.message,
                "); the candidate is run again alone to find out whether it was the cause");
-  Evaluation again = evaluate_once(request);
+  Evaluation again = evaluate_once(request, while_running);
   again.seconds += evaluation.seconds;
   return again;
 }
 
-Evaluation Sandbox::evaluate_once(const Request& request) {
+Evaluation Sandbox::evaluate_once(const Request& request,
+                                  const std::function<void()>& while_running) {
   auto start_time = Clock::now();
   child_died_ = false;
   if (child_ < 0) {
@@ -344,6 +383,9 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
     compiling_ahead_ = false;
   }
   Evaluation failed;
+  // Only compiles handed over before the request can have killed the child while it ran: the
+  // child reads what while_running() hands over once it has answered.
+  compiling_when_sent_ = compiling_ahead_;
   Request numbered = request;
   numbered.sequence = ++sequence_;
   if (!wire::write_message(to_child_, wire::encode(numbered))) {
@@ -353,7 +395,7 @@ Evaluation Sandbox::evaluate_once(const Request& request) {
     failed.seconds = seconds_since(start_time);
     return failed;
   }
-  if (!wait_readable(from_child_, setup_.timeout_s)) {
+  if (!wait_readable(from_child_, setup_.timeout_s, while_running)) {
     stop();
     failed.outcome = Outcome::timeout;
     failed.message = "no result within " + r3::format_duration(setup_.timeout_s) +

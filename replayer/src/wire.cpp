@@ -291,9 +291,10 @@ std::optional<std::vector<Request>> decode_precompile(std::string_view text) {
 std::string encode(const Request& request) { return request_json(request).dump(); }
 
 bool write_message(int fd, std::string_view message) {
-  unsigned char header[8];
+  unsigned char header[kHeaderBytes];
   std::uint64_t size = message.size();
-  for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(size >> (8 * i));
+  for (std::size_t i = 0; i < kHeaderBytes; ++i)
+    header[i] = static_cast<unsigned char>(size >> (8 * i));
   auto write_all = [fd](const char* data, std::size_t n) {
     while (n > 0) {
       ssize_t written = ::write(fd, data, n);
@@ -320,12 +321,12 @@ bool read_message(int fd, std::string& message) {
     }
     return done;
   };
-  unsigned char header[8];
+  unsigned char header[kHeaderBytes];
   std::size_t got = read_all(reinterpret_cast<char*>(header), sizeof header);
   if (got == 0) return false;
   if (got != sizeof header) throw IoError("read", "the pipe ended inside a message header");
   std::uint64_t size = 0;
-  for (int i = 0; i < 8; ++i) size |= std::uint64_t{header[i]} << (8 * i);
+  for (std::size_t i = 0; i < kHeaderBytes; ++i) size |= std::uint64_t{header[i]} << (8 * i);
   if (size > kMaxMessageBytes)
     throw IoError("read", "a message of " + std::to_string(size) + " bytes is too large");
   message.resize(size);

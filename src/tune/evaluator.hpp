@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,17 +26,23 @@ class Evaluator {
 
   // Keeps source texts that work items name by hash.
   void hold(const std::map<Hash128, std::string>& sources);
-  // Hands items that evaluate() will be asked for to the sandbox's compile threads.
+  // Hands items that evaluate() will be asked for to the sandbox's compile threads. While a
+  // candidate runs (from evaluate()'s while_running), only where the pipe has room: false when
+  // it had none, and the items are to be handed over again after the run.
   void compile_ahead(const std::vector<protocol::WorkItem>& items);
+  bool compile_ahead_if_room(const std::vector<protocol::WorkItem>& items);
   // Runs one candidate; its failures are the evaluation's outcome (a sandbox that cannot be
-  // restarted, or an item naming a source it was not sent, makes it a crash).
-  replay::Evaluation evaluate(const protocol::WorkItem& item);
+  // restarted, or an item naming a source it was not sent, makes it a crash). `while_running`:
+  // replay::Sandbox::evaluate's.
+  replay::Evaluation evaluate(const protocol::WorkItem& item,
+                              const std::function<void()>& while_running = {});
   std::size_t restarts() const;
   // Candidates worth holding at once: one running, one per compile thread, one on its way.
   std::size_t depth() const;
 
  private:
   replay::Request request_of(const protocol::WorkItem& item) const;
+  std::vector<replay::Request> requests_of(const std::vector<protocol::WorkItem>& items) const;
 
   std::unique_ptr<replay::Sandbox> sandbox_;
   std::map<Hash128, std::string> sources_;

@@ -247,6 +247,54 @@ TEST_F(SandboxTest, AStandbyChildTakesOverAtOnceFromOneThatLostItsContext) {
   }
 }
 
+// While a candidate runs, the caller is called back now and then (not in a busy loop), and may
+// hand the next candidates to the compile threads from there: they are compiled by the time
+// they run. A request too large for the pipe is not handed over there (the child reads nothing
+// while it runs a candidate, and may itself be waiting for room for its answer).
+TEST_F(SandboxTest, WorkIsHandedOverWhileACandidateRuns) {
+  SimulationOptions costs;
+  costs.compile_s = 1.0;
+  costs.run_s = 0.1;
+  costs.spread = 0;
+  costs.failure_rate = 0;
+  SandboxSetup s = setup();
+  s.backend = "simulate";
+  s.backend_options = encode(costs);
+  s.compile_threads = 2;
+  Sandbox sandbox(s);
+  auto variant = [](const std::string& name) {
+    Request r;
+    r.variant.flags = {"-DVARIANT=" + name};
+    return r;
+  };
+  Request huge = variant("huge");
+  huge.variant.source_text.assign(4 << 20, ' ');  // past the largest pipe (fs.pipe-max-size)
+  int calls = 0;
+  bool small_handed_over = false, huge_handed_over = true;
+  const Evaluation first = sandbox.evaluate(variant("first"), [&] {
+    if (++calls == 1) {
+      small_handed_over = sandbox.precompile_if_room({variant("next")});
+      huge_handed_over = sandbox.precompile_if_room({huge});
+    }
+  });
+  ASSERT_EQ(first.outcome, Outcome::ok) << first.message;
+  EXPECT_GE(first.seconds, 1.1);
+  // At 1 ms, then doubling to 32 ms: about 40 calls in the 1.1 s.
+  EXPECT_GE(calls, 10);
+  EXPECT_LE(calls, 100) << "called back in a busy loop";
+  EXPECT_TRUE(small_handed_over);
+  EXPECT_FALSE(huge_handed_over);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the handed-over compile ends
+  const Evaluation next = sandbox.evaluate(variant("next"));
+  ASSERT_EQ(next.outcome, Outcome::ok) << next.message;
+  EXPECT_LT(next.seconds, 0.6) << "compiled while the first ran, not when its turn came";
+  const Evaluation not_ahead = sandbox.evaluate(variant("not ahead"));
+  ASSERT_EQ(not_ahead.outcome, Outcome::ok) << not_ahead.message;
+  EXPECT_GE(not_ahead.seconds, 1.0) << "the comparison: compiled in its turn";
+  EXPECT_EQ(sandbox.restarts(), 0u);
+}
+
 TEST_F(SandboxTest, ACaptureThatCannotBePreparedIsAnErrorNotACandidateFailure) {
   SandboxSetup s = setup();
   s.capture = dir_ / "missing.h5";

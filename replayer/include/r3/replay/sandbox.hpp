@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -87,14 +88,23 @@ class Sandbox {
   Sandbox& operator=(const Sandbox&) = delete;
 
   // Runs one candidate. Its failures (compile error, crash, hang, wrong result, ...) are the
-  // Evaluation's outcome; only a child that cannot be restarted throws.
-  Evaluation evaluate(const Request& request);
+  // Evaluation's outcome; only a child that cannot be restarted throws. `while_running`, where
+  // given, is called now and then while the child runs the candidate (after 1 ms, then at
+  // doubling intervals of at most 32 ms), in this thread: the caller's chance to take in its
+  // next work during the run rather than after it (precompile_if_room() may be called from it).
+  // It must not throw.
+  Evaluation evaluate(const Request& request, const std::function<void()>& while_running = {});
 
   // Hands candidates that evaluate() will be asked for to the child's compile threads, so they
   // compile while earlier ones run (nothing happens without compile threads). Should the child
   // die while compiles run in the background, the candidate being evaluated is not blamed at
   // once: it runs again alone in a fresh child, and only a second death is its own.
   void precompile(const std::vector<Request>& requests);
+  // precompile(), but only where the message fits in the pipe to the child at once; false (and
+  // nothing sent) otherwise. For while_running: the child reads nothing while it runs a
+  // candidate, so a parent that waited there for room could deadlock with a child waiting for
+  // room for its answer.
+  bool precompile_if_room(const std::vector<Request>& requests);
 
   // Children started again after one died or was killed (not those renewed: renewals()).
   std::size_t restarts() const { return restarts_; }
@@ -116,7 +126,7 @@ class Sandbox {
     int to = -1;
     int from = -1;
   };
-  Evaluation evaluate_once(const Request& request);
+  Evaluation evaluate_once(const Request& request, const std::function<void()>& while_running);
   void start();
   void start_again();  // after the child was lost (a restart) or stopped to be renewed
   // A new child, spawned and asked to prepare the capture; its answer is not read yet.
@@ -151,6 +161,7 @@ class Sandbox {
   std::map<std::string, std::string> missing_layers_;
   bool compiling_ahead_ = false;  // the child has background compiles it was asked for
   bool child_died_ = false;       // the last evaluate_once() lost the child itself
+  bool compiling_when_sent_ = false;  // compiling_ahead_ when its request went to the child
 };
 
 // The helper next to the running program (same directory, or ../libexec/r3), or $R3_SANDBOX.

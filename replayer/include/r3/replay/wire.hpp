@@ -33,6 +33,7 @@ Outcome parse_outcome(std::string_view text);  // what to_string(Outcome) wrote
 // Messages on a pipe: an 8-byte little-endian length, then the bytes. write_message returns
 // false when the other end is gone; read_message returns false at end of file, and throws
 // IoError for a short or oversized message.
+inline constexpr std::size_t kHeaderBytes = 8;  // the length before each message
 bool write_message(int fd, std::string_view message);
 bool read_message(int fd, std::string& message);
 
