@@ -51,9 +51,10 @@ bool wait_readable(int fd, double timeout_s) {
 }
 
 // wait_readable(), calling `while_running` after 1 ms and then at doubling intervals of at most
-// 32 ms until a message comes (a candidate of 10 ms sees it three or four times; one of seconds,
-// about thirty times a second).
-bool wait_readable(int fd, double timeout_s, const std::function<void()>& while_running) {
+// 32 ms until a message comes or it returns false (a candidate of 10 ms sees it three or four
+// times; one of seconds, about thirty times a second unless it says it has nothing more to do:
+// 256 evaluators sharing two cores would otherwise wake thousands of times a second).
+bool wait_readable(int fd, double timeout_s, const std::function<bool()>& while_running) {
   if (!while_running) return wait_readable(fd, timeout_s);
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   std::chrono::nanoseconds slice = std::chrono::milliseconds(1);
@@ -69,7 +70,8 @@ bool wait_readable(int fd, double timeout_s, const std::function<void()>& while_
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) throw IoError("ppoll", std::strerror(errno));
     if (ready > 0) return true;
-    while_running();
+    if (!while_running())
+      return wait_readable(fd, std::chrono::duration<double>(deadline - Clock::now()).count());
     slice = std::min<std::chrono::nanoseconds>(2 * slice, std::chrono::milliseconds(32));
   }
 }
@@ -343,18 +345,19 @@ void Sandbox::precompile(const std::vector<Request>& requests) {
 }
 
 bool Sandbox::precompile_if_room(const std::vector<Request>& requests) {
-  if (setup_.compile_threads == 0 || requests.empty() || child_ < 0) return false;
+  // As precompile(): nothing to do without compile threads or a child.
+  if (setup_.compile_threads == 0 || requests.empty() || child_ < 0) return true;
   const std::string message = wire::encode_precompile(requests);
   int queued = 0;
   const int capacity = ::fcntl(to_child_, F_GETPIPE_SZ);
-  if (capacity <= 0 || ::ioctl(to_child_, FIONREAD, &queued) != 0) return false;
+  if (capacity <= 0 || ::ioctl(to_child_, FIONREAD, &queued) != 0) return false;  // try again
   if (message.size() + wire::kHeaderBytes > static_cast<std::size_t>(capacity - queued))
     return false;
   if (wire::write_message(to_child_, message)) compiling_ahead_ = true;
   return true;
 }
 
-Evaluation Sandbox::evaluate(const Request& request, const std::function<void()>& while_running) {
+Evaluation Sandbox::evaluate(const Request& request, const std::function<bool()>& while_running) {
   Evaluation evaluation = evaluate_once(request, while_running);
   if (!child_died_ || !compiling_when_sent_) return evaluation;
   // The child may have died of another candidate's compile: run this one again, alone.
@@ -367,7 +370,7 @@ Evaluation Sandbox::evaluate(const Request& request, const std::function<void()>
 }
 
 Evaluation Sandbox::evaluate_once(const Request& request,
-                                  const std::function<void()>& while_running) {
+                                  const std::function<bool()>& while_running) {
   auto start_time = Clock::now();
   child_died_ = false;
   if (child_ < 0) {

@@ -170,7 +170,7 @@ bool Evaluator::compile_ahead_if_room(const std::vector<protocol::WorkItem>& ite
 }
 
 replay::Evaluation Evaluator::evaluate(const protocol::WorkItem& item,
-                                       const std::function<void()>& while_running) {
+                                       const std::function<bool()>& while_running) {
   replay::Evaluation e;
   try {
     e = sandbox_->evaluate(request_of(item), while_running);
@@ -239,17 +239,24 @@ int run_evaluator(const Collectives& world) {
   // threads where the pipe has room, so that the evaluator goes from one candidate to the next
   // with nothing to do in between but send its Done (on two H100s the receive and the compile
   // requests between candidates took 0.35 ms each of 7-8, and the evaluator was 91% busy). A
-  // failure to receive ends the job as it would between candidates, once the run is over.
+  // failure to receive ends the job as it would between candidates, once the run is over. Once
+  // the evaluator holds its depth, and all of it compiles, nothing more can come before its next
+  // Done but a Stop, which can wait for the run's end: no more calls then.
   std::exception_ptr receive_failure;
+  const std::size_t depth = evaluator->depth();
   auto while_running = [&] {
-    if (stop_status || receive_failure) return;
+    if (stop_status || receive_failure) return false;
     try {
       take_in(0.0);
       std::vector<protocol::WorkItem> ahead = not_compiling(0);
-      if (!ahead.empty() && evaluator->compile_ahead_if_room(ahead))
+      if (!ahead.empty() && evaluator->compile_ahead_if_room(ahead)) {
         for (const protocol::WorkItem& item : ahead) compiling.insert(item.id);
+        ahead.clear();
+      }
+      return !stop_status && (queue.size() + 1 < depth || !ahead.empty());
     } catch (...) {
       receive_failure = std::current_exception();
+      return false;
     }
   };
   while (true) {

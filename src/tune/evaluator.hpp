@@ -35,7 +35,7 @@ class Evaluator {
   // restarted, or an item naming a source it was not sent, makes it a crash). `while_running`:
   // replay::Sandbox::evaluate's.
   replay::Evaluation evaluate(const protocol::WorkItem& item,
-                              const std::function<void()>& while_running = {});
+                              const std::function<bool()>& while_running = {});
   std::size_t restarts() const;
   // Candidates worth holding at once: one running, one per compile thread, one on its way.
   std::size_t depth() const;

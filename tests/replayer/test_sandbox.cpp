@@ -276,6 +276,7 @@ TEST_F(SandboxTest, WorkIsHandedOverWhileACandidateRuns) {
       small_handed_over = sandbox.precompile_if_room({variant("next")});
       huge_handed_over = sandbox.precompile_if_room({huge});
     }
+    return true;
   });
   ASSERT_EQ(first.outcome, Outcome::ok) << first.message;
   EXPECT_GE(first.seconds, 1.1);
@@ -286,7 +287,13 @@ TEST_F(SandboxTest, WorkIsHandedOverWhileACandidateRuns) {
   EXPECT_FALSE(huge_handed_over);
 
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the handed-over compile ends
-  const Evaluation next = sandbox.evaluate(variant("next"));
+  // A caller with nothing more to do is not called again.
+  int calls_after_no = 0;
+  const Evaluation next = sandbox.evaluate(variant("next"), [&] {
+    ++calls_after_no;
+    return false;
+  });
+  EXPECT_EQ(calls_after_no, 1);
   ASSERT_EQ(next.outcome, Outcome::ok) << next.message;
   EXPECT_LT(next.seconds, 0.6) << "compiled while the first ran, not when its turn came";
   const Evaluation not_ahead = sandbox.evaluate(variant("not ahead"));

@@ -90,10 +90,10 @@ class Sandbox {
   // Runs one candidate. Its failures (compile error, crash, hang, wrong result, ...) are the
   // Evaluation's outcome; only a child that cannot be restarted throws. `while_running`, where
   // given, is called now and then while the child runs the candidate (after 1 ms, then at
-  // doubling intervals of at most 32 ms), in this thread: the caller's chance to take in its
-  // next work during the run rather than after it (precompile_if_room() may be called from it).
-  // It must not throw.
-  Evaluation evaluate(const Request& request, const std::function<void()>& while_running = {});
+  // doubling intervals of at most 32 ms) until it returns false, in this thread: the caller's
+  // chance to take in its next work during the run rather than after it (precompile_if_room()
+  // may be called from it). It must not throw.
+  Evaluation evaluate(const Request& request, const std::function<bool()>& while_running = {});
 
   // Hands candidates that evaluate() will be asked for to the child's compile threads, so they
   // compile while earlier ones run (nothing happens without compile threads). Should the child
@@ -101,9 +101,9 @@ class Sandbox {
   // once: it runs again alone in a fresh child, and only a second death is its own.
   void precompile(const std::vector<Request>& requests);
   // precompile(), but only where the message fits in the pipe to the child at once; false (and
-  // nothing sent) otherwise. For while_running: the child reads nothing while it runs a
-  // candidate, so a parent that waited there for room could deadlock with a child waiting for
-  // room for its answer.
+  // nothing sent, to be handed over again later) otherwise. For while_running: the child reads
+  // nothing while it runs a candidate, so a parent that waited there for room could deadlock
+  // with a child waiting for room for its answer.
   bool precompile_if_room(const std::vector<Request>& requests);
 
   // Children started again after one died or was killed (not those renewed: renewals()).
@@ -126,7 +126,7 @@ class Sandbox {
     int to = -1;
     int from = -1;
   };
-  Evaluation evaluate_once(const Request& request, const std::function<void()>& while_running);
+  Evaluation evaluate_once(const Request& request, const std::function<bool()>& while_running);
   void start();
   void start_again();  // after the child was lost (a restart) or stopped to be renewed
   // A new child, spawned and asked to prepare the capture; its answer is not read yet.
