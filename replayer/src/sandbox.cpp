@@ -36,33 +36,19 @@ namespace {
 // How long preparing the capture may take in the child (reading and placing its memory).
 constexpr double kPrepareTimeoutS = 600;
 
-// Waits up to `timeout_s` for a message; false when none came in time.
-bool wait_readable(int fd, double timeout_s) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) throw IoError("poll", std::strerror(errno));
-    if (ready > 0) return true;
-  }
-}
-
-// wait_readable(), calling `while_running` after 1 ms and then at doubling intervals of at most
-// 32 ms until a message comes or it returns false (a candidate of 10 ms sees it three or four
-// times; one of seconds, about thirty times a second unless it says it has nothing more to do:
-// 256 evaluators sharing two cores would otherwise wake thousands of times a second).
-bool wait_readable(int fd, double timeout_s, const std::function<bool()>& while_running) {
-  if (!while_running) return wait_readable(fd, timeout_s);
+// Waits up to `timeout_s` for a message; false when none came in time. `while_running`, where
+// given, is called after 1 ms and then at doubling intervals of at most 32 ms until it returns
+// false (a candidate of 10 ms sees it three or four times; one of seconds, about thirty times a
+// second unless it says it has nothing more to do: 256 evaluators sharing two cores would
+// otherwise wake thousands of times a second).
+bool wait_readable(int fd, double timeout_s, const std::function<bool()>& while_running = {}) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  bool calling = static_cast<bool>(while_running);
   std::chrono::nanoseconds slice = std::chrono::milliseconds(1);
   while (true) {
-    const auto left = deadline - Clock::now();
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
     if (left <= std::chrono::nanoseconds::zero()) return false;
-    const auto wait = std::min<std::chrono::nanoseconds>(
-        slice, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    const auto wait = calling ? std::min(slice, left) : left;
     const timespec pause{static_cast<time_t>(wait.count() / 1'000'000'000),
                          static_cast<long>(wait.count() % 1'000'000'000)};
     pollfd p{fd, POLLIN, 0};
@@ -70,9 +56,10 @@ bool wait_readable(int fd, double timeout_s, const std::function<bool()>& while_
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) throw IoError("ppoll", std::strerror(errno));
     if (ready > 0) return true;
-    if (!while_running())
-      return wait_readable(fd, std::chrono::duration<double>(deadline - Clock::now()).count());
-    slice = std::min<std::chrono::nanoseconds>(2 * slice, std::chrono::milliseconds(32));
+    if (calling) {
+      calling = while_running();
+      slice = std::min<std::chrono::nanoseconds>(2 * slice, std::chrono::milliseconds(32));
+    }
   }
 }
 
@@ -333,26 +320,30 @@ std::string Sandbox::reap() {
 }
 
 void Sandbox::precompile(const std::vector<Request>& requests) {
-  if (setup_.compile_threads == 0 || requests.empty()) return;
+  hand_over(requests, /*only_if_room=*/false);
+}
+
+bool Sandbox::precompile_if_room(const std::vector<Request>& requests) {
+  return hand_over(requests, /*only_if_room=*/true);
+}
+
+bool Sandbox::hand_over(const std::vector<Request>& requests, bool only_if_room) {
+  if (setup_.compile_threads == 0 || requests.empty()) return true;
   // No child (the last candidate lost it): the next evaluate() starts one, within that
   // candidate's time. Started here, the restart (the capture loaded and prepared again: seconds
   // for a large one) was time the evaluator worked but no candidate counted, and a run with many
   // crashing candidates looked idle (44 in 1000 on the demo stencil, busy 0.33-0.56 in those
   // generations). What these requests would have compiled ahead is compiled when they run.
-  if (child_ < 0) return;
-  // A child that died here is found, and restarted, by the next evaluate().
-  if (wire::write_message(to_child_, wire::encode_precompile(requests))) compiling_ahead_ = true;
-}
-
-bool Sandbox::precompile_if_room(const std::vector<Request>& requests) {
-  // As precompile(): nothing to do without compile threads or a child.
-  if (setup_.compile_threads == 0 || requests.empty() || child_ < 0) return true;
+  if (child_ < 0) return true;
   const std::string message = wire::encode_precompile(requests);
-  int queued = 0;
-  const int capacity = ::fcntl(to_child_, F_GETPIPE_SZ);
-  if (capacity <= 0 || ::ioctl(to_child_, FIONREAD, &queued) != 0) return false;  // try again
-  if (message.size() + wire::kHeaderBytes > static_cast<std::size_t>(capacity - queued))
-    return false;
+  if (only_if_room) {
+    int queued = 0;
+    const int capacity = ::fcntl(to_child_, F_GETPIPE_SZ);
+    if (capacity <= 0 || ::ioctl(to_child_, FIONREAD, &queued) != 0) return false;  // try again
+    if (message.size() + wire::kHeaderBytes > static_cast<std::size_t>(capacity - queued))
+      return false;
+  }
+  // A child that died here is found, and restarted, by the next evaluate().
   if (wire::write_message(to_child_, message)) compiling_ahead_ = true;
   return true;
 }

@@ -135,8 +135,7 @@ replay::Request Evaluator::request_of(const protocol::WorkItem& item) const {
   return request;
 }
 
-std::vector<replay::Request> Evaluator::requests_of(
-    const std::vector<protocol::WorkItem>& items) const {
+bool Evaluator::compile_ahead(const std::vector<protocol::WorkItem>& items, bool only_if_room) {
   std::vector<replay::Request> requests;
   for (const protocol::WorkItem& item : items) {
     try {
@@ -145,24 +144,11 @@ std::vector<replay::Request> Evaluator::requests_of(
       // evaluate() says so for this candidate.
     }
   }
-  return requests;
-}
-
-void Evaluator::compile_ahead(const std::vector<protocol::WorkItem>& items) {
-  const std::vector<replay::Request> requests = requests_of(items);
-  if (requests.empty()) return;
-  try {
-    sandbox_->precompile(requests);
-  } catch (const std::exception& error) {
-    log::warning("candidates are not compiled ahead: ", error.what());
-  }
-}
-
-bool Evaluator::compile_ahead_if_room(const std::vector<protocol::WorkItem>& items) {
-  const std::vector<replay::Request> requests = requests_of(items);
   if (requests.empty()) return true;
   try {
-    return sandbox_->precompile_if_room(requests);
+    if (only_if_room) return sandbox_->precompile_if_room(requests);
+    sandbox_->precompile(requests);
+    return true;
   } catch (const std::exception& error) {
     log::warning("candidates are not compiled ahead: ", error.what());
     return true;
@@ -250,7 +236,7 @@ int run_evaluator(const Collectives& world) {
     try {
       take_in(0.0);
       std::vector<protocol::WorkItem> ahead = not_compiling(0);
-      if (!ahead.empty() && evaluator->compile_ahead_if_room(ahead)) {
+      if (!ahead.empty() && evaluator->compile_ahead(ahead, /*only_if_room=*/true)) {
         for (const protocol::WorkItem& item : ahead) compiling.insert(item.id);
         ahead.clear();
       }

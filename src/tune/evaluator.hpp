@@ -27,10 +27,9 @@ class Evaluator {
   // Keeps source texts that work items name by hash.
   void hold(const std::map<Hash128, std::string>& sources);
   // Hands items that evaluate() will be asked for to the sandbox's compile threads. While a
-  // candidate runs (from evaluate()'s while_running), only where the pipe has room: false when
-  // it had none, and the items are to be handed over again after the run.
-  void compile_ahead(const std::vector<protocol::WorkItem>& items);
-  bool compile_ahead_if_room(const std::vector<protocol::WorkItem>& items);
+  // candidate runs (from evaluate()'s while_running), `only_if_room`: false when the pipe had
+  // none, and the items are to be handed over again after the run.
+  bool compile_ahead(const std::vector<protocol::WorkItem>& items, bool only_if_room = false);
   // Runs one candidate; its failures are the evaluation's outcome (a sandbox that cannot be
   // restarted, or an item naming a source it was not sent, makes it a crash). `while_running`:
   // replay::Sandbox::evaluate's.
@@ -42,7 +41,6 @@ class Evaluator {
 
  private:
   replay::Request request_of(const protocol::WorkItem& item) const;
-  std::vector<replay::Request> requests_of(const std::vector<protocol::WorkItem>& items) const;
 
   std::unique_ptr<replay::Sandbox> sandbox_;
   std::map<Hash128, std::string> sources_;

@@ -127,6 +127,8 @@ class Sandbox {
     int from = -1;
   };
   Evaluation evaluate_once(const Request& request, const std::function<bool()>& while_running);
+  // precompile() and precompile_if_room(): false only where the pipe had no room.
+  bool hand_over(const std::vector<Request>& requests, bool only_if_room);
   void start();
   void start_again();  // after the child was lost (a restart) or stopped to be renewed
   // A new child, spawned and asked to prepare the capture; its answer is not read yet.
