@@ -113,13 +113,7 @@ TEST_F(SandboxTest, CandidatesOutcomesDoNotDependOnWhatRanBefore) {
       got[list[i].first] = e.outcome;
       ran += list[i].first + " -> " + std::string(to_string(e.outcome)) + "; ";
       if (e.outcome == Outcome::wrong_result) messages[list[i].first].insert(e.message);
-      if (e.outcome == Outcome::ok) {
-        // Each launch's fastest timed run: a median of three is the slowest but one, and one
-        // preempted run on a loaded 2-core machine moved it 7.8x (CI, 2026-11-27).
-        double fastest = 0;
-        for (const LaunchResult& launch : e.run.launches) fastest += launch.time.min;
-        times[list[i].first].push_back(fastest);
-      }
+      if (e.outcome == Outcome::ok) times[list[i].first].push_back(e.run.seconds);
     }
     SCOPED_TRACE(ran);
     EXPECT_EQ(got["ok 0"], Outcome::ok);
