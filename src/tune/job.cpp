@@ -88,7 +88,7 @@ double now_epoch() {
 // was, and says so: nothing committed is lost, and --resume redoes only what this write held.
 void commit(Master& m, const std::string& what, std::uint32_t committed_before) {
   try {
-    run::write_run_database(m.database, m.record);
+    m.database_writer.commit(m.database, m.record);
   } catch (const Error& e) {
     throw Error("cannot commit " + what + ": " + e.message() + "; " + m.database.string() +
                     " still holds the " + std::to_string(committed_before) +
@@ -326,8 +326,9 @@ class SearchLoop {
     m_.record.elapsed_seconds = elapsed();
     for (std::size_t i = first; i < m_.record.candidates.size(); ++i)
       m_.record.candidates[i].run_seconds = m_.record.elapsed_seconds;
-    // run.h5 is written whole: with thousands of candidates and generations of a fraction of a
-    // second, writing it every generation would become most of rank 0's time. It is written
+    // A commit adds only what the record gained to the database it keeps in memory
+    // (run::DatabaseWriter), but still writes and syncs the whole file, which on a parallel
+    // file system can take longer than a generation of a fraction of a second. It is written
     // for the first generations, and then once the time since the last write is 20 times what
     // that write took (at most 5% of rank 0's time); a kill loses at most those generations,
     // which a resume proposes and evaluates again exactly.

@@ -29,6 +29,7 @@ struct Master {
   std::unique_ptr<LlmWorker> llm;
   run::RunRecord record;
   std::filesystem::path database;
+  run::DatabaseWriter database_writer;  // commits `record` to `database`, adding what it gained
   // Generations a resumed run's search proposed again that run.h5 has no results for: they are
   // evaluated first, as the uninterrupted run would have.
   std::vector<std::vector<Planned>> restored_in_flight;

@@ -101,6 +101,92 @@ TEST(RunDatabase, ACommitReplacesTheFileAndLeavesNoTemporary) {
   EXPECT_EQ(files, 1u);
 }
 
+// Every field of `read` is `written`'s.
+void expect_same_run(const RunRecord& read, const RunRecord& written) {
+  EXPECT_EQ(read.tune_yaml, written.tune_yaml);
+  EXPECT_EQ(read.tune_file, written.tune_file);
+  EXPECT_EQ(read.r3_version, written.r3_version);
+  EXPECT_EQ(read.generations, written.generations);
+  EXPECT_EQ(read.sessions, written.sessions);
+  EXPECT_EQ(read.elapsed_seconds, written.elapsed_seconds);
+  EXPECT_EQ(read.search_state, written.search_state);
+  EXPECT_EQ(read.sources, written.sources);
+  ASSERT_EQ(read.candidates.size(), written.candidates.size());
+  for (std::size_t i = 0; i < read.candidates.size(); ++i)
+    EXPECT_EQ(read.candidates[i], written.candidates[i]) << "candidate " << i;
+  EXPECT_EQ(read.confirmations, written.confirmations);
+  EXPECT_EQ(read.codes, written.codes);
+}
+
+// The job's commits: one writer, a record that grows between them (candidates across the
+// growing columns' chunk boundaries, sources, confirmations, codes, a changing search state).
+// After each commit the file holds the whole record, as a fresh write of it does.
+TEST(RunDatabase, AWriterCommitsAGrowingRecordWhole) {
+  TempDir dir;
+  const RunRecord full = sample_run(400);
+  RunRecord record = full;
+  record.candidates.resize(1);
+  record.confirmations.clear();
+  record.codes.clear();
+  DatabaseWriter writer;
+  std::size_t commits = 0;
+  for (std::size_t rows : {1, 2, 3, 50, 51, 200, 400}) {
+    record.candidates.assign(full.candidates.begin(), full.candidates.begin() + rows);
+    record.generations = static_cast<std::uint32_t>(rows);
+    record.elapsed_seconds = 0.25 * static_cast<double>(rows);
+    record.search_state = R"({"rng":")" + std::to_string(rows) + R"("})";
+    if (rows >= 50)
+      record.confirmations.push_back(full.confirmations[record.confirmations.size() % 3]);
+    if (rows == 200) record.codes = full.codes;
+    if (rows == 51) {
+      const std::string text(20000, static_cast<char>('a' + rows % 26));
+      record.sources[r3::hash_string(text)] = text;
+    }
+    writer.commit(dir / "run.h5", record);
+    ++commits;
+    SCOPED_TRACE("after commit " + std::to_string(commits) + " (" + std::to_string(rows) +
+                 " candidates)");
+    expect_same_run(read_run_database(dir / "run.h5"), record);
+  }
+  // What a fresh write of the same record reads back as.
+  write_run_database(dir / "whole.h5", record);
+  expect_same_run(read_run_database(dir / "whole.h5"), read_run_database(dir / "run.h5"));
+}
+
+// A record that is not the last one grown (fewer rows, or a committed row changed) is written
+// whole: the file never holds a mix of two records.
+TEST(RunDatabase, AWriterWritesWholeARecordThatDidNotGrowFromTheLast) {
+  TempDir dir;
+  DatabaseWriter writer;
+  writer.commit(dir / "run.h5", sample_run(40));
+  const RunRecord fewer = sample_run(12);
+  writer.commit(dir / "run.h5", fewer);
+  expect_same_run(read_run_database(dir / "run.h5"), fewer);
+  RunRecord changed = sample_run(30);
+  changed.candidates[11].description = "changed after its commit";
+  changed.candidates[11].seconds = 7;
+  writer.commit(dir / "run.h5", changed);
+  expect_same_run(read_run_database(dir / "run.h5"), changed);
+  RunRecord other = sample_run(30);
+  other.codes.clear();
+  writer.commit(dir / "run.h5", other);
+  expect_same_run(read_run_database(dir / "run.h5"), other);
+}
+
+// A commit that failed (here its rename: a directory stands where the file would go) leaves the
+// writer as if it had never committed: the next commit holds the whole record, not what came
+// after the failed one on top of the one before.
+TEST(RunDatabase, AWriterWritesWholeTheCommitAfterOneThatFailed) {
+  TempDir dir;
+  DatabaseWriter writer;
+  writer.commit(dir / "run.h5", sample_run(4));
+  std::filesystem::create_directories(dir / "taken" / "inside");
+  EXPECT_THROW(writer.commit(dir / "taken", sample_run(20)), r3::IoError);
+  const RunRecord more = sample_run(30);
+  writer.commit(dir / "run.h5", more);
+  expect_same_run(read_run_database(dir / "run.h5"), more);
+}
+
 TEST(RunDatabase, RefusesForeignNewerAndMissingFiles) {
   TempDir dir;
   std::ofstream(dir / "text.h5") << "not hdf5";
@@ -157,7 +243,7 @@ TEST(DatabaseLock, TheLockOfADeadJobIsTakenOverAndNamed) {
 // the database is now made in memory and written by r3.) Needs root to mount a small tmpfs.
 TEST(RunDatabase, AFullDiskLeavesTheLastCommitIntact) {
   TempDir dir;
-  if (::mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=256k") != 0)
+  if (::mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=384k") != 0)
     GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << ")";
   struct Unmount {
     std::string path;
@@ -182,6 +268,19 @@ TEST(RunDatabase, AFullDiskLeavesTheLastCommitIntact) {
   EXPECT_EQ(read_run_database(dir / "run.h5").sources, small.sources) << "the last commit was lost";
   for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
     EXPECT_EQ(entry.path().filename(), "run.h5") << "left behind: " << entry.path();
+
+  // The job's writer: a commit that did not fit fails as above, and the next one, once there is
+  // room, holds its whole record (not only what came after the commit that failed).
+  DatabaseWriter writer;
+  writer.commit(dir / "run.h5", small);
+  EXPECT_THROW(writer.commit(dir / "run.h5", large), r3::IoError);
+  expect_same_run(read_run_database(dir / "run.h5"), small);
+  RunRecord next = sample_run(9);
+  for (const auto& [hash, text] : large.sources)  // 8 of the large sources: they fit
+    if (!small.sources.contains(hash) && next.sources.size() < small.sources.size() + 8)
+      next.sources[hash] = text;
+  writer.commit(dir / "run.h5", next);
+  expect_same_run(read_run_database(dir / "run.h5"), next);
 }
 
 }  // namespace

@@ -396,6 +396,40 @@ void write_bytes(hid_t parent, const std::string& name, std::span<const std::byt
   }
 }
 
+Handle create_growing_bytes(hid_t parent, const std::string& name,
+                            const ByteDatasetOptions& options) {
+  std::string where = "dataset '" + name + "'";
+  hsize_t dims[1] = {0}, most[1] = {H5S_UNLIMITED};
+  Handle space(check(H5Screate_simple(1, dims, most), "H5Screate_simple", where), H5Sclose);
+  Handle create(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", where), H5Pclose);
+  hsize_t chunk[1] = {std::max<hsize_t>(1, options.chunk_bytes)};
+  check(H5Pset_chunk(create, 1, chunk), "H5Pset_chunk", where);
+  check(H5Pset_fletcher32(create), "H5Pset_fletcher32", where);
+  if (options.deflate_level > 0) {
+    check(H5Pset_deflate(create, static_cast<unsigned>(options.deflate_level)), "H5Pset_deflate",
+          where);
+  }
+  return Handle(
+      check(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, create, H5P_DEFAULT),
+            "H5Dcreate2", where),
+      H5Dclose);
+}
+
+void append_bytes(hid_t dataset, std::uint64_t at, std::span<const std::byte> bytes,
+                  std::string_view what) {
+  if (bytes.empty()) return;
+  hsize_t size[1] = {at + bytes.size()};
+  check(H5Dset_extent(dataset, size), "H5Dset_extent", what);
+  Handle file_space(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
+  hsize_t start[1] = {at}, count[1] = {bytes.size()};
+  check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
+        "H5Sselect_hyperslab", what);
+  Handle memory_space(check(H5Screate_simple(1, count, nullptr), "H5Screate_simple", what),
+                      H5Sclose);
+  check(H5Dwrite(dataset, H5T_NATIVE_UINT8, memory_space, file_space, H5P_DEFAULT, bytes.data()),
+        "H5Dwrite", what);
+}
+
 namespace {
 
 std::uint64_t extent(hid_t dataset, std::string_view what) {

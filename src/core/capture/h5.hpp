@@ -120,6 +120,15 @@ struct ByteDatasetOptions {
 };
 void write_bytes(hid_t parent, const std::string& name, std::span<const std::byte> bytes,
                  const ByteDatasetOptions& options);
+// A byte dataset that grows: chunked (options.chunk_bytes, at least 1) with Fletcher-32
+// checksums and the options' compression, empty until append_bytes. Appending rewrites only
+// the chunks the new bytes fall in, so a column appended to at every commit costs what was
+// added, not what it holds.
+Handle create_growing_bytes(hid_t parent, const std::string& name,
+                            const ByteDatasetOptions& options);
+// Writes `bytes` at element `at` (its current size), extending the dataset to hold them.
+void append_bytes(hid_t dataset, std::uint64_t at, std::span<const std::byte> bytes,
+                  std::string_view what);
 // Number of elements of a 1-D dataset of 1-byte integers; throws FormatError for anything else.
 // Uncompressed datasets cannot hold more bytes than the file, compressed ones no more than 1032
 // times it (deflate's limit): a larger extent means damage.

@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <set>
 #include <span>
 
 #include "../capture/h5.hpp"
@@ -43,6 +46,9 @@ namespace {
 using h5::Handle;
 
 constexpr h5::ByteDatasetOptions kStored{1 << 16, 1};
+// The tables' columns grow at every commit, which compresses again the chunk each one ends in:
+// smaller chunks keep that to a few kilobytes a column.
+constexpr h5::ByteDatasetOptions kGrowing{1 << 12, 1};
 
 // Byte encodings of a column: fixed 8-byte little-endian words, or length-prefixed strings.
 class ColumnWriter {
@@ -257,17 +263,6 @@ void sync_file(const std::filesystem::path& path, bool directory) {
 }
 
 template <class Record>
-void write_table(hid_t root, const char* name, const std::vector<Record>& rows,
-                 const std::vector<Column<Record>>& columns) {
-  Handle group = h5::create_group(root, name, name);
-  for (const Column<Record>& column : columns) {
-    ColumnWriter writer;
-    for (const Record& row : rows) column.put(row, writer);
-    write_hashed(group, column.name, writer.bytes());
-  }
-}
-
-template <class Record>
 void read_table(hid_t root, const char* name, std::uint64_t version, std::vector<Record>& rows,
                 const std::vector<Column<Record>>& columns) {
   Handle group = h5::open_group(root, name, name);
@@ -279,37 +274,98 @@ void read_table(hid_t root, const char* name, std::uint64_t version, std::vector
   }
 }
 
-// The database as the bytes of an HDF5 file, made in memory (HDF5's core driver, no backing
-// store): HDF5 never writes to disk itself, so a full or vanished disk is an error of our own
-// write below, not a failed H5Fclose that leaves the file half-open and crashes HDF5 at exit.
-// The image is taken when the core driver frees it at close, once the superblock is final.
-struct ClosedImage {
-  void* buffer = nullptr;
+// What a table of the committed database holds: its rows, each column's size and hash so far,
+// and the hash of the last row's encoding (DatabaseWriter's check that the committed rows are
+// still the record's).
+struct CommittedTable {
+  std::size_t rows = 0;
+  Hash128 last_row;
+  std::vector<std::uint64_t> bytes;  // per column
+  std::vector<Hasher> hashes;        // per column
+};
+
+template <class Record>
+Hash128 row_hash(const Record& row, const std::vector<Column<Record>>& columns) {
+  ColumnWriter writer;
+  for (const Column<Record>& column : columns) column.put(row, writer);
+  return hash_bytes(writer.bytes().data(), writer.bytes().size());
+}
+
+template <class Record>
+bool holds_the_start_of(const CommittedTable& table, const std::vector<Record>& rows,
+                        const std::vector<Column<Record>>& columns) {
+  return rows.size() >= table.rows &&
+         (table.rows == 0 || row_hash(rows[table.rows - 1], columns) == table.last_row);
+}
+
+// Columns of the rows that `table` lacks appended to the group `name` (made, with empty
+// columns, in a new file), each column's hash attribute brought up to date.
+template <class Record>
+void append_rows(hid_t root, const char* name, bool new_file, const std::vector<Record>& rows,
+                 const std::vector<Column<Record>>& columns, CommittedTable& table) {
+  if (new_file) {
+    table = {};
+    table.bytes.assign(columns.size(), 0);
+    table.hashes.resize(columns.size());
+    Handle group = h5::create_group(root, name, name);
+    for (const Column<Record>& column : columns) {
+      Handle dataset = h5::create_growing_bytes(group, column.name, kGrowing);
+      h5::write_string_attribute(dataset, kHashAttribute, Hasher().digest().hex());
+    }
+  }
+  if (rows.size() == table.rows) return;
+  Handle group = h5::open_group(root, name, name);
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    ColumnWriter writer;
+    for (std::size_t r = table.rows; r < rows.size(); ++r) columns[c].put(rows[r], writer);
+    Handle dataset = h5::open_dataset(group, columns[c].name, columns[c].name);
+    h5::append_bytes(dataset, table.bytes[c], writer.bytes(), columns[c].name);
+    table.bytes[c] += writer.bytes().size();
+    table.hashes[c].update(writer.bytes());
+    h5::write_string_attribute(dataset, kHashAttribute, table.hashes[c].digest().hex());
+  }
+  table.rows = rows.size();
+  table.last_row = row_hash(rows.back(), columns);
+}
+
+// The image HDF5's core driver keeps a file in: handed to it when the file is opened, taken
+// back when the driver frees it at close, once the superblock is final. (HDF5 1.10's
+// H5Fget_file_image of a file still open gives a superblock whose checksum fails.)
+struct FileImage {
+  void* buffer = nullptr;  // the driver's, while the file is open
   std::size_t size = 0;
-  std::vector<std::byte> bytes;
+  std::vector<std::byte> closed;
 };
 
 extern "C" {
-static void* image_malloc(std::size_t size, H5FD_file_image_op_t, void* data) {
-  auto* image = static_cast<ClosedImage*>(data);
-  image->buffer = std::malloc(size);
-  image->size = size;
-  return image->buffer;
+static void* image_malloc(std::size_t size, H5FD_file_image_op_t op, void* data) {
+  void* buffer = std::malloc(size);
+  if (op == H5FD_FILE_IMAGE_OP_FILE_OPEN) {
+    auto* image = static_cast<FileImage*>(data);
+    image->buffer = buffer;
+    image->size = size;
+  }
+  return buffer;
 }
-static void* image_memcpy(void* to, const void* from, std::size_t size, H5FD_file_image_op_t, void*) {
+static void* image_memcpy(void* to, const void* from, std::size_t size, H5FD_file_image_op_t,
+                          void*) {
   return std::memcpy(to, from, size);
 }
 static void* image_realloc(void* buffer, std::size_t size, H5FD_file_image_op_t, void* data) {
-  auto* image = static_cast<ClosedImage*>(data);
-  image->buffer = std::realloc(buffer, size);
-  image->size = size;
-  return image->buffer;
+  auto* image = static_cast<FileImage*>(data);
+  void* moved = std::realloc(buffer, size);
+  if (buffer == image->buffer || image->buffer == nullptr) {
+    image->buffer = moved;
+    image->size = size;
+  }
+  return moved;
 }
 static herr_t image_free(void* buffer, H5FD_file_image_op_t op, void* data) {
-  auto* image = static_cast<ClosedImage*>(data);
+  auto* image = static_cast<FileImage*>(data);
   if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && buffer != nullptr && buffer == image->buffer) {
     const auto* bytes = static_cast<const std::byte*>(buffer);
-    image->bytes.assign(bytes, bytes + image->size);
+    image->closed.assign(bytes, bytes + image->size);
+    image->buffer = nullptr;
   }
   std::free(buffer);
   return 0;
@@ -318,48 +374,117 @@ static void* image_udata_copy(void* data) { return data; }
 static herr_t image_udata_free(void*) { return 0; }
 }
 
-std::vector<std::byte> file_image(const std::filesystem::path& path, const RunRecord& record) {
-  h5::Session session(path.string());
-  ClosedImage image;
-  Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
-  h5::check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds",
-            "run database");
-  h5::check(H5Pset_fapl_core(access, 1 << 16, /*backing_store=*/0), "H5Pset_fapl_core",
-            "run database");
-  H5FD_file_image_callbacks_t callbacks = {image_malloc,     image_memcpy,     image_realloc,
-                                           image_free,       image_udata_copy, image_udata_free,
-                                           &image};
-  h5::check(H5Pset_file_image_callbacks(access, &callbacks), "H5Pset_file_image_callbacks",
-            "run database");
-  Handle file(h5::check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access), "H5Fcreate",
-                        "cannot create the run database"),
-              H5Fclose);
-  {  // every object closed before the file is
-  Handle root = h5::open_group(file, "/", "run database");
-  h5::write_string_attribute(root, "format", kRunFormat);
-  h5::write_uint_attribute(root, "version", kRunVersion);
-  h5::write_string_attribute(root, "r3_version", record.r3_version);
-  h5::write_string_attribute(root, "tune_file", record.tune_file);
-  h5::write_uint_attribute(root, "generations", record.generations);
-  h5::write_double_attribute(root, "elapsed_seconds", record.elapsed_seconds);
-  h5::write_uint_attribute(root, "sessions", record.sessions);
-  h5::write_uint_attribute(root, "candidate_count", record.candidates.size());
-  h5::write_uint_attribute(root, "source_count", record.sources.size());
-  h5::write_uint_attribute(root, "confirmation_count", record.confirmations.size());
-  h5::write_uint_attribute(root, "code_count", record.codes.size());
-  write_hashed(root, "tune_yaml", as_bytes(record.tune_yaml));
-  write_hashed(root, "search_state", as_bytes(record.search_state));
-  Handle sources = h5::create_group(root, "sources", "sources");
-  for (const auto& [hash, text] : record.sources)
-    write_hashed(sources, hash.hex(), as_bytes(text));
-  write_table(root, "candidates", record.candidates, candidate_columns());
-  write_table(root, "confirmations", record.confirmations, confirmation_columns());
-  write_table(root, "codes", record.codes, code_columns());
-  }
-  h5::check(H5Fclose(file.release()), "H5Fclose", "run database");
-  if (image.bytes.empty()) throw IoError("H5Fclose", "the run database's image was not handed over");
-  return std::move(image.bytes);
+// A name for an in-memory file that no other open file of this process has.
+std::string image_name(const std::filesystem::path& file) {
+  static std::atomic<std::uint64_t> made{0};
+  return file.string() + ".image-" + std::to_string(::getpid()) + "-" + std::to_string(++made);
 }
+
+}  // namespace
+
+// The database as last committed: its file's bytes and what its tables hold. A commit opens
+// those bytes as a file in memory (HDF5's core driver, no backing store: HDF5 never writes to
+// disk itself, so a full or vanished disk is an error of our own write, not a failed H5Fclose
+// that leaves the file half-open and crashes HDF5 at exit), adds what the record gained, and
+// closes it to take its new bytes.
+struct DatabaseWriter::Committed {
+  std::vector<std::byte> image;  // empty before the first commit
+  // The image's size when it was last made whole. An image opened again does not know the
+  // space its last commit freed (the chunks each column ended in, the search state replaced;
+  // HDF5 keeps free space only while a file is open), so it grows by a few kilobytes a commit:
+  // past twice this and kSlack it is made whole again, which costs one whole write now and
+  // then (the host demo from 460 to 2000 candidates: every 45-115 commits of 4) and keeps the
+  // copies of the image small.
+  std::size_t whole_size = 0;
+  static constexpr std::size_t kSlack = std::size_t{256} << 10;
+  bool worth_remaking() const { return image.size() > 2 * whole_size + kSlack; }
+  std::set<Hash128> sources;
+  std::optional<std::string> tune_yaml;
+  CommittedTable candidates, confirmations, codes;
+
+  // Whether the record is this database grown: its committed rows are still the record's (the
+  // last one of each table, checked) and it has as many sources at least.
+  bool grown_into(const RunRecord& record) const {
+    return holds_the_start_of(candidates, record.candidates, candidate_columns()) &&
+           holds_the_start_of(confirmations, record.confirmations, confirmation_columns()) &&
+           holds_the_start_of(codes, record.codes, code_columns()) &&
+           record.sources.size() >= sources.size();
+  }
+
+  // The new image: the last one (if any) with what `record` added.
+  std::vector<std::byte> add(const std::filesystem::path& path, const RunRecord& record) {
+    const bool new_file = image.empty();
+    FileImage file_image;
+    Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
+    h5::check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds",
+              "run database");
+    h5::check(H5Pset_fapl_core(access, 1 << 16, /*backing_store=*/0), "H5Pset_fapl_core",
+              "run database");
+    H5FD_file_image_callbacks_t callbacks = {image_malloc, image_memcpy,     image_realloc,
+                                             image_free,   image_udata_copy, image_udata_free,
+                                             &file_image};
+    h5::check(H5Pset_file_image_callbacks(access, &callbacks), "H5Pset_file_image_callbacks",
+              "run database");
+    if (!new_file)
+      h5::check(H5Pset_file_image(access, image.data(), image.size()), "H5Pset_file_image",
+                "run database");
+    const std::string name = image_name(path);
+    Handle file(new_file ? h5::check(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access),
+                                     "H5Fcreate", "cannot create the run database")
+                         : h5::check(H5Fopen(name.c_str(), H5F_ACC_RDWR, access), "H5Fopen",
+                                     "cannot open the run database's last commit"),
+                H5Fclose);
+    access.reset();  // its copy of the image freed now, not tracked as the file's
+    {                // every object closed before the file is
+      Handle root = h5::open_group(file, "/", "run database");
+      if (new_file) {
+        h5::write_string_attribute(root, "format", kRunFormat);
+        h5::write_uint_attribute(root, "version", kRunVersion);
+        h5::create_group(root, "sources", "sources");
+      }
+      h5::write_string_attribute(root, "r3_version", record.r3_version);
+      h5::write_string_attribute(root, "tune_file", record.tune_file);
+      h5::write_uint_attribute(root, "generations", record.generations);
+      h5::write_double_attribute(root, "elapsed_seconds", record.elapsed_seconds);
+      h5::write_uint_attribute(root, "sessions", record.sessions);
+      h5::write_uint_attribute(root, "candidate_count", record.candidates.size());
+      h5::write_uint_attribute(root, "source_count", record.sources.size());
+      h5::write_uint_attribute(root, "confirmation_count", record.confirmations.size());
+      h5::write_uint_attribute(root, "code_count", record.codes.size());
+      if (tune_yaml != record.tune_yaml) {
+        replace_hashed(root, "tune_yaml", as_bytes(record.tune_yaml));
+        tune_yaml = record.tune_yaml;
+      }
+      replace_hashed(root, "search_state", as_bytes(record.search_state));
+      if (record.sources.size() > sources.size() || new_file) {
+        Handle group = h5::open_group(root, "sources", "sources");
+        for (const auto& [hash, text] : record.sources) {
+          if (sources.contains(hash)) continue;
+          write_hashed(group, hash.hex(), as_bytes(text));
+          sources.insert(hash);
+        }
+      }
+      append_rows(root, "candidates", new_file, record.candidates, candidate_columns(), candidates);
+      append_rows(root, "confirmations", new_file, record.confirmations, confirmation_columns(),
+                  confirmations);
+      append_rows(root, "codes", new_file, record.codes, code_columns(), codes);
+    }
+    h5::check(H5Fclose(file.release()), "H5Fclose", "run database");
+    if (file_image.closed.empty())
+      throw IoError("H5Fclose", "the run database's image was not handed over");
+    return std::move(file_image.closed);
+  }
+
+ private:
+  static void replace_hashed(hid_t parent, const std::string& name,
+                             std::span<const std::byte> bytes) {
+    if (h5::link_exists(parent, name))
+      h5::check(H5Ldelete(parent, name.c_str(), H5P_DEFAULT), "H5Ldelete", name);
+    write_hashed(parent, name, bytes);
+  }
+};
+
+namespace {
 
 // Writes `bytes` to a new file at `path` and flushes it to disk; errors name the file and say
 // why ("No space left on device").
@@ -385,24 +510,49 @@ void write_synced(const std::filesystem::path& path, std::span<const std::byte> 
 
 }  // namespace
 
-void write_run_database(const std::filesystem::path& file, const RunRecord& record) {
+DatabaseWriter::DatabaseWriter() = default;
+DatabaseWriter::~DatabaseWriter() = default;
+DatabaseWriter::DatabaseWriter(DatabaseWriter&&) noexcept = default;
+DatabaseWriter& DatabaseWriter::operator=(DatabaseWriter&&) noexcept = default;
+
+void DatabaseWriter::commit(const std::filesystem::path& file, const RunRecord& record) {
   std::filesystem::path temporary = file;
   temporary += ".tmp-" + std::to_string(::getpid());
+  if (committed_ && (!committed_->grown_into(record) || committed_->worth_remaking()))
+    committed_.reset();
+  if (!committed_) committed_ = std::make_unique<Committed>();
+  const bool whole = committed_->image.empty();
   try {
-    write_synced(temporary, file_image(temporary, record));
+    std::vector<std::byte> image;
+    {
+      h5::Session session(temporary.string());
+      image = committed_->add(temporary, record);
+    }
+    try {
+      write_synced(temporary, image);
+    } catch (...) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw;
+    }
+    if (::rename(temporary.c_str(), file.c_str()) != 0) {
+      int error = errno;
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw IoError("rename",
+                    temporary.string() + " -> " + file.string() + ": " + std::strerror(error));
+    }
+    committed_->image = std::move(image);
+    if (whole) committed_->whole_size = committed_->image.size();
   } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
+    committed_.reset();  // what it holds is not what the file holds: the next commit writes all
     throw;
   }
-  if (::rename(temporary.c_str(), file.c_str()) != 0) {
-    int error = errno;
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw IoError("rename",
-                  temporary.string() + " -> " + file.string() + ": " + std::strerror(error));
-  }
   sync_file(file.parent_path().empty() ? "." : file.parent_path(), true);
+}
+
+void write_run_database(const std::filesystem::path& file, const RunRecord& record) {
+  DatabaseWriter().commit(file, record);
 }
 
 namespace {
