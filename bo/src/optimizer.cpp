@@ -683,10 +683,18 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (const Configuration& c : *memo.enumerated) memo.enumerated_hashes.push_back(c.hash());
     memo.enumerated_done = true;
   }
-  std::unordered_set<Hash128> taken = memo.known;
+  // What is observed or pending, and what this proposal took: the known set is read, not
+  // copied (a copy per proposal grew with the history: 2000 entries at 2000 observations).
+  struct Taken {
+    const std::unordered_set<Hash128>& known;
+    std::unordered_set<Hash128> now;
+    bool contains(const Hash128& h) const { return known.contains(h) || now.contains(h); }
+    // Like unordered_set::insert(...).second: whether it was not there.
+    bool insert(const Hash128& h) { return !known.contains(h) && now.insert(h).second; }
+  } taken{memo.known, {}};
   std::vector<Configuration> chosen;
   auto take = [&](const Configuration& c) {
-    if (!taken.insert(c.hash()).second) return false;
+    if (!taken.insert(c.hash())) return false;
     chosen.push_back(c);
     return true;
   };
