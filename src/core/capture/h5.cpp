@@ -371,43 +371,24 @@ std::vector<std::uint32_t> read_uint32_array_attribute(hid_t object, const std::
   return values;
 }
 
-void write_bytes(hid_t parent, const std::string& name, std::span<const std::byte> bytes,
-                 const ByteDatasetOptions& options) {
+namespace {
+
+// A 1-D byte dataset of `size` bytes, at most `most` (H5S_UNLIMITED: it may grow); chunked
+// with Fletcher-32 checksums and the options' compression where `chunk` > 0, else contiguous.
+Handle create_bytes(hid_t parent, const std::string& name, hsize_t size, hsize_t most,
+                    hsize_t chunk, const ByteDatasetOptions& options) {
   std::string where = "dataset '" + name + "'";
-  hsize_t dims[1] = {bytes.size()};
-  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", where), H5Sclose);
+  hsize_t dims[1] = {size}, most_dims[1] = {most};
+  Handle space(check(H5Screate_simple(1, dims, most_dims), "H5Screate_simple", where), H5Sclose);
   Handle create(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", where), H5Pclose);
-  if (options.chunk_bytes > 0 && !bytes.empty()) {
-    hsize_t chunk[1] = {std::min<hsize_t>(bytes.size(), options.chunk_bytes)};
-    check(H5Pset_chunk(create, 1, chunk), "H5Pset_chunk", where);
+  if (chunk > 0) {
+    hsize_t chunk_dims[1] = {chunk};
+    check(H5Pset_chunk(create, 1, chunk_dims), "H5Pset_chunk", where);
     check(H5Pset_fletcher32(create), "H5Pset_fletcher32", where);
     if (options.deflate_level > 0) {
       check(H5Pset_deflate(create, static_cast<unsigned>(options.deflate_level)), "H5Pset_deflate",
             where);
     }
-  }
-  Handle dataset(
-      check(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, create, H5P_DEFAULT),
-            "H5Dcreate2", where),
-      H5Dclose);
-  if (!bytes.empty()) {
-    check(H5Dwrite(dataset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
-          "H5Dwrite", where);
-  }
-}
-
-Handle create_growing_bytes(hid_t parent, const std::string& name,
-                            const ByteDatasetOptions& options) {
-  std::string where = "dataset '" + name + "'";
-  hsize_t dims[1] = {0}, most[1] = {H5S_UNLIMITED};
-  Handle space(check(H5Screate_simple(1, dims, most), "H5Screate_simple", where), H5Sclose);
-  Handle create(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", where), H5Pclose);
-  hsize_t chunk[1] = {std::max<hsize_t>(1, options.chunk_bytes)};
-  check(H5Pset_chunk(create, 1, chunk), "H5Pset_chunk", where);
-  check(H5Pset_fletcher32(create), "H5Pset_fletcher32", where);
-  if (options.deflate_level > 0) {
-    check(H5Pset_deflate(create, static_cast<unsigned>(options.deflate_level)), "H5Pset_deflate",
-          where);
   }
   return Handle(
       check(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, create, H5P_DEFAULT),
@@ -415,18 +396,53 @@ Handle create_growing_bytes(hid_t parent, const std::string& name,
       H5Dclose);
 }
 
+}  // namespace
+
+void write_bytes(hid_t parent, const std::string& name, std::span<const std::byte> bytes,
+                 const ByteDatasetOptions& options) {
+  const hsize_t chunk = options.chunk_bytes > 0 && !bytes.empty()
+                            ? std::min<hsize_t>(bytes.size(), options.chunk_bytes)
+                            : 0;
+  Handle dataset = create_bytes(parent, name, bytes.size(), bytes.size(), chunk, options);
+  if (!bytes.empty()) {
+    check(H5Dwrite(dataset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
+          "H5Dwrite", "dataset '" + name + "'");
+  }
+}
+
+Handle create_growing_bytes(hid_t parent, const std::string& name,
+                            const ByteDatasetOptions& options) {
+  return create_bytes(parent, name, 0, H5S_UNLIMITED, std::max<std::size_t>(1, options.chunk_bytes),
+                      options);
+}
+
+namespace {
+
+// The file and memory spaces of bytes `start`..`start + count` of a 1-D byte dataset.
+struct ByteRange {
+  Handle file_space, memory_space;
+};
+ByteRange byte_range(hid_t dataset, hsize_t start, hsize_t count, std::string_view what) {
+  ByteRange range;
+  range.file_space = Handle(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
+  hsize_t starts[1] = {start}, counts[1] = {count};
+  check(H5Sselect_hyperslab(range.file_space, H5S_SELECT_SET, starts, nullptr, counts, nullptr),
+        "H5Sselect_hyperslab", what);
+  range.memory_space =
+      Handle(check(H5Screate_simple(1, counts, nullptr), "H5Screate_simple", what), H5Sclose);
+  return range;
+}
+
+}  // namespace
+
 void append_bytes(hid_t dataset, std::uint64_t at, std::span<const std::byte> bytes,
                   std::string_view what) {
   if (bytes.empty()) return;
   hsize_t size[1] = {at + bytes.size()};
   check(H5Dset_extent(dataset, size), "H5Dset_extent", what);
-  Handle file_space(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
-  hsize_t start[1] = {at}, count[1] = {bytes.size()};
-  check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
-        "H5Sselect_hyperslab", what);
-  Handle memory_space(check(H5Screate_simple(1, count, nullptr), "H5Screate_simple", what),
-                      H5Sclose);
-  check(H5Dwrite(dataset, H5T_NATIVE_UINT8, memory_space, file_space, H5P_DEFAULT, bytes.data()),
+  const ByteRange range = byte_range(dataset, at, bytes.size(), what);
+  check(H5Dwrite(dataset, H5T_NATIVE_UINT8, range.memory_space, range.file_space, H5P_DEFAULT,
+                 bytes.data()),
         "H5Dwrite", what);
 }
 
@@ -466,14 +482,9 @@ std::uint64_t byte_dataset_size(hid_t dataset, std::string_view what, Stored sto
 void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,
                 std::string_view what) {
   if (out.empty()) return;
-  Handle file_space(check(H5Dget_space(dataset), "H5Dget_space", what), H5Sclose);
-  hsize_t start[1] = {offset};
-  hsize_t count[1] = {out.size()};
-  check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
-        "H5Sselect_hyperslab", what);
-  Handle memory_space(check(H5Screate_simple(1, count, nullptr), "H5Screate_simple", what),
-                      H5Sclose);
-  check(H5Dread(dataset, H5T_NATIVE_UINT8, memory_space, file_space, H5P_DEFAULT, out.data()),
+  const ByteRange range = byte_range(dataset, offset, out.size(), what);
+  check(H5Dread(dataset, H5T_NATIVE_UINT8, range.memory_space, range.file_space, H5P_DEFAULT,
+                out.data()),
         "H5Dread", what);
 }
 
