@@ -303,18 +303,17 @@ bool holds_the_start_of(const CommittedTable& table, const std::vector<Record>& 
 template <class Record>
 void append_rows(hid_t root, const char* name, bool new_file, const std::vector<Record>& rows,
                  const std::vector<Column<Record>>& columns, CommittedTable& table) {
+  Handle group = new_file ? h5::create_group(root, name, name) : h5::open_group(root, name, name);
   if (new_file) {
     table = {};
     table.bytes.assign(columns.size(), 0);
     table.hashes.resize(columns.size());
-    Handle group = h5::create_group(root, name, name);
     for (const Column<Record>& column : columns) {
       Handle dataset = h5::create_growing_bytes(group, column.name, kGrowing);
       h5::write_string_attribute(dataset, kHashAttribute, Hasher().digest().hex());
     }
   }
   if (rows.size() == table.rows) return;
-  Handle group = h5::open_group(root, name, name);
   for (std::size_t c = 0; c < columns.size(); ++c) {
     ColumnWriter writer;
     for (std::size_t r = table.rows; r < rows.size(); ++r) columns[c].put(rows[r], writer);
