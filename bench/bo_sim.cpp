@@ -4,7 +4,8 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--initial N] [--trend V]
-//               [--rank-warp N] [--candidates N] [--local-starts N] [--fit-evaluations N] [--fit-lag N]
+//               [--rank-warp N] [--known-correlation R] [--candidates N] [--local-starts N]
+//               [--fit-evaluations N] [--fit-lag N]
 //               [--gp-points N]
 //               [--min-feasibility P] [--no-timing] [--verbose]
 //               [--constraint EXPR]... [--constraints FILE] TABLE.csv...
@@ -119,6 +120,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.trend = number(std::numeric_limits<double>::infinity());
     else if (a == "--rank-warp")
       s.defaults.rank_warp = number(std::numeric_limits<double>::infinity());
+    else if (a == "--known-correlation")
+      s.defaults.known_correlation = number(1);
     else if (a == "--acquisition") {
       const std::string name = next();
       const auto* known = std::find_if(std::begin(kAcquisitions), std::end(kAcquisitions),
@@ -169,6 +172,9 @@ Settings parse(int argc, char** argv) {
           "  --rank-warp N         successes at which the GP's target weighs the times'\n"
           "                        ranks as much as their Box-Cox values; 0: Box-Cox\n"
           "                        alone (default %g)\n"
+          "  --known-correlation R a candidate whose kernel correlation with a measured\n"
+          "                        point is at least R counts as known and ranks after the\n"
+          "                        others; 0: off (default %g)\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
@@ -184,7 +190,7 @@ Settings parse(int argc, char** argv) {
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
           Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
-          Options{}.min_feasibility);
+          Options{}.known_correlation, Options{}.min_feasibility);
       std::exit(0);
     } else
       s.tables.push_back(a);

@@ -244,9 +244,16 @@ double trend_of(const Hyperparameters& h, Product product) {
 }
 }  // namespace
 
-double covariance(const Encoded& a, const Encoded& b, const Hyperparameters& h) {
-  return h.signal_variance * correlation(a, b, h) +
+double covariance(const Encoded& a, const Encoded& b, const Hyperparameters& h,
+                  double& correlation_out) {
+  correlation_out = correlation(a, b, h);
+  return h.signal_variance * correlation_out +
          trend_of(h, [&](std::size_t d) { return centred_product(a, b, d); });
+}
+
+double covariance(const Encoded& a, const Encoded& b, const Hyperparameters& h) {
+  double unused = 0;
+  return covariance(a, b, h, unused);
 }
 
 double prior_variance(const Encoded& a, const Hyperparameters& h) {

@@ -69,6 +69,9 @@ double correlation(const Encoded& a, const Encoded& b, const Hyperparameters& h)
 // The GP's covariance: signal variance x correlation + the trend's sum over numeric dimensions
 // of weight x (a - 1/2)(b - 1/2) (an inactive dimension adds nothing).
 double covariance(const Encoded& a, const Encoded& b, const Hyperparameters& h);
+// The same covariance (to the bit), and the pair's correlation() in `correlation_out`.
+double covariance(const Encoded& a, const Encoded& b, const Hyperparameters& h,
+                  double& correlation_out);
 double prior_variance(const Encoded& a, const Hyperparameters& h);
 
 // The differences of every pair of a list of points, which the kernel turns into correlations

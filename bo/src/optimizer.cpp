@@ -129,6 +129,7 @@ struct Pool {
   std::vector<Configuration> configurations;
   std::vector<const Posterior::Column*> columns;  // in the GP's posterior
   std::vector<double> mean, variance, log_feasible;
+  std::vector<char> known;  // Options::known_correlation
   std::unordered_set<Hash128> hashes;
   std::size_t size() const { return configurations.size(); }
 };
@@ -465,6 +466,8 @@ class Model {
     for (std::size_t k = 0; k < count; ++k) {
       pool.variance.push_back(gp_->variance(*pool.columns[first + k]));
       pool.log_feasible.push_back(std::log(feasibility(labels[k])));
+      pool.known.push_back(options_.known_correlation > 0 &&
+                           pool.columns[first + k]->nearest >= options_.known_correlation);
       pool.hashes.insert(hashes[k]);
       pool.configurations.push_back(std::move(configurations[k]));
     }
@@ -495,18 +498,20 @@ class Model {
   // log(acquisition x P(feasible)); a point that probably fails (P < 1/2) ranks below every
   // point that probably does not. Multiplying alone is not enough: once the surrogate has found
   // the optimum, the only places left with expected improvement are those it has no times for,
-  // which are exactly where everything fails.
-  double acquisition(Acquisition kind, double mean, double variance, double log_feasible) const {
+  // which are exactly where everything fails. A point the model already knows
+  // (Options::known_correlation) ranks below every other that probably does not fail.
+  double acquisition(Acquisition kind, double mean, double variance, double log_feasible,
+                     bool known) const {
     const double sd = std::sqrt(variance);
     const double value = kind == Acquisition::log_ei
                              ? log_expected_improvement(mean, sd, best_)
                              : std::sqrt(options_.ucb_beta) * sd - mean;
-    constexpr double kProbablyFails = -1e6;
+    constexpr double kProbablyFails = -1e6, kKnown = -1e5;
     // Per unit of expected cost (Options::cost_aware): a success costs 1, a failure
     // failure_cost_; nothing changes while failures cost what successes do.
     const double p = std::exp(log_feasible);
     const double log_cost = failure_cost_ > 1 ? std::log(p + (1 - p) * failure_cost_) : 0.0;
-    return value + log_feasible - log_cost +
+    return value + log_feasible - log_cost + (known ? kKnown : 0.0) +
            (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
   }
 
@@ -853,8 +858,8 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (std::size_t k = 0; k < scored.size(); ++k) {
         scored[k].resize(pool.size());
         for (std::size_t i = from; i < pool.size(); ++i)
-          scored[k][i] =
-              model.acquisition(kind(k), pool.mean[i], pool.variance[i], pool.log_feasible[i]);
+          scored[k][i] = model.acquisition(kind(k), pool.mean[i], pool.variance[i],
+                                           pool.log_feasible[i], pool.known[i]);
       }
     };
     score(0);
@@ -913,8 +918,8 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
         if (rescore)
-          acquisition[i] =
-              model.acquisition(pick_kind, pool.mean[i], variance[i], pool.log_feasible[i]);
+          acquisition[i] = model.acquisition(pick_kind, pool.mean[i], variance[i],
+                                             pool.log_feasible[i], pool.known[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
       }
       rescore = false;

@@ -84,10 +84,12 @@ void Posterior::add_entries(Column* const* columns, std::size_t count) const {
   dots(l_[i].data(), v.data(), count, i, dotted.data());
   for (std::size_t c = 0; c < count; ++c) {
     Column& column = *columns[c];
-    const double k = bo::covariance(x_[i], column.point, h_);
+    double correlation = 0;
+    const double k = bo::covariance(x_[i], column.point, h_, correlation);
     const double value = (k - dotted[c]) / l_[i][i];  // entry()'s arithmetic
     column.v.push_back(value);
     column.squared += value * value;
+    column.nearest = std::max(column.nearest, correlation);
   }
 }
 

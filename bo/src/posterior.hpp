@@ -36,6 +36,9 @@ class Posterior {
     Encoded point;
     std::vector<double> v;  // L^-1 k(X, point), one entry per row
     double squared = 0;     // |v|^2, summed in row order
+    // The largest correlation of the point with a row's point: how near it is to a point the
+    // model conditions on (1: the same, as far as the kernel can tell).
+    double nearest = 0;
     std::size_t used = 0;   // the round it was last asked for in
   };
 

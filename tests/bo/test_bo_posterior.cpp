@@ -2,6 +2,7 @@
 // the resume guarantee it has to keep.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "gp.hpp"
@@ -118,6 +119,13 @@ TEST(BoPosterior, AColumnKeptWhileRowsWereAddedIsTheColumnComputedAfterwards) {
   ASSERT_EQ(a.v.size(), 90u);
   EXPECT_EQ(a.v, b.v);  // bit for bit
   EXPECT_EQ(a.squared, b.squared);
+  // The nearest row (Options::known_correlation) over rows seen before and after it was kept.
+  double nearest = 0;
+  for (const Configuration& row : rows)
+    nearest = std::max(nearest, correlation(encoder.encode(row), encoder.encode(point), h));
+  EXPECT_EQ(a.nearest, nearest);
+  EXPECT_EQ(b.nearest, nearest);
+  EXPECT_GT(nearest, 0.0);
 }
 
 // Columns computed together (four at a time where there are four, the rest alone) are those
