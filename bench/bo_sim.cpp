@@ -3,7 +3,7 @@
 // batch of 64 takes with 1000 observations. Every figure is measured in this one run.
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
-//               [--acquisition log_ei|ucb|portfolio] [--initial N] [--trend V]
+//               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--initial N] [--trend V]
 //               [--rank-warp N] [--known-correlation R] [--candidates N] [--local-starts N]
 //               [--fit-evaluations N] [--fit-lag N]
 //               [--gp-points N]
@@ -120,6 +120,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.trend = number(std::numeric_limits<double>::infinity());
     else if (a == "--rank-warp")
       s.defaults.rank_warp = number(std::numeric_limits<double>::infinity());
+    else if (a == "--ucb-beta")
+      s.defaults.ucb_beta = number(std::numeric_limits<double>::infinity());
     else if (a == "--known-correlation")
       s.defaults.known_correlation = number(1);
     else if (a == "--acquisition") {
@@ -166,6 +168,7 @@ Settings parse(int argc, char** argv) {
           "  --budget N            most evaluations per BO run (default 500)\n"
           "  --batch Q             proposals per BO step (default 1)\n"
           "  --acquisition A       log_ei, ucb or portfolio (the two in turn; default)\n"
+          "  --ucb-beta B          exploration weight of UCB (default %g)\n"
           "  --initial N           initial design points (default %zu)\n"
           "  --trend V             prior variance of the surrogate's linear trend per\n"
           "                        parameter; 0: none (default %g)\n"
@@ -189,7 +192,7 @@ Settings parse(int argc, char** argv) {
           "                        tune.yaml (repeatable; e.g. 'block_size_x*block_size_y>=64')\n"
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
-          Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
+          Options{}.ucb_beta, Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
           Options{}.known_correlation, Options{}.min_feasibility);
       std::exit(0);
     } else
