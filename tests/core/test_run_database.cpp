@@ -165,6 +165,30 @@ TEST(RunDatabase, AWriterWritesWholeARecordThatDidNotGrowFromTheLast) {
   expect_same_run(read_run_database(dir / "run.h5"), other);
 }
 
+// The sources count by hash: one replaced by another (the count unchanged), or dropped while
+// others came, is not the last record grown; sources that came alone are added. (The sources
+// changed are ones no candidate refers to.)
+TEST(RunDatabase, AWriterFollowsTheSourcesByHash) {
+  TempDir dir;
+  DatabaseWriter writer;
+  RunRecord record = sample_run(8);
+  auto add = [&](const std::string& text) { record.sources[r3::hash_string(text)] = text; };
+  add("a source no candidate refers to");
+  writer.commit(dir / "run.h5", record);
+  record.sources.erase(r3::hash_string("a source no candidate refers to"));
+  add("another in its place");
+  writer.commit(dir / "run.h5", record);
+  expect_same_run(read_run_database(dir / "run.h5"), record);
+  record.sources.erase(r3::hash_string("another in its place"));
+  add("one more");
+  add("and another");
+  writer.commit(dir / "run.h5", record);
+  expect_same_run(read_run_database(dir / "run.h5"), record);
+  add("only a source came");
+  writer.commit(dir / "run.h5", record);
+  expect_same_run(read_run_database(dir / "run.h5"), record);
+}
+
 // A commit that failed (here its rename: a directory stands where the file would go) leaves the
 // writer as if it had never committed: the next commit holds the whole record, not what came
 // after the failed one on top of the one before.

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -402,12 +403,14 @@ struct DatabaseWriter::Committed {
   CommittedTable candidates, confirmations, codes;
 
   // Whether the record is this database grown: its committed rows are still the record's (the
-  // last one of each table, checked) and it has as many sources at least.
+  // last one of each table, checked) and it still holds every committed source (by hash: a
+  // source replaced by another, the count unchanged, is not a record grown).
   bool grown_into(const RunRecord& record) const {
     return holds_the_start_of(candidates, record.candidates, candidate_columns()) &&
            holds_the_start_of(confirmations, record.confirmations, confirmation_columns()) &&
            holds_the_start_of(codes, record.codes, code_columns()) &&
-           record.sources.size() >= sources.size();
+           std::all_of(sources.begin(), sources.end(),
+                       [&](const Hash128& hash) { return record.sources.contains(hash); });
   }
 
   // The new image: the last one (if any) with what `record` added.
@@ -455,13 +458,13 @@ struct DatabaseWriter::Committed {
         tune_yaml = record.tune_yaml;
       }
       replace_hashed(root, "search_state", as_bytes(record.search_state));
-      if (record.sources.size() > sources.size() || new_file) {
-        Handle group = h5::open_group(root, "sources", "sources");
-        for (const auto& [hash, text] : record.sources) {
-          if (sources.contains(hash)) continue;
-          write_hashed(group, hash.hex(), as_bytes(text));
-          sources.insert(hash);
-        }
+      // The sources not committed yet (grown_into: every committed one is still there).
+      std::optional<Handle> group;
+      for (const auto& [hash, text] : record.sources) {
+        if (sources.contains(hash)) continue;
+        if (!group) group.emplace(h5::open_group(root, "sources", "sources"));
+        write_hashed(*group, hash.hex(), as_bytes(text));
+        sources.insert(hash);
       }
       append_rows(root, "candidates", new_file, record.candidates, candidate_columns(), candidates);
       append_rows(root, "confirmations", new_file, record.confirmations, confirmation_columns(),

@@ -118,8 +118,10 @@ void write_run_database(const std::filesystem::path& file, const RunRecord& reco
 // cost rank 0 more at every commit as the history grew (2000 candidates: ~15 ms a commit).
 // Between commits the record may only grow: rows appended, sources added, none committed
 // changed or removed (the job's record does just that). A record with fewer rows than were
-// committed, or whose last committed row of a table changed, is written whole again; so is
-// every record after a failed commit.
+// committed, whose last committed row of a table changed, or that lacks a committed source
+// (by hash, whatever the count), is written whole again; so is every record after a failed
+// commit. Only the last committed row of each table is checked: a record that changes an
+// earlier one breaks the rule unseen.
 class DatabaseWriter {
  public:
   DatabaseWriter();
