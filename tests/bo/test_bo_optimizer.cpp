@@ -730,6 +730,50 @@ TEST(BoOptimizer, PointsItCannotTellFromMeasuredOnesComeAfterTheRest) {
                              << " without";
 }
 
+// The resume promise where the rule is at work: on the valley, once r is learnt not to matter,
+// what is known depends on each kept column's nearest row, which columns kept since the fit,
+// computed afresh or extended row by row, must give alike. The proposals after the kill must
+// also be ones the rule changed (the same history without it proposes otherwise), or this would
+// test nothing the plain resume test does not.
+TEST(BoOptimizer, AResumedRunProposesWhatTheUninterruptedRunWouldWhereKnownPointsRankLast) {
+  r3::test::TempDir dir;
+  write_valley_table(dir / "valley.csv");
+  const Table table = Table::load_csv(dir / "valley.csv");
+  for (std::size_t batch : {1u, 4u}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const std::size_t generations = 48 / batch, killed_after = 32 / batch;
+    Options options;
+    options.seed = 3;
+    Optimizer original(table.space(), options);
+    std::vector<std::vector<Configuration>> proposals;
+    for (std::size_t generation = 0; generation < generations; ++generation) {
+      proposals.push_back(original.propose(batch));
+      for (const Configuration& c : proposals.back()) original.observe(c, table.evaluate(c));
+    }
+    Options without = options;
+    without.known_correlation = 0;
+    Optimizer resumed(table.space(), options), plain(table.space(), without);
+    for (std::size_t generation = 0; generation < killed_after; ++generation) {
+      for (const Configuration& c : proposals[generation]) {
+        resumed.observe(c, table.evaluate(c));
+        plain.observe(c, table.evaluate(c));
+      }
+    }
+    std::size_t changed_by_the_rule = 0;
+    for (std::size_t generation = killed_after; generation < generations; ++generation) {
+      const std::vector<Configuration> again = resumed.propose(batch);
+      EXPECT_EQ(again, proposals[generation]) << "generation " << generation;
+      changed_by_the_rule += plain.propose(batch) != again ? 1 : 0;
+      for (const Configuration& c : again) {
+        resumed.observe(c, table.evaluate(c));
+        plain.clear_pending();
+        plain.observe(c, table.evaluate(c));
+      }
+    }
+    EXPECT_GT(changed_by_the_rule, 0u);
+  }
+}
+
 }  // namespace
 
 namespace {
