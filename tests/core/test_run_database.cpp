@@ -143,6 +143,15 @@ TEST(RunDatabase, AWriterCommitsAGrowingRecordWhole) {
   // What a fresh write of the same record reads back as.
   write_run_database(dir / "whole.h5", record);
   expect_same_run(read_run_database(dir / "whole.h5"), read_run_database(dir / "run.h5"));
+  // The same record again (the job's last commit after the winner's confirmation often is),
+  // then with only its root fields changed.
+  writer.commit(dir / "run.h5", record);
+  expect_same_run(read_run_database(dir / "run.h5"), record);
+  record.tune_yaml += "# edited\n";
+  record.tune_file = "elsewhere/tune.yaml";
+  record.r3_version = "9.9.9";
+  writer.commit(dir / "run.h5", record);
+  expect_same_run(read_run_database(dir / "run.h5"), record);
 }
 
 // HDF5 keeps a file's free space only while it is open, so each reopened image leaks the chunks
