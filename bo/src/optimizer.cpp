@@ -466,8 +466,7 @@ class Model {
     for (std::size_t k = 0; k < count; ++k) {
       pool.variance.push_back(gp_->variance(*pool.columns[first + k]));
       pool.log_feasible.push_back(std::log(feasibility(labels[k])));
-      pool.known.push_back(options_.known_correlation > 0 &&
-                           pool.columns[first + k]->nearest >= options_.known_correlation);
+      pool.known.push_back(known(*pool.columns[first + k]) ? 1 : 0);
       pool.hashes.insert(hashes[k]);
       pool.configurations.push_back(std::move(configurations[k]));
     }
@@ -493,6 +492,32 @@ class Model {
   double feasibility(double label) const {
     if (classifier_ == nullptr) return 1.0;
     return std::clamp(normal_cdf(2.5 * label), 1e-6, 1.0);
+  }
+
+  // Options::known_correlation: whether the model cannot tell a point (by its column) from one
+  // it conditions on, or from one it was told of (tell()).
+  bool known(const Posterior::Column& column) const {
+    if (options_.known_correlation <= 0) return false;
+    if (column.nearest >= options_.known_correlation) return true;
+    return std::any_of(told_.begin(), told_.end(), [&](const Encoded& told) {
+      return correlation(column.point, told, gp_->hyperparameters()) >= options_.known_correlation;
+    });
+  }
+
+  // Tells the model of a point it does not condition on but that will be measured (pending, or
+  // picked earlier in this batch): the points it cannot tell from that one count as known too,
+  // in `pool` and in what evaluate() adds to it after. Such a point is not a row, so its
+  // variant in a parameter that does not matter keeps its mean; where that mean is below the
+  // best, expected improvement stays positive however small a spread the Kriging believer
+  // leaves it.
+  void tell(Encoded point, Pool& pool) {
+    if (options_.known_correlation <= 0) return;
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      if (!pool.known[i] && correlation(pool.columns[i]->point, point, gp_->hyperparameters()) >=
+                                options_.known_correlation)
+        pool.known[i] = 1;
+    }
+    told_.push_back(std::move(point));
   }
 
   // log(acquisition x P(feasible)); a point that probably fails (P < 1/2) ranks below every
@@ -536,6 +561,7 @@ class Model {
   }
 
   const Posterior& gp() const { return *gp_; }
+  Encoded encode(const Configuration& c) const { return encoder_.encode(c); }
 
  private:
   Encoder encoder_;
@@ -548,6 +574,7 @@ class Model {
   Posterior* classifier_ = nullptr;
   std::vector<double> classifier_weights_;
   double prior_label_ = 1;
+  std::vector<Encoded> told_;  // tell()
 };
 
 }  // namespace
@@ -842,6 +869,10 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     for (std::size_t k = 0; k < std::min(by_time.size(), options_.local_search_starts); ++k) {
       for (const Configuration& n : neighbours(observations_[by_time[k]].configuration)) add(n);
     }
+    // What is pending, or was taken earlier in this proposal, will be measured.
+    for (const std::vector<Configuration>* list : {&pending_, &chosen}) {
+      for (const Configuration& c : *list) model.tell(model.encode(c), pool);
+    }
     model.evaluate(pool, std::move(candidates));
     // The acquisition of the k-th pick of this proposal: the portfolio takes log-EI and UCB in
     // turn, by the number of configurations known before the pick (history only: resumable).
@@ -933,6 +964,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       take(pool.configurations[x]);
       rescore = true;
       if (chosen.size() == count) break;
+      model.tell(pool.columns[x]->point, pool);
       std::vector<double> u(pool.size());
       const double scale = std::sqrt(variance[x] + gp.hyperparameters().noise_variance);
       for (std::size_t i = 0; i < pool.size(); ++i) {
