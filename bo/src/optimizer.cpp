@@ -499,9 +499,8 @@ class Model {
   bool known(const Posterior::Column& column) const {
     if (options_.known_correlation <= 0) return false;
     if (column.nearest >= options_.known_correlation) return true;
-    return std::any_of(told_.begin(), told_.end(), [&](const Encoded& told) {
-      return correlation(column.point, told, gp_->hyperparameters()) >= options_.known_correlation;
-    });
+    return std::any_of(told_.begin(), told_.end(),
+                       [&](const Encoded& told) { return cannot_tell_apart(column.point, told); });
   }
 
   // Tells the model of a point it does not condition on but that will be measured (pending, or
@@ -513,9 +512,7 @@ class Model {
   void tell(Encoded point, Pool& pool) {
     if (options_.known_correlation <= 0) return;
     for (std::size_t i = 0; i < pool.size(); ++i) {
-      if (!pool.known[i] && correlation(pool.columns[i]->point, point, gp_->hyperparameters()) >=
-                                options_.known_correlation)
-        pool.known[i] = 1;
+      if (!pool.known[i] && cannot_tell_apart(pool.columns[i]->point, point)) pool.known[i] = 1;
     }
     told_.push_back(std::move(point));
   }
@@ -564,6 +561,12 @@ class Model {
   Encoded encode(const Configuration& c) const { return encoder_.encode(c); }
 
  private:
+  // The test of known() against a point told of: a kernel correlation at least the threshold
+  // (what Posterior::Column::nearest holds against the rows).
+  bool cannot_tell_apart(const Encoded& a, const Encoded& b) const {
+    return correlation(a, b, gp_->hyperparameters()) >= options_.known_correlation;
+  }
+
   Encoder encoder_;
   const Options& options_;
   // In the memo: a model is the posteriors brought up to the history (column() keeps columns).

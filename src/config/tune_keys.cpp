@@ -378,8 +378,9 @@ SectionPtr<bo::Options> bo_section() {
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),
       schema::number<B>("known_correlation", &B::known_correlation, Range::closed(0, 1),
-                        "Kernel correlation with a measured configuration at or above which a "
-                        "candidate counts as known and is proposed after the others; 0: off."),
+                        "Kernel correlation with a measured (or pending) configuration at or above "
+                        "which a candidate counts as known and is proposed after the others; 0: "
+                        "off."),
       schema::number<B>("min_feasibility", &B::min_feasibility, Range::closed(0, 0.5),
                         "P(feasible) below which a configuration the failure model is sure of is "
                         "not proposed; 0: propose every one."),
