@@ -179,6 +179,29 @@ TEST(RunDatabase, AWriterKeepsTheFileNearTheSizeOfAFreshWrite) {
       << "largest commit " << largest << " bytes, a fresh write " << whole;
 }
 
+// Each commit's in-memory image is freed once HDF5 lets go of it (the commit's reference and
+// HDF5's copies of the callbacks' data counted): none is left between commits, and none after a
+// commit that failed (its directory gone). An uneven count would leave images alive (a leak) or
+// free one HDF5 still used.
+TEST(RunDatabase, AWriterLeavesNoImageOfACommitBehind) {
+  TempDir dir;
+  ASSERT_EQ(r3::run::detail::file_images_alive(), 0u);
+  DatabaseWriter writer;
+  const RunRecord full = sample_run(40);
+  RunRecord record = full;
+  for (std::size_t rows = 4; rows <= full.candidates.size(); rows += 4) {
+    record.candidates.assign(full.candidates.begin(), full.candidates.begin() + rows);
+    writer.commit(dir / "run.h5", record);
+    EXPECT_EQ(r3::run::detail::file_images_alive(), 0u)
+        << "after the commit of " << rows << " rows";
+  }
+  EXPECT_THROW(writer.commit(dir / "gone" / "run.h5", full), r3::IoError);
+  EXPECT_EQ(r3::run::detail::file_images_alive(), 0u) << "after a failed commit";
+  writer.commit(dir / "run.h5", full);
+  EXPECT_EQ(r3::run::detail::file_images_alive(), 0u);
+  expect_same_run(read_run_database(dir / "run.h5"), full);
+}
+
 // A record that is not the last one grown (fewer rows, or a committed row changed) is written
 // whole: the file never holds a mix of two records.
 TEST(RunDatabase, AWriterWritesWholeARecordThatDidNotGrowFromTheLast) {
