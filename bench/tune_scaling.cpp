@@ -28,10 +28,16 @@
 //                     [--per-evaluator 48] [--llm-delay 5] [--mpirun mpirun]
 //                     [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]
 //                     [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]
-//                     [--standby] [--keep DIR] [--append FILE]
+//                     [--standby] [--keep DIR] [--append FILE] [--search-windows 10,50,...]
+//
+// --search-windows: rank 0's search time per generation (its wall time and its searching
+// thread's CPU time, as the progress lines give them), median and mean per window of
+// generations, and the last window's medians over the first: whether rank 0's cost stays flat as
+// the history grows (issue 24: "from generation 10 to 500" on the host backend).
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +77,7 @@ struct Options {
   // Further tune.yaml sections (e.g. search: bo: ...) appended to every run's tune file: the
   // same build measured with an option on and off.
   std::string append;
+  std::vector<int> search_windows;  // window bounds in generations (--search-windows)
 };
 
 struct Measured {
@@ -92,6 +99,13 @@ struct Measured {
   // size takes tens of milliseconds. Runs that meet different numbers of them differ in
   // throughput more than their evaluator counts make them.
   int contexts_lost = 0;
+  // Per committed generation that reported its search: its number, the search's wall and CPU
+  // milliseconds.
+  struct GenerationSearch {
+    int generation = 0;
+    double wall_ms = 0, cpu_ms = 0;
+  };
+  std::vector<GenerationSearch> searches;
   std::string last_llm;           // the last progress line's LLM part
   int exit_code = 0;
   double throughput() const { return generation_seconds > 0 ? candidates / generation_seconds : 0; }
@@ -163,7 +177,7 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
   m.wall = std::chrono::duration<double>(Clock::now() - start).count();
   m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   const std::regex progress(
-      R"(generation \d+: (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
+      R"(generation (\d+): (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
   const std::regex llm(R"(; (LLM: [^;]*);)");
   const std::regex search(R"(; search ([0-9.e+-]+) ms \(CPU ([0-9.e+-]+) ms\))");
   std::ifstream in(log);
@@ -173,20 +187,22 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
     if (line.find("the search stopped proposing") != std::string::npos) proposing = false;
     if (line.find("replaced after a lost context") != std::string::npos) ++m.contexts_lost;
     if (!std::regex_search(line, match, progress)) continue;
-    const double seconds = std::stod(match[4]);
+    const int generation = std::stoi(match[1]);
+    const double seconds = std::stod(match[5]);
     ++m.generations;
-    m.candidates += std::stoi(match[1]);
-    m.ok += std::stoi(match[2]);
+    m.candidates += std::stoi(match[2]);
+    m.ok += std::stoi(match[3]);
     m.generation_seconds += seconds;
-    m.busy_weighted += seconds * std::stoi(match[3]) / 100.0;
+    m.busy_weighted += seconds * std::stoi(match[4]) / 100.0;
     // The first generation's time includes the evaluators' start.
     if (proposing && m.generations > 1) {
       m.steady_seconds += seconds;
-      m.steady_busy_weighted += seconds * std::stoi(match[3]) / 100.0;
+      m.steady_busy_weighted += seconds * std::stoi(match[4]) / 100.0;
     }
     if (std::regex_search(line, match, search)) {
       m.search_seconds += std::stod(match[1]) / 1e3;
       m.search_cpu_seconds += std::stod(match[2]) / 1e3;
+      m.searches.push_back({generation, std::stod(match[1]), std::stod(match[2])});
     }
     if (std::regex_search(line, match, llm)) m.last_llm = match[1];
   }
@@ -218,6 +234,48 @@ std::string prompted_source(const std::string& body) {
   const std::size_t end = content.find("\n```", begin == std::string::npos ? label : begin + 1);
   if (begin == std::string::npos || end == std::string::npos) return "";
   return content.substr(begin + 1, end - begin - 1);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
+// Rank 0's search per generation in each window [bounds[i], bounds[i+1]) of generations that
+// the run reached, and the last window's medians over the first's.
+void print_search_windows(const Measured& m, const std::vector<int>& bounds) {
+  std::printf("  rank 0's search per generation, ms (median / mean):\n");
+  struct Window {
+    int from, to;
+    double wall, cpu;
+  };
+  std::vector<Window> printed;
+  for (std::size_t i = 0; i + 1 < bounds.size(); ++i) {
+    std::vector<double> wall, cpu;
+    for (const Measured::GenerationSearch& g : m.searches)
+      if (g.generation >= bounds[i] && g.generation < bounds[i + 1]) {
+        wall.push_back(g.wall_ms);
+        cpu.push_back(g.cpu_ms);
+      }
+    if (wall.empty()) continue;
+    std::printf("    generations %4d-%-4d %4zu gens: wall %6.1f / %6.1f   CPU %6.1f / %6.1f\n",
+                bounds[i], bounds[i + 1] - 1, wall.size(), median(wall), mean(wall), median(cpu),
+                mean(cpu));
+    printed.push_back({bounds[i], bounds[i + 1] - 1, median(wall), median(cpu)});
+  }
+  if (printed.size() >= 2 && printed.front().wall > 0 && printed.front().cpu > 0)
+    std::printf("    generations %d-%d over %d-%d (medians): wall %.2fx, CPU %.2fx\n",
+                printed.back().from, printed.back().to, printed.front().from, printed.front().to,
+                printed.back().wall / printed.front().wall,
+                printed.back().cpu / printed.front().cpu);
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -281,6 +339,15 @@ int main(int argc, char** argv) {
       o.standby = true;
     } else if (arg == "--keep") {
       o.keep = value();
+    } else if (arg == "--search-windows") {
+      o.search_windows = parse_list(value());
+      if (o.search_windows.size() < 2 ||
+          !std::is_sorted(o.search_windows.begin(), o.search_windows.end())) {
+        std::fprintf(stderr,
+                     "tune_scaling: --search-windows needs two or more generations in "
+                     "increasing order, e.g. 10,50,100,500\n");
+        return 2;
+      }
     } else if (arg == "--no-llm") {
       o.llm = {false};
     } else if (arg == "--llm-only") {
@@ -293,17 +360,25 @@ int main(int argc, char** argv) {
           "                    [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]\n"
           "                    [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]\n"
           "                    [--standby] [--keep DIR] [--append FILE]\n"
+          "                    [--search-windows 10,50,100,200,300,400,500]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
           "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
-          "  efficiency and the LLM answers evaluated. --simulate: the simulate backend, candidates of --compile-time\n"
-          "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one machine;\n"
-          "  --lost-rate of them lose their GPU context and cost --lost-time seconds (as on CUDA),\n"
+          "  efficiency and the LLM answers evaluated. --simulate: the simulate backend, "
+          "candidates of --compile-time\n"
+          "  and --run-time seconds (+-30%%) that run nothing, for 16-256 evaluators on one "
+          "machine;\n"
+          "  --lost-rate of them lose their GPU context and cost --lost-time seconds (as on "
+          "CUDA),\n"
           "  and a new sandbox child takes --prepare-time seconds to start.\n"
           "  --standby: timing.standby_sandbox on (a prepared child replaces a lost one at once).\n"
-          "  --keep DIR: each run's tune file, log and results stay in DIR (else they are removed)\n"
+          "  --keep DIR: each run's tune file, log and results stay in DIR (else they are "
+          "removed)\n"
           "  --append FILE: YAML added to every run's tune file (sections it does not write,\n"
           "  such as search or verify), to measure an option on and off\n"
+          "  --search-windows G0,G1,...: after each run, rank 0's search time per generation\n"
+          "  (wall and CPU, median and mean) in each window [Gi, Gi+1) of generations, and the\n"
+          "  last window's medians over the first's: whether its cost grows with the history\n"
           "  Several kernels (one source for all, or one each) are tuned together in each run.\n");
       return arg == "--help" ? 0 : 2;
     }
@@ -365,6 +440,7 @@ int main(int argc, char** argv) {
           100 * m.search_share(), m.search_cpu_ms_per_candidate(), m.contexts_lost, m.wall,
           m.llm_candidates,
           m.last_llm.c_str());
+      if (!o.search_windows.empty()) print_search_windows(m, o.search_windows);
       std::fflush(stdout);
       if (m.exit_code != 0) return 1;
     }
