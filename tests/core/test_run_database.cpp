@@ -11,8 +11,9 @@
 #include <iterator>
 #include <memory>
 
-#include "r3/error.hpp"
+#include "image_file.hpp"
 #include "r3/database_lock.hpp"
+#include "r3/error.hpp"
 #include "r3/run_database.hpp"
 #include "support/sample_run.hpp"
 #include "support/temp_dir.hpp"
@@ -179,26 +180,24 @@ TEST(RunDatabase, AWriterKeepsTheFileNearTheSizeOfAFreshWrite) {
       << "largest commit " << largest << " bytes, a fresh write " << whole;
 }
 
-// Each commit's in-memory image is freed once HDF5 lets go of it (the commit's reference and
-// HDF5's copies of the callbacks' data counted): none is left between commits, and none after a
-// commit that failed (its directory gone). An uneven count would leave images alive (a leak) or
-// free one HDF5 still used.
+// Each commit's in-memory file (image_file.hpp) is freed once the commit and HDF5 let go of it:
+// none is left between commits, nor after a commit whose write failed (its directory gone).
 TEST(RunDatabase, AWriterLeavesNoImageOfACommitBehind) {
+  using r3::run::ImageFile;
   TempDir dir;
-  ASSERT_EQ(r3::run::detail::file_images_alive(), 0u);
+  ASSERT_EQ(ImageFile::images_alive(), 0u);
   DatabaseWriter writer;
   const RunRecord full = sample_run(40);
   RunRecord record = full;
   for (std::size_t rows = 4; rows <= full.candidates.size(); rows += 4) {
     record.candidates.assign(full.candidates.begin(), full.candidates.begin() + rows);
     writer.commit(dir / "run.h5", record);
-    EXPECT_EQ(r3::run::detail::file_images_alive(), 0u)
-        << "after the commit of " << rows << " rows";
+    EXPECT_EQ(ImageFile::images_alive(), 0u) << "after the commit of " << rows << " rows";
   }
   EXPECT_THROW(writer.commit(dir / "gone" / "run.h5", full), r3::IoError);
-  EXPECT_EQ(r3::run::detail::file_images_alive(), 0u) << "after a failed commit";
+  EXPECT_EQ(ImageFile::images_alive(), 0u) << "after a failed commit";
   writer.commit(dir / "run.h5", full);
-  EXPECT_EQ(r3::run::detail::file_images_alive(), 0u);
+  EXPECT_EQ(ImageFile::images_alive(), 0u);
   expect_same_run(read_run_database(dir / "run.h5"), full);
 }
 

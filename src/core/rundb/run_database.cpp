@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +17,7 @@
 #include <span>
 
 #include "../capture/h5.hpp"
+#include "image_file.hpp"
 #include "r3/enum_names.hpp"
 #include "r3/error.hpp"
 #include "r3/files.hpp"
@@ -328,88 +328,7 @@ void append_rows(hid_t root, const char* name, bool new_file, const std::vector<
   table.last_row = row_hash(rows.back(), columns);
 }
 
-// The image HDF5's core driver keeps a file in: handed to it when the file is opened, taken
-// back when the driver frees it at close, once the superblock is final. (HDF5 1.10's
-// H5Fget_file_image of a file still open gives a superblock whose checksum fails.)
-//
-// On the heap and counted (the commit's reference, and one per copy HDF5 keeps of the callbacks'
-// user data): a file that HDF5 has not closed after a failed H5Fclose, or after one that only
-// marked it for closing while an object of it was still open, frees its image later, through
-// these callbacks; it then still finds the FileImage, rather than a commit's stack long gone.
-struct FileImage {
-  void* buffer = nullptr;  // the driver's, while the file is open
-  std::size_t size = 0;
-  std::vector<std::byte> closed;
-  std::atomic<std::size_t> references{1};
-  static inline std::atomic<std::size_t> alive{0};  // detail::file_images_alive()
-  FileImage() { ++alive; }
-  ~FileImage() { --alive; }
-  FileImage(const FileImage&) = delete;
-  FileImage& operator=(const FileImage&) = delete;
-};
-
-void release(FileImage* image) {
-  if (image->references.fetch_sub(1) == 1) delete image;
-}
-
-extern "C" {
-static void* image_malloc(std::size_t size, H5FD_file_image_op_t op, void* data) {
-  void* buffer = std::malloc(size);
-  if (op == H5FD_FILE_IMAGE_OP_FILE_OPEN) {
-    auto* image = static_cast<FileImage*>(data);
-    image->buffer = buffer;
-    image->size = size;
-  }
-  return buffer;
-}
-static void* image_memcpy(void* to, const void* from, std::size_t size, H5FD_file_image_op_t,
-                          void*) {
-  return std::memcpy(to, from, size);
-}
-static void* image_realloc(void* buffer, std::size_t size, H5FD_file_image_op_t, void* data) {
-  auto* image = static_cast<FileImage*>(data);
-  void* moved = std::realloc(buffer, size);
-  if (buffer == image->buffer || image->buffer == nullptr) {
-    image->buffer = moved;
-    image->size = size;
-  }
-  return moved;
-}
-// Never throws (an extern "C" callback): a failed copy of the bytes (out of memory) leaves
-// `closed` empty, which the commit reports as an image not handed over.
-static herr_t image_free(void* buffer, H5FD_file_image_op_t op, void* data) {
-  auto* image = static_cast<FileImage*>(data);
-  if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && buffer != nullptr && buffer == image->buffer) {
-    const auto* bytes = static_cast<const std::byte*>(buffer);
-    try {
-      image->closed.assign(bytes, bytes + image->size);
-    } catch (...) {
-      image->closed.clear();
-    }
-    image->buffer = nullptr;
-  }
-  std::free(buffer);
-  return 0;
-}
-static void* image_udata_copy(void* data) {
-  ++static_cast<FileImage*>(data)->references;
-  return data;
-}
-static herr_t image_udata_free(void* data) {
-  release(static_cast<FileImage*>(data));
-  return 0;
-}
-}
-
-// A name for an in-memory file that no other open file of this process has.
-std::string image_name(const std::filesystem::path& file) {
-  static std::atomic<std::uint64_t> made{0};
-  return file.string() + ".image-" + std::to_string(::getpid()) + "-" + std::to_string(++made);
-}
-
 }  // namespace
-
-std::size_t detail::file_images_alive() { return FileImage::alive.load(); }
 
 // The database as last committed: its file's bytes and what its tables hold. A commit opens
 // those bytes as a file in memory (HDF5's core driver, no backing store: HDF5 never writes to
@@ -445,31 +364,9 @@ struct DatabaseWriter::Committed {
   // The new image: the last one (if any) with what `record` added.
   std::vector<std::byte> add(const std::filesystem::path& path, const RunRecord& record) {
     const bool new_file = image.empty();
-    // Released after the file's handle (declared before it): a file closed on the way out of
-    // an error still hands its image to a live FileImage.
-    const std::unique_ptr<FileImage, void (*)(FileImage*)> file_image(new FileImage, release);
-    Handle access(h5::check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", "file access"), H5Pclose);
-    h5::check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds",
-              "run database");
-    h5::check(H5Pset_fapl_core(access, 1 << 16, /*backing_store=*/0), "H5Pset_fapl_core",
-              "run database");
-    H5FD_file_image_callbacks_t callbacks = {image_malloc,    image_memcpy,     image_realloc,
-                                             image_free,      image_udata_copy, image_udata_free,
-                                             file_image.get()};
-    h5::check(H5Pset_file_image_callbacks(access, &callbacks), "H5Pset_file_image_callbacks",
-              "run database");
-    if (!new_file)
-      h5::check(H5Pset_file_image(access, image.data(), image.size()), "H5Pset_file_image",
-                "run database");
-    const std::string name = image_name(path);
-    Handle file(new_file ? h5::check(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access),
-                                     "H5Fcreate", "cannot create the run database")
-                         : h5::check(H5Fopen(name.c_str(), H5F_ACC_RDWR, access), "H5Fopen",
-                                     "cannot open the run database's last commit"),
-                H5Fclose);
-    access.reset();  // its copy of the image freed now, not tracked as the file's
+    ImageFile file(path, image, "the run database");
     {                // every object closed before the file is
-      Handle root = h5::open_group(file, "/", "run database");
+      Handle root = h5::open_group(file.id(), "/", "run database");
       if (new_file) {
         h5::write_string_attribute(root, "format", kRunFormat);
         h5::write_uint_attribute(root, "version", kRunVersion);
@@ -502,10 +399,7 @@ struct DatabaseWriter::Committed {
                   confirmations);
       append_rows(root, "codes", new_file, record.codes, code_columns(), codes);
     }
-    h5::check(H5Fclose(file.release()), "H5Fclose", "run database");
-    if (file_image->closed.empty())
-      throw IoError("H5Fclose", "the run database's image was not handed over");
-    return std::move(file_image->closed);
+    return file.close();
   }
 
  private:

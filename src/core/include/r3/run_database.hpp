@@ -143,10 +143,4 @@ RunRecord read_run_database(const std::filesystem::path& file);
 // reading its root crashes or loops HDF5 (a damaged file, whatever it holds).
 bool is_run_database(const std::filesystem::path& file);
 
-namespace detail {
-// How many in-memory images of commits (DatabaseWriter) exist: 0 between commits, unless HDF5
-// still holds a file it did not close. For tests.
-std::size_t file_images_alive();
-}  // namespace detail
-
 }  // namespace r3::run
