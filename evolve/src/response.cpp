@@ -271,21 +271,83 @@ bool same_signature(std::string_view a, std::string_view b) {
   return types(a) == types(b);
 }
 
+namespace {
+
+// The text with what the preprocessor undoes before it looks for directives, where that could
+// hide one from a reader of lines: the trigraphs ??= and ??/ as # and \ (C modes may read
+// them), lines spliced where a backslash ends one (Clang and GCC allow blanks between), and the
+// digraph %: as #. Nothing is taken out (comments and literals stay), so a scan of it for #
+// sees every directive the compiler will, and perhaps more.
+std::string directive_view(std::string_view source) {
+  std::string text;
+  text.reserve(source.size());
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    if (source.compare(i, 3, "?\?=") == 0 || source.compare(i, 3, "?\?/") == 0) {
+      text += source[i + 2] == '=' ? '#' : '\\';
+      i += 2;
+    } else {
+      text += source[i];
+    }
+  }
+  std::string view;
+  view.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\') {
+      std::size_t j = i + 1;
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' ||
+                                 text[j] == '\f' || text[j] == '\v'))
+        ++j;
+      if (j < text.size() && text[j] == '\n') {
+        i = j;
+        continue;
+      }
+    }
+    view += text[i];
+  }
+  // Digraphs only once the lines are spliced: "%\" at a line's end and ":" on the next are one.
+  for (std::size_t at = view.find("%:"); at != std::string::npos; at = view.find("%:", at + 1))
+    view.replace(at, 2, "#");
+  return view;
+}
+
+// Past the blanks and block comments from `at` (a comment is a blank to the preprocessor, even
+// between a directive's # and its name, or its name and its file).
+std::size_t skip_blanks(const std::string& view, std::size_t at) {
+  while (at < view.size()) {
+    if (view[at] == ' ' || view[at] == '\t' || view[at] == '\r' || view[at] == '\f' ||
+        view[at] == '\v') {
+      ++at;
+    } else if (view.compare(at, 2, "/*") == 0) {
+      const std::size_t end = view.find("*/", at + 2);
+      at = end == std::string::npos ? view.size() : end + 2;
+    } else {
+      break;
+    }
+  }
+  return at;
+}
+
+}  // namespace
+
 std::string include_problem(std::string_view parent, std::string_view candidate) {
+  // Every # followed by the name of a directive that reads a file, wherever it stands in the
+  // text (directive_view): one that begins a line is a directive, one elsewhere (in a comment, a
+  // literal, after a comment at the start of a line) is counted too, which can only refuse more.
   auto directives = [](std::string_view source) {
     std::vector<std::pair<std::string, std::string>> found;  // (directive, what follows it)
-    for (const std::string& text : lines_of(source)) {
-      std::string_view line = text;
-      std::size_t at = line.find_first_not_of(" \t");
-      if (at == std::string_view::npos || line[at] != '#') continue;
-      at = line.find_first_not_of(" \t", at + 1);
-      if (at == std::string_view::npos) continue;
+    const std::string view = directive_view(source);
+    for (std::size_t hash = view.find('#'); hash != std::string::npos;
+         hash = view.find('#', hash + 1)) {
+      const std::size_t at = skip_blanks(view, hash + 1);
       std::size_t name_end = at;
-      while (name_end < line.size() && is_identifier_char(line[name_end])) ++name_end;
-      std::string name(line.substr(at, name_end - at));
+      while (name_end < view.size() && is_identifier_char(view[name_end])) ++name_end;
+      std::string name = view.substr(at, name_end - at);
       if (name != "include" && name != "include_next" && name != "import" && name != "embed")
         continue;
-      std::string rest = collapse_whitespace(line.substr(name_end));
+      const std::size_t target = skip_blanks(view, name_end);
+      const std::size_t line_end = std::min(view.find('\n', target), view.size());
+      std::string rest = collapse_whitespace(std::string_view(view).substr(
+          std::min(target, line_end), line_end - std::min(target, line_end)));
       // "name" or <name>, without what follows it (a comment)
       if (!rest.empty() && (rest.front() == '"' || rest.front() == '<')) {
         std::size_t close = rest.find(rest.front() == '"' ? '"' : '>', 1);
@@ -300,14 +362,15 @@ std::string include_problem(std::string_view parent, std::string_view candidate)
     if (std::find(known.begin(), known.end(), std::pair{name, target}) != known.end()) continue;
     const std::string shown = "#" + name + " " + target;
     const bool quoted = target.size() >= 2 && ((target.front() == '"' && target.back() == '"') ||
-                                              (target.front() == '<' && target.back() == '>'));
+                                               (target.front() == '<' && target.back() == '>'));
     if (!quoted || name == "embed")
       return "'" + shown + "': a candidate may add only plain #include lines";
     const std::string path = target.substr(1, target.size() - 2);
     if (path.empty() || path.front() == '/' || path.find('\\') != std::string::npos ||
         path == ".." || path.rfind("../", 0) == 0 || path.find("/../") != std::string::npos ||
         (path.size() >= 3 && path.compare(path.size() - 3, 3, "/..") == 0))
-      return "'" + shown + "': a candidate may include files from the kernel's include path only "
+      return "'" + shown +
+             "': a candidate may include files from the kernel's include path only "
              "(no absolute paths, no '..')";
   }
   return "";

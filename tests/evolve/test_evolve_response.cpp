@@ -190,6 +190,22 @@ TEST(Response, ACandidateMayNotIncludeFilesFromOutside) {
     std::string why = include_problem(parent, with(outside));
     EXPECT_NE(why, "") << outside;
   }
+  // Written so that a reader of lines does not see the directive the preprocessor sees: after a
+  // comment, spliced across lines, as a digraph or trigraph, with comments inside it.
+  for (const char* hidden :
+       {"/**/#include \"/etc/shadow\"", "/* a\n */ #include \"/etc/shadow\"",
+        "#incl\\\nude \"/etc/shadow\"", "#\\  \ninclude \"/etc/shadow\"",
+        "#include \\\n\"/etc/shadow\"", "%:include \"/etc/shadow\"", "?\?=include </etc/shadow>",
+        "# /* c */ include /* c */ \"/etc/shadow\"", "#include /*\n*/ \"/dev/zero\"",
+        "const char* s = \"/*\";\n#include \"/dev/stdin\"\n// */",
+        "auto r = R\"x( /* )x\";\n#include \"/etc/shadow\"", "%:  include_next \"../x.h\"",
+        "%\\\n:include \"/etc/shadow\""}) {
+    EXPECT_NE(include_problem(parent, with(hidden)), "") << hidden;
+  }
+  // What only looks like one, with a plain file, is no problem.
+  EXPECT_EQ(include_problem(parent, with("// we #include \"tile.h\" below\n#include \"tile.h\"")),
+            "");
+  EXPECT_EQ(include_problem(parent, with("#define STR(x) #x\nint a = 1 % 2; // 100%:ok")), "");
   Candidate c = candidate_from_response(
       parent, "```cuda\n#include \"/etc/shadow\"\n__global__ void k(float* a) { a[0] = 1; }\n```",
       "k");
