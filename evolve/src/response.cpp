@@ -339,10 +339,22 @@ std::string include_problem(std::string_view parent, std::string_view candidate)
     for (std::size_t hash = view.find('#'); hash != std::string::npos;
          hash = view.find('#', hash + 1)) {
       const std::size_t at = skip_blanks(view, hash + 1);
+      // A name may be written with universal character names (\u0075 for u): GCC reads
+      // "#incl\u0075de" as #include. Such a name is kept as written, and refused below.
       std::size_t name_end = at;
-      while (name_end < view.size() && is_identifier_char(view[name_end])) ++name_end;
+      while (name_end < view.size()) {
+        if (is_identifier_char(view[name_end])) {
+          ++name_end;
+        } else if (view[name_end] == '\\' && name_end + 1 < view.size() &&
+                   (view[name_end + 1] == 'u' || view[name_end + 1] == 'U')) {
+          name_end += 2;
+        } else {
+          break;
+        }
+      }
       std::string name = view.substr(at, name_end - at);
-      if (name != "include" && name != "include_next" && name != "import" && name != "embed")
+      if (name != "include" && name != "include_next" && name != "import" && name != "embed" &&
+          name.find('\\') == std::string::npos)
         continue;
       const std::size_t target = skip_blanks(view, name_end);
       const std::size_t line_end = std::min(view.find('\n', target), view.size());
@@ -357,10 +369,22 @@ std::string include_problem(std::string_view parent, std::string_view candidate)
     }
     return found;
   };
+  // Clang and GCC end a line at a lone carriage return (a backslash before one splices lines)
+  // and Clang takes "\n\r" for one line end; both read a NUL as a blank. A reader of the text
+  // would have to copy each of these rules exactly; a kernel's source needs none of them.
+  for (std::size_t at = 0; at < candidate.size(); ++at) {
+    if (candidate[at] == '\0')
+      return "a NUL byte at offset " + std::to_string(at) + ": a candidate may not hold one";
+    if (candidate[at] == '\r' && (at + 1 >= candidate.size() || candidate[at + 1] != '\n'))
+      return "a carriage return not followed by a newline at offset " + std::to_string(at) +
+             ": a candidate may end its lines with \\n or \\r\\n only";
+  }
   const auto known = directives(parent);
   for (const auto& [name, target] : directives(candidate)) {
     if (std::find(known.begin(), known.end(), std::pair{name, target}) != known.end()) continue;
     const std::string shown = "#" + name + " " + target;
+    if (name.find('\\') != std::string::npos)
+      return "'" + shown + "': a directive's name written with universal character names";
     const bool quoted = target.size() >= 2 && ((target.front() == '"' && target.back() == '"') ||
                                                (target.front() == '<' && target.back() == '>'));
     if (!quoted || name == "embed")

@@ -199,9 +199,19 @@ TEST(Response, ACandidateMayNotIncludeFilesFromOutside) {
         "# /* c */ include /* c */ \"/etc/shadow\"", "#include /*\n*/ \"/dev/zero\"",
         "const char* s = \"/*\";\n#include \"/dev/stdin\"\n// */",
         "auto r = R\"x( /* )x\";\n#include \"/etc/shadow\"", "%:  include_next \"../x.h\"",
-        "%\\\n:include \"/etc/shadow\""}) {
+        "%\\\n:include \"/etc/shadow\"",
+        // Line ends a reader of "\n" does not see (found by an adversarial helper): Clang and
+        // GCC splice at a backslash before a lone CR, Clang reads "\n\r" as one line end, and
+        // both read a NUL as a blank; GCC reads \u0075 in a name as u.
+        "#incl\\\rude \"/etc/shadow\"", "#incl\\\n\rude \"/etc/shadow\"",
+        "#include \"..\\\n\r/secret.h\"", "#incl\\u0075de \"/etc/shadow\""}) {
     EXPECT_NE(include_problem(parent, with(hidden)), "") << hidden;
   }
+  const std::string nul_after_hash = std::string("#") + '\0' + "include \"/etc/shadow\"";
+  EXPECT_NE(include_problem(parent, with(nul_after_hash)), "");
+  EXPECT_NE(include_problem(parent, with("int a;\rint b;")).find("carriage return"), std::string::npos);
+  EXPECT_EQ(include_problem(parent, with("#include \"tile.h\"\r\nint a;\r\n")), "")
+      << "CRLF line ends are fine";
   // What only looks like one, with a plain file, is no problem.
   EXPECT_EQ(include_problem(parent, with("// we #include \"tile.h\" below\n#include \"tile.h\"")),
             "");
