@@ -176,9 +176,10 @@ TEST(Dispatcher, WithACourierEvaluatorsTakeQueuedWorkWhileTheSearchThreadIsBusy)
 }
 
 // Without a courier (an MPI without serialized threads) the same step leaves them with the
-// work they held: what the test above guards against.
+// work they held: what the test above guards against. Candidates of 50 ms, not 2: on a loaded
+// machine (CI on 2 cores) a candidate of 2 ms had come back before the first next(0).
 TEST(Dispatcher, WithoutACourierEvaluatorsHaveOnlyWhatTheyHeld) {
-  ThreadWorld world(2, /*any_thread=*/false, std::chrono::milliseconds(2));
+  ThreadWorld world(2, /*any_thread=*/false, std::chrono::milliseconds(50));
   const std::map<Hash128, std::string> sources{{hash_string("k"), "k"}};
   Dispatcher dispatcher(world, nullptr, sources, {2, 2});
   dispatcher.add(work(20, sources.begin()->first));
