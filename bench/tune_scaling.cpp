@@ -53,6 +53,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat_server.hpp"
+#include "r3/report/analysis.hpp"
 
 namespace {
 
@@ -236,13 +237,6 @@ std::string prompted_source(const std::string& body) {
   return content.substr(begin + 1, end - begin - 1);
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 double mean(const std::vector<double>& values) {
   double sum = 0;
   for (double v : values) sum += v;
@@ -267,9 +261,10 @@ void print_search_windows(const Measured& m, const std::vector<int>& bounds) {
       }
     if (wall.empty()) continue;
     std::printf("    generations %4d-%-4d %4zu gens: wall %6.1f / %6.1f   CPU %6.1f / %6.1f\n",
-                bounds[i], bounds[i + 1] - 1, wall.size(), median(wall), mean(wall), median(cpu),
-                mean(cpu));
-    printed.push_back({bounds[i], bounds[i + 1] - 1, median(wall), median(cpu)});
+                bounds[i], bounds[i + 1] - 1, wall.size(), r3::report::median(wall), mean(wall),
+                r3::report::median(cpu), mean(cpu));
+    printed.push_back(
+        {bounds[i], bounds[i + 1] - 1, r3::report::median(wall), r3::report::median(cpu)});
   }
   if (printed.size() >= 2 && printed.front().wall > 0 && printed.front().cpu > 0)
     std::printf("    generations %d-%d over %d-%d (medians): wall %.2fx, CPU %.2fx\n",
