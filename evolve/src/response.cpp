@@ -273,6 +273,10 @@ bool same_signature(std::string_view a, std::string_view b) {
 
 namespace {
 
+// The blanks a directive may hold between its tokens, and a line splice between its backslash
+// and newline (a newline ends a directive).
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
 // The text with what the preprocessor undoes before it looks for directives, where that could
 // hide one from a reader of lines: the trigraphs ??= and ??/ as # and \ (C modes may read
 // them), lines spliced where a backslash ends one (Clang and GCC allow blanks between), and the
@@ -294,9 +298,7 @@ std::string directive_view(std::string_view source) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\\') {
       std::size_t j = i + 1;
-      while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' ||
-                                 text[j] == '\f' || text[j] == '\v'))
-        ++j;
+      while (j < text.size() && is_blank(text[j])) ++j;
       if (j < text.size() && text[j] == '\n') {
         i = j;
         continue;
@@ -314,8 +316,7 @@ std::string directive_view(std::string_view source) {
 // between a directive's # and its name, or its name and its file).
 std::size_t skip_blanks(const std::string& view, std::size_t at) {
   while (at < view.size()) {
-    if (view[at] == ' ' || view[at] == '\t' || view[at] == '\r' || view[at] == '\f' ||
-        view[at] == '\v') {
+    if (is_blank(view[at])) {
       ++at;
     } else if (view.compare(at, 2, "/*") == 0) {
       const std::size_t end = view.find("*/", at + 2);
@@ -358,8 +359,8 @@ std::string include_problem(std::string_view parent, std::string_view candidate)
         continue;
       const std::size_t target = skip_blanks(view, name_end);
       const std::size_t line_end = std::min(view.find('\n', target), view.size());
-      std::string rest = collapse_whitespace(std::string_view(view).substr(
-          std::min(target, line_end), line_end - std::min(target, line_end)));
+      std::string rest =
+          collapse_whitespace(std::string_view(view).substr(target, line_end - target));
       // "name" or <name>, without what follows it (a comment)
       if (!rest.empty() && (rest.front() == '"' || rest.front() == '<')) {
         std::size_t close = rest.find(rest.front() == '"' ? '"' : '>', 1);
