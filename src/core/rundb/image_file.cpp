@@ -67,10 +67,10 @@ static void* image_realloc(void* buffer, std::size_t size, H5FD_file_image_op_t,
 }
 static herr_t image_free(void* buffer, H5FD_file_image_op_t op, void* data) {
   auto* image = static_cast<Image*>(data);
-  const bool file_closes = op == H5FD_FILE_IMAGE_OP_FILE_CLOSE;
-  // Only the held file's own close hands bytes over: not the interim closes of a failed or
-  // tentative open.
-  if (file_closes && image->file_holds && buffer != nullptr && buffer == image->buffer) {
+  // Only the held file's own close hands bytes over and lets go of the Image: not the interim
+  // closes of a failed or tentative open.
+  const bool held_file_closes = op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && image->file_holds;
+  if (held_file_closes && buffer != nullptr && buffer == image->buffer) {
     const auto* bytes = static_cast<const std::byte*>(buffer);
     try {
       image->closed.assign(bytes, bytes + image->size);
@@ -80,7 +80,7 @@ static herr_t image_free(void* buffer, H5FD_file_image_op_t op, void* data) {
     image->buffer = nullptr;
   }
   std::free(buffer);
-  if (file_closes && image->file_holds) {
+  if (held_file_closes) {
     image->file_holds = false;
     release(image);
   }

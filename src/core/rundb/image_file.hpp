@@ -21,8 +21,9 @@ class ImageFile {
   // Opens `bytes` as a file, or creates an empty one when there are none, under a name that no
   // other open file of this process has (made from `path`, which is not touched). There is no
   // backing store: HDF5 never writes to disk itself, so a full or vanished disk is an error of
-  // the caller's own write, not a failed H5Fclose that leaves the file half-open. Call it, and
-  // everything on the file, within an h5::Session. Throws IoError naming `what`.
+  // the caller's own write, not a failed H5Fclose that leaves the file half-open and crashes
+  // HDF5 at exit. Call it, and everything on the file, within an h5::Session. Throws IoError
+  // naming `what`.
   ImageFile(const std::filesystem::path& path, std::span<const std::byte> bytes,
             std::string_view what);
   // Closes the file if close() was not called; its bytes are dropped.

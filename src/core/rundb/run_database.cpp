@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -331,10 +330,8 @@ void append_rows(hid_t root, const char* name, bool new_file, const std::vector<
 }  // namespace
 
 // The database as last committed: its file's bytes and what its tables hold. A commit opens
-// those bytes as a file in memory (HDF5's core driver, no backing store: HDF5 never writes to
-// disk itself, so a full or vanished disk is an error of our own write, not a failed H5Fclose
-// that leaves the file half-open and crashes HDF5 at exit), adds what the record gained, and
-// closes it to take its new bytes.
+// those bytes as a file in memory (ImageFile: no backing store, so a full or vanished disk is an
+// error of our own write), adds what the record gained, and closes it to take its new bytes.
 struct DatabaseWriter::Committed {
   std::vector<std::byte> image;  // empty before the first commit
   // The image's size when it was last made whole. An image opened again does not know the
