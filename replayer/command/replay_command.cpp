@@ -99,7 +99,8 @@ Variant variant_of(const ReplayOptions& options, std::string_view backend) {
   }
   if (!options.source.empty()) {
     variant.source_text = read_file(options.source);
-    variant.source_name = options.source.filename().string();
+    // Under its absolute path, as r3-mpi compiles it: quoted includes resolve beside the file.
+    variant.source_name = std::filesystem::absolute(options.source).lexically_normal().string();
     variant.include_dirs.push_back(std::filesystem::absolute(options.source).parent_path());
   }
   for (const auto& dir : options.include_dirs) variant.include_dirs.push_back(dir);

@@ -5,9 +5,11 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "r3/capture.hpp"
 #include "r3/elapsed.hpp"
@@ -108,6 +110,21 @@ json confine(const json& setup, Prepared& prepared) {
   return missing;
 }
 
+// A source is compiled under its absolute path, so that its quoted includes resolve beside it;
+// what is kept of its diagnostics (run.h5, the report, the LLM's next prompt) names the file
+// alone, as the application's build would, and says nothing of the directories above it.
+std::string naming_the_file_alone(const std::string& text, const std::string& source_name) {
+  const std::filesystem::path path(source_name);
+  if (!path.is_absolute() || !path.has_filename()) return text;
+  const std::string file = path.filename().string();
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t at; (at = text.find(source_name, from)) != std::string::npos;
+       from = at + source_name.size())
+    out.append(text, from, at - from).append(file);
+  return out.append(text, from, std::string::npos);
+}
+
 Evaluation evaluate(Backend& backend, CompilePool& pool, const Request& request) {
   Evaluation evaluation;
   try {
@@ -117,9 +134,11 @@ Evaluation evaluate(Backend& backend, CompilePool& pool, const Request& request)
     evaluation.from_cache = compiled.from_cache;
     if (!compiled.ok) {
       evaluation.outcome = Outcome::compile_error;
-      evaluation.message = quote_only_own_source(
-          compiled.diagnostics,
-          own_source_files(request.variant.source_name, request.variant.source_text));
+      evaluation.message = naming_the_file_alone(
+          quote_only_own_source(
+              compiled.diagnostics,
+              own_source_files(request.variant.source_name, request.variant.source_text)),
+          request.variant.source_name);
       return evaluation;
     }
     evaluation.run = backend.run(compiled, request.options);

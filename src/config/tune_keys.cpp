@@ -171,7 +171,9 @@ SectionPtr<KernelSelection> make_kernel_section() {
                     out << YAML::Key << name << YAML::Value << value;
                   out << YAML::EndMap;
                 }),
-      custom<K>("include_dirs", "list of paths", "`[]`", "Include directories for every compile.",
+      custom<K>("include_dirs", "list of paths", "`[]`",
+                "Include directories for every compile (the source's quoted includes are read "
+                "beside it).",
                 read_include_dirs,
                 [](YAML::Emitter& out, const K& k) {
                   std::vector<std::string> dirs;

@@ -224,6 +224,7 @@ std::unique_ptr<Master> set_up_master(const JobOptions& options, int world_size,
     if (!s.source.empty()) {
       k.source = read_text_file(s.source, "kernels[" + std::to_string(i) + "].source");
       k.source_name = s.source.filename().string();
+      k.source_path = std::filesystem::absolute(s.source).lexically_normal().string();
       if (m->backend == config::Backend::cuda) {
         const replay::ExtractedSource unit = read_with_clang(c, i, kernel);
         if (is_application_file(k.source)) k.source = extracted_unit(c, i, kernel, unit);
@@ -372,9 +373,8 @@ protocol::EvaluatorSetup evaluator_setup(const Master& m) {
     setup.kernels.push_back({k.capture_index, k.launches});
     setup.readable.insert(setup.readable.end(), k.base.include_dirs.begin(),
                           k.base.include_dirs.end());
-    if (!k.source_name.empty())
-      setup.readable.push_back(
-          std::filesystem::absolute(k.source_name).parent_path().string());
+    if (!k.source_path.empty())
+      setup.readable.push_back(std::filesystem::path(k.source_path).parent_path().string());
   }
   setup.timeout_s = m.config.timing.candidate_timeout_s;
   setup.compile_threads = m.config.timing.compile_threads;

@@ -226,7 +226,7 @@ Planned Search::plan(KernelState& kernel, SourceEntry& source, std::optional<Lev
   replay::Variant& v = p.request.variant;
   v = target.base;
   v.source_text = source.text;
-  v.source_name = target.source_name;
+  v.source_name = target.compiled_name();
   const CodePath path = code_path(kernel, source.text);
   if (path == CodePath::host && v.passes.empty()) v.passes = config_.search.compiler.passes.baseline;
   if (path == CodePath::recorded) {
@@ -372,7 +372,7 @@ MutationRequest Search::mutation_request(const KernelState& kernel,
   MutationRequest request;
   request.parent = hash_string(parent.hash.hex() + " kernel " + std::to_string(kernel.index));
   request.text = parent.text;
-  request.file_name = target.source_name;
+  request.file_name = target.compiled_name();
   request.entry = entry_in_source(target);
   request.language = backend_ == config::Backend::cuda ? evolve::SourceLanguage::cuda
                                                        : evolve::SourceLanguage::cpp;
@@ -497,7 +497,7 @@ Planned Search::plan_recorded(KernelState& kernel, std::uint32_t generation) {
   const KernelTarget& target = kernels_[kernel.index];
   Planned p;
   replay::Variant& v = p.request.variant;
-  v.source_name = target.source_name;
+  v.source_name = target.compiled_name();
   v.compiler = replay::Compiler::recorded;  // the cubin at the recorded launch shape
   p.request.kernel = kernel.index;
   p.request.options = run_options(kernel.index);

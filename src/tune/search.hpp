@@ -39,7 +39,16 @@ struct KernelTarget {
   std::size_t capture_index = 0;
   std::string name;
   std::vector<std::size_t> launches;  // empty: all
-  std::string source_name;            // file name, for diagnostics
+  std::string source_name;            // file name, for diagnostics and prompts
+  // The source file's absolute path: the name it is parsed and compiled under, so that its
+  // quoted includes resolve beside it, as in the application's build, and never in the job's
+  // working directory. Empty without a source.
+  std::string source_path;
+  // What the source is parsed and compiled under: its path, else (a target made in a test) its
+  // name.
+  const std::string& compiled_name() const {
+    return source_path.empty() ? source_name : source_path;
+  }
   std::string source;                 // the original source text; empty: the recorded code
   // The kernel as its source names it ("MatrixMul", not "_Z9MatrixMulILi32EEvPf"): what the
   // mutators, the prompts and the answers' signature check look for. Empty: `name`.

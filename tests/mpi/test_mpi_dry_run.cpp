@@ -33,6 +33,25 @@ class MpiDryRun : public ::testing::Test {
     return r3::test::run_process(argv, std::chrono::seconds(120),
                                  {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
   }
+  // As mpirun() does, but from `working_directory`, with the tune.yaml at `yaml_path`.
+  ProcessResult mpirun_in(const fs::path& working_directory, const fs::path& yaml_path,
+                          const std::string& yaml, std::vector<std::string> flags) {
+    std::ofstream(yaml_path) << yaml;
+    std::vector<std::string> argv = {"/bin/sh",
+                                     "-c",
+                                     "cd \"$1\" && shift && exec \"$@\"",
+                                     "sh",
+                                     working_directory.string(),
+                                     R3_TEST_MPIEXEC,
+                                     "-n",
+                                     "3",
+                                     "--oversubscribe",
+                                     R3_TEST_R3_MPI,
+                                     yaml_path.string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return r3::test::run_process(argv, std::chrono::seconds(120),
+                                 {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+  }
   TempDir dir_;
 };
 
@@ -85,6 +104,59 @@ TEST_F(MpiDryRun, AnOriginalThatDoesNotCompileIsRefusedByTheDryRunAndTheRun) {
   EXPECT_EQ(run.exit_code, 1) << run.err;
   EXPECT_EQ(count(run.err, "does not compile with Clang"), 1) << run.err;
   EXPECT_EQ(count(run.err, "generation 1:"), 0) << "the budget was not spent: " << run.err;
+}
+
+// A source that includes a header beside it (`#include "helper.h"`, the usual layout) is compiled
+// as the application's build compiles it: the header is found in the source's directory, not in
+// the directory the job runs in, which holds a helper.h of its own here that must not be read.
+// Its diagnostics name the file alone, not the directories above it.
+TEST_F(MpiDryRun, QuotedIncludesResolveBesideTheSourceNotInTheWorkingDirectory) {
+  if (!r3::build_has_llvm()) GTEST_SKIP() << "the demo's host backend needs LLVM in this build";
+  const fs::path sources = dir_ / "application" / "src", job = dir_ / "job", cwd = dir_ / "cwd";
+  for (const fs::path& d : {sources, job, cwd}) fs::create_directories(d);
+  std::ofstream(sources / "helper.h")
+      << "inline float laplacian(const float* in, int i, int n) {\n"
+         "  return in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i];\n}\n";
+  std::ofstream(sources / "stencil.cpp")
+      << "#include \"helper.h\"\n"
+         "extern \"C\" void stencil2d(const float* in, float* out, int n, float alpha, "
+         "double* change) {\n"
+         "  double sum = 0;\n"
+         "  for (int y = 1; y < n - 1; ++y)\n"
+         "    for (int x = 1; x < n - 1; ++x) {\n"
+         "      int i = y * n + x;\n"
+         "      out[i] = in[i] + alpha * laplacian(in, i, n);\n"
+         "      sum += out[i] > in[i] ? out[i] - in[i] : in[i] - out[i];\n"
+         "    }\n"
+         "  *change = sum;\n}\n";
+  std::ofstream(cwd / "helper.h") << "#error \"the working directory's helper.h was read\"\n";
+  const std::string yaml =
+      "capture: ../demo.h5\nkernels:\n  - name: stencil2d\n"
+      "    source: ../application/src/stencil.cpp\n"
+      "budget:\n  evaluations: 12\n";
+  ProcessResult dry = mpirun_in(cwd, job / "tune.yaml", yaml, {"--dry-run"});
+  ASSERT_FALSE(dry.timed_out) << "the job hung";
+  EXPECT_EQ(dry.exit_code, 0) << dry.out << dry.err;
+  EXPECT_EQ(count(dry.out + dry.err, "helper.h"), 0) << dry.out << dry.err;
+
+  // The run: rank 0's mutators parse the source too (their diagnostics are logged at debug).
+  ProcessResult run = mpirun_in(cwd, job / "tune.yaml", yaml, {"--log-level", "debug"});
+  ASSERT_FALSE(run.timed_out) << "the job hung";
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(count(run.out + run.err, "helper.h"), 0) << run.err;
+  EXPECT_EQ(count(run.err, "generation 0: 12 candidates"), 1) << run.err;
+
+  // A source that does not compile: its diagnostic is quoted by file name.
+  fs::copy_file(std::string(R3_TEST_DATA_DIR) + "/variants/stencil_syntax_error.cpp",
+                sources / "broken.cpp");
+  ProcessResult broken = mpirun_in(cwd, job / "tune.yaml",
+                                   "capture: ../demo.h5\nkernels:\n  - name: stencil2d\n"
+                                   "    source: ../application/src/broken.cpp\n",
+                                   {"--dry-run"});
+  ASSERT_FALSE(broken.timed_out) << "the job hung";
+  EXPECT_EQ(broken.exit_code, 1) << broken.err;
+  EXPECT_GE(count(broken.err, "broken.cpp:7:"), 1) << broken.err;
+  EXPECT_EQ(count(broken.err, (dir_ / "application").string()), 0) << broken.err;
 }
 
 }  // namespace

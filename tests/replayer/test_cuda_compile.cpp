@@ -129,6 +129,30 @@ __global__ void blocksum(const float* in, float* out) {
   EXPECT_TRUE(out.ok) << out.log;
 }
 
+// r3-mpi names a source's program by its absolute path (KernelTarget::source_path): NVRTC then
+// reads its quoted includes beside the file, as the application's build did. Named by the file
+// alone, the program reads them in the working directory, which holds a helper of its own here.
+TEST(Nvrtc, AProgramNamedByItsPathReadsQuotedIncludesBesideItNotInTheWorkingDirectory) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "src");
+  std::filesystem::create_directories(dir / "cwd");
+  std::ofstream(dir / "src" / "helper.cuh") << "#define SCALE 3\n";
+  std::ofstream(dir / "cwd" / "helper.cuh") << "#error the working directory's helper was read\n";
+  const std::string text = std::string("#include \"helper.cuh\"\n") + kKernel;
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir / "cwd");
+  struct Back {
+    std::filesystem::path to;
+    ~Back() { std::filesystem::current_path(to); }
+  } back{before};
+  NvrtcOutput by_path = compile_nvrtc((dir / "src" / "k.cu").string(), text, "scale",
+                                      {{"R3_TUNABLE(...)", ""}}, {}, {}, 90);
+  EXPECT_TRUE(by_path.ok) << by_path.log;
+  NvrtcOutput by_name = compile_nvrtc("k.cu", text, "scale", {{"R3_TUNABLE(...)", ""}}, {}, {}, 90);
+  EXPECT_FALSE(by_name.ok) << "NVRTC did not read the working directory: the test proves nothing";
+  EXPECT_NE(by_name.log.find("working directory's helper"), std::string::npos) << by_name.log;
+}
+
 TEST(Nvrtc, ErrorsComeBackWithTheirLine) {
   NvrtcOutput out =
       compile_nvrtc("scale.cu", kKernel, "scale", {{"R3_TUNABLE(...)", ""}}, {}, {}, 90);
