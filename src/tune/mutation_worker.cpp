@@ -56,6 +56,7 @@ void MutationWorker::prefetch(MutationRequest request, Need need) {
       likely_.insert(request.parent);
       forget_speculative(request.parent);
     }
+    asked_.insert(request.parent);
     if (!made_.try_emplace(request.parent).second) {
       // Asked for before: a speculative request still waiting becomes a likely one.
       if (need == Need::speculative) return;
@@ -76,6 +77,7 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
   const Hash128 parent = request.parent;
   std::unique_lock lock(mutex_);
   likely_.insert(parent);
+  asked_.insert(parent);
   forget_speculative(parent);
   if (made_.contains(parent)) {
     std::optional<MutationRequest> waiting = take_out(queued_, parent);
@@ -114,6 +116,11 @@ evolve::MutationReport MutationWorker::take(MutationRequest request,
   lock.unlock();
   if (made.error) std::rethrow_exception(made.error);
   return std::move(made.report);
+}
+
+bool MutationWorker::asked_for(const Hash128& parent) const {
+  std::lock_guard lock(mutex_);
+  return asked_.contains(parent);
 }
 
 std::size_t MutationWorker::made_ahead() const {

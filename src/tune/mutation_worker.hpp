@@ -59,9 +59,10 @@ class MutationWorker {
   MutationWorker& operator=(const MutationWorker&) = delete;
 
   // How sure the search is that it will ask for a parent's mutations: a source in the archive
-  // may be picked as a parent from now on; a source just proposed might enter the archive once
-  // it has run (asked for then, it would often be picked before it was mutated: a wait of
-  // 0.3-1 s at a CUDA parent, most of the evaluators' idle time in a run's first generations).
+  // may be picked as a parent from now on; a source the mutators just made might enter the
+  // archive once it has run (asked for then, it would often be picked before it was mutated: a
+  // wait of 0.3-1 s at a CUDA parent, most of the evaluators' idle time in a run's first
+  // generations). An LLM's source is never asked for before it has run (Search::propose_sources).
   enum class Need { likely, speculative };
   // Made when a thread has time, newest first, speculative ones only when no likely one waits;
   // nothing if that parent was asked for before (a speculative request asked for again as likely
@@ -75,6 +76,9 @@ class MutationWorker {
                               const std::function<void()>& while_waiting = {});
 
   std::size_t made_ahead() const;  // taken without waiting for them to be started
+  // Whether a parent's mutations were ever asked for (ahead or taken): its source was parsed, or
+  // is about to be, by Clang in this process.
+  bool asked_for(const Hash128& parent) const;
   double waited_seconds() const;    // in take() for mutations not made yet, summed
 
  private:
@@ -95,6 +99,7 @@ class MutationWorker {
   std::set<Hash128> likely_;                     // asked for as likely (or taken), not taken yet
   std::deque<Hash128> speculative_made_;         // made speculatively, oldest first
   std::map<Hash128, std::optional<Made>> made_;  // asked for; empty while queued or being made
+  std::set<Hash128> asked_;                      // every parent ever asked for
   std::size_t made_ahead_ = 0;
   double waited_seconds_ = 0;
   bool stopping_ = false;

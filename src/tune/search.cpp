@@ -310,8 +310,10 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     kernel.llm_sources.pop_front();
     if (kernel.novelty.check(text) != evolve::NoveltyFilter::Verdict::novel) continue;
     SourceEntry* parent = kernel.by_hash.at(parent_hash);
+    // Not mutated ahead: the mutators parse their parent with Clang in this process, and an LLM
+    // answer is hostile until it has compiled and run in the sandbox. Once it has, observe()
+    // asks for its mutations like any source entering the archive.
     SourceEntry& s = add_source(kernel, std::move(text), parent->candidate, parent->island);
-    mutate_ahead(kernel, s, MutationWorker::Need::speculative);
     Planned p = plan(kernel, s, std::nullopt, nullptr, run::CandidateLevel::source, generation);
     p.record.description = "LLM rewrite of candidate " + std::to_string(parent->candidate);
     outstanding_[p.record.id].record.description = p.record.description;
@@ -366,11 +368,15 @@ bool Search::mutating(const KernelState& kernel) const {
          !config_.search.source.mutators.empty();
 }
 
+Hash128 Search::mutation_key(const KernelState& kernel, const Hash128& source) {
+  return hash_string(source.hex() + " kernel " + std::to_string(kernel.index));
+}
+
 MutationRequest Search::mutation_request(const KernelState& kernel,
                                          const SourceEntry& parent) const {
   const KernelTarget& target = kernels_[kernel.index];
   MutationRequest request;
-  request.parent = hash_string(parent.hash.hex() + " kernel " + std::to_string(kernel.index));
+  request.parent = mutation_key(kernel, parent.hash);
   request.text = parent.text;
   request.file_name = target.compiled_name();
   request.entry = entry_in_source(target);
@@ -393,6 +399,10 @@ void Search::mutate_ahead(KernelState& kernel, const SourceEntry& parent,
   if (need == MutationWorker::Need::likely && !kernel.mutated_ahead.insert(parent.hash).second)
     return;
   mutation_worker().prefetch(mutation_request(kernel, parent), need);
+}
+
+bool Search::mutations_asked_for(std::size_t kernel, const Hash128& source) const {
+  return mutation_worker_ && mutation_worker_->asked_for(mutation_key(*states_.at(kernel), source));
 }
 
 MutationWorker& Search::mutation_worker() {

@@ -128,6 +128,9 @@ class Search {
   std::vector<evolve::ChatRequest> llm_requests(std::size_t count);
   void take_llm_answer(const evolve::ChatResult& answer);
   std::size_t llm_answers_rejected() const { return rejected_answers_; }
+  // Whether rank 0's mutators were ever asked for the mutations of kernels()[kernel]'s source
+  // `source`, i.e. parsed it with Clang in this process.
+  bool mutations_asked_for(std::size_t kernel, const Hash128& source) const;
 
   std::string state() const;  // for the run database
   // Replays a run database: proposes each recorded generation again and observes its recorded
@@ -177,9 +180,10 @@ class Search {
   // Whether the built-in mutators make new sources of this kernel.
   bool mutating(const KernelState& kernel) const;
   MutationRequest mutation_request(const KernelState& kernel, const SourceEntry& parent) const;
-  // Asks the mutation worker for a source's mutations before the search picks it as a parent.
+  // The mutation worker's key for a source of a kernel (one worker serves every kernel).
+  static Hash128 mutation_key(const KernelState& kernel, const Hash128& source);
   // Asks the mutation worker for a parent's mutations ahead of need: `likely` for a source in the
-  // archive, `speculative` for one just proposed (made when nothing likelier waits).
+  // archive, `speculative` for one the mutators just made (made when nothing likelier waits).
   void mutate_ahead(KernelState& kernel, const SourceEntry& parent,
                     MutationWorker::Need need = MutationWorker::Need::likely);
   // Within the pending limit (bo::Options::pending_per_observation) each optimizer proposes at

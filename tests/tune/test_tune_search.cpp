@@ -13,6 +13,8 @@
 #include "r3/capture.hpp"
 #include "r3/config/tune_config.hpp"
 #include "r3/error.hpp"
+#include "r3/evolve/llm_client.hpp"
+#include "r3/evolve/mutators.hpp"
 #include "search.hpp"
 #include "support/temp_dir.hpp"
 
@@ -438,6 +440,80 @@ TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
     rewrites += p.record.level == run::CandidateLevel::source;
   });
   EXPECT_GT(rewrites, 0u) << "no mutator rewrote the kernel";
+}
+
+// The built-in mutators parse their parent with Clang on rank 0. A source a mutator made is
+// mutated ahead of its evaluation (it may enter the archive once it has run); an LLM's source is
+// hostile until it has compiled and run in the sandbox, and is parsed only then.
+TEST(TuneSearch, AnLlmSourceIsParsedOnRankZeroOnlyOnceItHasRunInTheSandbox) {
+  if (!evolve::mutators_available()) GTEST_SKIP() << "no built-in mutators in this build";
+  test::TempDir dir;
+  write_cuda_capture(dir / "c.h5", 1);
+  const std::string yaml =
+      "capture: c.h5\nbackend: cuda\nkernels: [kernel0]\n"
+      "llm: {endpoint: 'http://127.0.0.1:9/v1', model: m}\n"
+      "search:\n  levels:\n    compiler: {enabled: false}\n    launch: {enabled: false}\n"
+      "    parameters: {enabled: false}\n";
+  config::TuneConfig config = config::parse_tune_config(yaml, dir / "tune.yaml");
+  auto capture = capture::CaptureReader::open(dir / "c.h5");
+  KernelTarget t = recorded_target(0);
+  t.source = "__global__ void kernel0(float* x) {\n  for (int i = 0; i < 4; ++i) x[i] *= 2;\n}\n";
+  t.source_name = "k.cu";
+  Search search(config, config::Backend::cuda, capture, {t});
+  auto run = [&](std::uint32_t generation, std::size_t count) {
+    std::vector<Planned> planned = search.propose(generation, count);
+    for (const Planned& p : planned) {
+      run::CandidateRecord done = p.record;
+      done.outcome = r3::Outcome::ok;
+      done.seconds = 1e-3;
+      search.observe(done);
+    }
+    search.end_generation();
+    return planned;
+  };
+  run(0, 2);  // the originals
+
+  std::vector<evolve::ChatRequest> requests = search.llm_requests(1);
+  ASSERT_EQ(requests.size(), 1u);
+  std::string rewrite = t.source;
+  rewrite.replace(rewrite.find("*= 2"), 4, "*= 2.0f");
+  evolve::ChatResult answer;
+  answer.tag = requests[0].tag;
+  answer.content = "```cuda\n" + rewrite + "```\n";
+  search.take_llm_answer(answer);
+  ASSERT_EQ(search.llm_answers_rejected(), 0u);
+
+  std::vector<Planned> planned = search.propose(1, 1);
+  ASSERT_EQ(planned.size(), 1u);
+  ASSERT_EQ(planned[0].record.description.rfind("LLM rewrite", 0), 0u)
+      << planned[0].record.description;
+  const Hash128 llm_source = planned[0].record.source;
+  EXPECT_FALSE(search.mutations_asked_for(0, llm_source))
+      << "rank 0 parses the LLM's source before it has run";
+  run::CandidateRecord done = planned[0].record;
+  done.outcome = r3::Outcome::ok;
+  done.seconds = 1e-3;
+  search.observe(done);
+  search.end_generation();
+  EXPECT_TRUE(search.mutations_asked_for(0, llm_source)) << "once it has run, it is a parent";
+
+  // A mutator's source is asked for ahead of its evaluation.
+  bool mutator_source = false;
+  for (std::uint32_t g = 2; g < 6 && !mutator_source; ++g) {
+    for (const Planned& p : search.propose(g, 4)) {
+      if (p.record.level == run::CandidateLevel::source &&
+          p.record.description.rfind("LLM rewrite", 0) != 0) {
+        mutator_source = true;
+        EXPECT_TRUE(search.mutations_asked_for(0, p.record.source)) << p.record.description;
+      }
+      run::CandidateRecord r = p.record;
+      r.outcome = r3::Outcome::ok;
+      r.seconds = 1e-3;
+      search.observe(r);
+    }
+    search.end_generation();
+  }
+  EXPECT_TRUE(mutator_source) << "no mutator made a source: the comparison proves nothing";
 }
 
 // A source whose sizes fix its launch (R3_LAUNCH_BLOCK, or tune.yaml's block naming its
