@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <set>
 
 namespace r3::evolve {
 namespace {
@@ -330,6 +331,39 @@ std::size_t skip_blanks(const std::string& view, std::size_t at) {
 
 }  // namespace
 
+namespace {
+
+// "line", or the number of a GNU line marker ("# 33 \"app.cu\" 1"), which Clang and GCC read too.
+bool names_a_line(const std::string& name) {
+  return name == "line" || (!name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+           return c >= '0' && c <= '9';
+         }));
+}
+
+// The file a #line directive or line marker names, from what follows its name: "" for none;
+// nothing when #line is not followed by a number and a plain string literal (a macro, an
+// escape: a reader cannot tell the file).
+std::optional<std::string> line_file(const std::string& name, const std::string& rest) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t at = 0;
+  if (name == "line") {
+    while (at < rest.size() && digit(rest[at])) ++at;
+    if (at == 0) return std::nullopt;
+    while (at < rest.size() && rest[at] == ' ') ++at;
+    if (at == rest.size()) return std::string();
+    if (rest[at] != '"') return std::nullopt;
+  } else if (rest.empty() || rest.front() != '"') {
+    return std::string();  // "#1" in a comment, or a marker without a file
+  }
+  const std::size_t close = rest.find('"', at + 1);
+  if (close == std::string::npos) return std::nullopt;
+  std::string file = rest.substr(at + 1, close - at - 1);
+  if (file.find('\\') != std::string::npos) return std::nullopt;
+  return file;
+}
+
+}  // namespace
+
 std::string include_problem(std::string_view parent, std::string_view candidate) {
   // Every # followed by the name of a directive that reads a file, wherever it stands in the
   // text (directive_view): one that begins a line is a directive, one elsewhere (in a comment, a
@@ -355,7 +389,7 @@ std::string include_problem(std::string_view parent, std::string_view candidate)
       }
       std::string name = view.substr(at, name_end - at);
       if (name != "include" && name != "include_next" && name != "import" && name != "embed" &&
-          name.find('\\') == std::string::npos)
+          !names_a_line(name) && name.find('\\') == std::string::npos)
         continue;
       const std::size_t target = skip_blanks(view, name_end);
       const std::size_t line_end = std::min(view.find('\n', target), view.size());
@@ -381,9 +415,24 @@ std::string include_problem(std::string_view parent, std::string_view candidate)
              ": a candidate may end its lines with \\n or \\r\\n only";
   }
   const auto known = directives(parent);
+  std::set<std::string> known_line_files;  // the files the parent's #line directives name
+  for (const auto& [name, target] : known)
+    if (names_a_line(name)) known_line_files.insert(line_file(name, target).value_or(""));
   for (const auto& [name, target] : directives(candidate)) {
     if (std::find(known.begin(), known.end(), std::pair{name, target}) != known.end()) continue;
     const std::string shown = "#" + name + " " + target;
+    if (names_a_line(name)) {
+      // The sandbox quotes the diagnostics of the files a #line names as the candidate's own
+      // (an application unit's pieces): "#line 1 \"key.txt\"" before #include "key.txt" would
+      // have a file beside the source quoted back, line by line, into the next prompt. A
+      // candidate may renumber its lines, and name only the files its parent names.
+      const std::optional<std::string> file = line_file(name, target);
+      if (!file) return "'" + shown + "': a #line directive must be a number and a plain \"file\"";
+      if (!file->empty() && !known_line_files.contains(*file))
+        return "'" + shown + "': a candidate may name in a #line directive only the files its " +
+               "parent names there";
+      continue;
+    }
     if (name.find('\\') != std::string::npos)
       return "'" + shown + "': a directive's name written with universal character names";
     const bool quoted = target.size() >= 2 && ((target.front() == '"' && target.back() == '"') ||

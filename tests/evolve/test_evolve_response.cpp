@@ -223,5 +223,30 @@ TEST(Response, ACandidateMayNotIncludeFilesFromOutside) {
   EXPECT_NE(c.reason.find("include path"), std::string::npos) << c.reason;
 }
 
+// The sandbox quotes a compile error's text only from the candidate's own files, which are its
+// source and the files its #line directives name (an application unit's pieces). A #line naming
+// a file beside the source, then an #include of it, would have that file quoted back line by
+// line (Clang: "./key.txt:1:1: error: ... AKIA..."): a candidate may renumber its lines and name
+// only the files its parent names.
+TEST(Response, ACandidateMayNotNameNewFilesInLineDirectives) {
+  const std::string parent =
+      "#line 33 \"app.cu\"\n__global__ void k(float* a) {}\n#line 50 \"app.cu\"\n";
+  auto with = [&](const std::string& line) { return line + "\n" + parent + "// changed\n"; };
+  for (const char* fine : {"#line 12", "#line 40 \"app.cu\"", "# 41 \"app.cu\" 2",
+                           "// step #1: unroll", "int x = 3; // see #12", "#  line 7"}) {
+    EXPECT_EQ(include_problem(parent, with(fine)), "") << fine;
+  }
+  for (const char* leaking :
+       {"#line 1 \"key.txt\"\n#include \"key.txt\"", "# 1 \"key.txt\"", "# 1 \"key.txt\" 1 3",
+        "/**/#line 1 \"key.txt\"", "%:line 1 \"key.txt\"", "#li\\\nne 1 \"key.txt\"",
+        "#line 1 FILE", "#line N \"app.cu\"", "#line 1 \"app\\x2ecu\""}) {
+    EXPECT_NE(include_problem(parent, with(leaking)), "") << leaking;
+  }
+  EXPECT_NE(include_problem("__global__ void k(float* a) {}\n",
+                            "#line 1 \"app.cu\"\n__global__ void k(float* a) {}\n"),
+            "")
+      << "a file its parent does not name";
+}
+
 }  // namespace
 }  // namespace r3::evolve
