@@ -329,25 +329,20 @@ std::size_t skip_blanks(const std::string& view, std::size_t at) {
   return at;
 }
 
-}  // namespace
-
-namespace {
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // "line", or the number of a GNU line marker ("# 33 \"app.cu\" 1"), which Clang and GCC read too.
 bool names_a_line(const std::string& name) {
-  return name == "line" || (!name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-           return c >= '0' && c <= '9';
-         }));
+  return name == "line" || (!name.empty() && std::all_of(name.begin(), name.end(), is_digit));
 }
 
 // The file a #line directive or line marker names, from what follows its name: "" for none;
 // nothing when #line is not followed by a number and a plain string literal (a macro, an
 // escape: a reader cannot tell the file).
 std::optional<std::string> line_file(const std::string& name, const std::string& rest) {
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
   std::size_t at = 0;
   if (name == "line") {
-    while (at < rest.size() && digit(rest[at])) ++at;
+    while (at < rest.size() && is_digit(rest[at])) ++at;
     if (at == 0) return std::nullopt;
     while (at < rest.size() && rest[at] == ' ') ++at;
     if (at == rest.size()) return std::string();

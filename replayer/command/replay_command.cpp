@@ -100,8 +100,9 @@ Variant variant_of(const ReplayOptions& options, std::string_view backend) {
   if (!options.source.empty()) {
     variant.source_text = read_file(options.source);
     // Under its absolute path, as r3-mpi compiles it: quoted includes resolve beside the file.
-    variant.source_name = std::filesystem::absolute(options.source).lexically_normal().string();
-    variant.include_dirs.push_back(std::filesystem::absolute(options.source).parent_path());
+    const std::filesystem::path path = std::filesystem::absolute(options.source).lexically_normal();
+    variant.source_name = path.string();
+    variant.include_dirs.push_back(path.parent_path());
   }
   for (const auto& dir : options.include_dirs) variant.include_dirs.push_back(dir);
   variant.entry = options.entry;

@@ -25,29 +25,19 @@ class MpiDryRun : public ::testing::Test {
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
   ProcessResult mpirun(const std::string& yaml, std::vector<std::string> flags) {
-    std::ofstream(dir_ / "tune.yaml") << yaml;
-    std::vector<std::string> argv = {
-        R3_TEST_MPIEXEC,   "-n",           "3",
-        "--oversubscribe", R3_TEST_R3_MPI, (dir_ / "tune.yaml").string()};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    return r3::test::run_process(argv, std::chrono::seconds(120),
-                                 {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+    return mpirun_in({}, dir_ / "tune.yaml", yaml, std::move(flags));
   }
-  // As mpirun() does, but from `working_directory`, with the tune.yaml at `yaml_path`.
+  // Writes `yaml` to `yaml_path` and runs r3-mpi on it under mpirun -n 3, from
+  // `working_directory` (empty: the test's own).
   ProcessResult mpirun_in(const fs::path& working_directory, const fs::path& yaml_path,
                           const std::string& yaml, std::vector<std::string> flags) {
     std::ofstream(yaml_path) << yaml;
-    std::vector<std::string> argv = {"/bin/sh",
-                                     "-c",
-                                     "cd \"$1\" && shift && exec \"$@\"",
-                                     "sh",
-                                     working_directory.string(),
-                                     R3_TEST_MPIEXEC,
-                                     "-n",
-                                     "3",
-                                     "--oversubscribe",
-                                     R3_TEST_R3_MPI,
-                                     yaml_path.string()};
+    std::vector<std::string> argv;
+    if (!working_directory.empty())
+      argv = {"/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh",
+              working_directory.string()};
+    argv.insert(argv.end(), {R3_TEST_MPIEXEC, "-n", "3", "--oversubscribe", R3_TEST_R3_MPI,
+                             yaml_path.string()});
     argv.insert(argv.end(), flags.begin(), flags.end());
     return r3::test::run_process(argv, std::chrono::seconds(120),
                                  {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});

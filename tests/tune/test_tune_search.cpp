@@ -333,6 +333,14 @@ TEST(TuneSearch, ALevelThatLostAContextHasOneInFlight) {
   EXPECT_LE(most_in_flight, 1u);
 }
 
+// Observes a proposed candidate as run and verified, in 1 ms.
+void observe_ok(Search& search, const Planned& p) {
+  run::CandidateRecord done = p.record;
+  done.outcome = r3::Outcome::ok;
+  done.seconds = 1e-3;
+  search.observe(done);
+}
+
 // `generations` generations of `batch` candidates, each observed as verified in 1 ms, each
 // shown to `seen` first.
 template <class Seen>
@@ -340,10 +348,7 @@ void run_generations(Search& search, std::uint32_t generations, std::size_t batc
   for (std::uint32_t g = 0; g < generations; ++g) {
     for (const Planned& p : search.propose(g, batch)) {
       seen(p);
-      run::CandidateRecord done = p.record;
-      done.outcome = r3::Outcome::ok;
-      done.seconds = 1e-3;
-      search.observe(done);
+      observe_ok(search, p);
     }
     search.end_generation();
   }
@@ -462,12 +467,7 @@ TEST(TuneSearch, AnLlmSourceIsParsedOnRankZeroOnlyOnceItHasRunInTheSandbox) {
   Search search(config, config::Backend::cuda, capture, {t});
   auto run = [&](std::uint32_t generation, std::size_t count) {
     std::vector<Planned> planned = search.propose(generation, count);
-    for (const Planned& p : planned) {
-      run::CandidateRecord done = p.record;
-      done.outcome = r3::Outcome::ok;
-      done.seconds = 1e-3;
-      search.observe(done);
-    }
+    for (const Planned& p : planned) observe_ok(search, p);
     search.end_generation();
     return planned;
   };
@@ -490,10 +490,7 @@ TEST(TuneSearch, AnLlmSourceIsParsedOnRankZeroOnlyOnceItHasRunInTheSandbox) {
   const Hash128 llm_source = planned[0].record.source;
   EXPECT_FALSE(search.mutations_asked_for(0, llm_source))
       << "rank 0 parses the LLM's source before it has run";
-  run::CandidateRecord done = planned[0].record;
-  done.outcome = r3::Outcome::ok;
-  done.seconds = 1e-3;
-  search.observe(done);
+  observe_ok(search, planned[0]);
   search.end_generation();
   EXPECT_TRUE(search.mutations_asked_for(0, llm_source)) << "once it has run, it is a parent";
 
@@ -506,10 +503,7 @@ TEST(TuneSearch, AnLlmSourceIsParsedOnRankZeroOnlyOnceItHasRunInTheSandbox) {
         mutator_source = true;
         EXPECT_TRUE(search.mutations_asked_for(0, p.record.source)) << p.record.description;
       }
-      run::CandidateRecord r = p.record;
-      r.outcome = r3::Outcome::ok;
-      r.seconds = 1e-3;
-      search.observe(r);
+      observe_ok(search, p);
     }
     search.end_generation();
   }
