@@ -14,8 +14,8 @@ namespace r3::evolve {
 bool mutators_available() { return true; }
 
 bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,
-              std::string& diagnostics) {
-  return compiler::compiles(source, file_name, language, diagnostics);
+              std::string& diagnostics, const MutationContext& context) {
+  return compiler::compiles(source, file_name, language, diagnostics, context);
 }
 
 MutationReport mutate(std::string_view source, std::string_view file_name, std::string_view entry,
@@ -33,7 +33,8 @@ constexpr const char* kWhy =
 
 bool mutators_available() { return false; }
 
-bool compiles(std::string_view, std::string_view, SourceLanguage, std::string& diagnostics) {
+bool compiles(std::string_view, std::string_view, SourceLanguage, std::string& diagnostics,
+              const MutationContext&) {
   diagnostics += kWhy;
   return false;
 }

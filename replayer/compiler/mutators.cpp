@@ -606,10 +606,14 @@ class CollectAction : public clang::ASTFrontendAction {
   Facts& facts_;
 };
 
-Source make_source(std::string_view text, std::string_view name) {
+// `text` under `name`, read as the application's build reads it (MutationContext).
+Source make_source(std::string_view text, std::string_view name, const MutationContext& context) {
   Source s;
   s.name = std::string(name);
   s.text = std::string(text);
+  s.defines = context.defines;
+  s.include_dirs.assign(context.include_dirs.begin(), context.include_dirs.end());
+  s.flags = context.flags;
   return s;
 }
 
@@ -911,9 +915,9 @@ std::vector<Mutation> parametrise(std::string_view source, const Facts& facts,
 }  // namespace
 
 bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,
-              std::string& diagnostics) {
+              std::string& diagnostics, const MutationContext& context) {
   clang::SyntaxOnlyAction action;
-  return run_frontend(make_source(source, file_name),
+  return run_frontend(make_source(source, file_name, context),
                       language == SourceLanguage::cuda ? Dialect::cuda : Dialect::cpp, action,
                       diagnostics);
 }
@@ -925,7 +929,7 @@ MutationReport mutate(std::string_view source, std::string_view file_name, std::
   Facts facts;
   CollectAction action{std::string(entry), facts};
   const Dialect dialect = language == SourceLanguage::cuda ? Dialect::cuda : Dialect::cpp;
-  if (!run_frontend(make_source(source, file_name), dialect, action, report.diagnostics)) {
+  if (!run_frontend(make_source(source, file_name, context), dialect, action, report.diagnostics)) {
     return report;
   }
   if (!facts.found) {
@@ -939,7 +943,7 @@ MutationReport mutate(std::string_view source, std::string_view file_name, std::
   };
   auto offer = [&](Mutation m) {
     std::string diagnostics;
-    if (compiles(m.source, file_name, language, diagnostics)) {
+    if (compiles(m.source, file_name, language, diagnostics, context)) {
       report.mutations.push_back(std::move(m));
     } else {
       report.rejected.push_back({std::move(m), first_error(diagnostics)});

@@ -163,7 +163,7 @@ SectionPtr<KernelSelection> make_kernel_section() {
                   else
                     schema::write_list(out, k.launches);
                 }),
-      custom<K>("defines", "mapping", "`{}`", "Macros defined for every compile (-D NAME=VALUE).",
+      custom<K>("defines", "mapping", "`{}`", "Macros defined for every compile and wherever the source is read (-D NAME=VALUE).",
                 read_defines,
                 [](YAML::Emitter& out, const K& k) {
                   out << YAML::Flow << YAML::BeginMap;
@@ -172,8 +172,8 @@ SectionPtr<KernelSelection> make_kernel_section() {
                   out << YAML::EndMap;
                 }),
       custom<K>("include_dirs", "list of paths", "`[]`",
-                "Include directories for every compile (the source's quoted includes are read "
-                "beside it).",
+                "Include directories for every compile and wherever the source is read (its "
+                "quoted includes are read beside it).",
                 read_include_dirs,
                 [](YAML::Emitter& out, const K& k) {
                   std::vector<std::string> dirs;
@@ -181,7 +181,8 @@ SectionPtr<KernelSelection> make_kernel_section() {
                   schema::write_list(out, dirs);
                 }),
       schema::texts<K>("flags", &K::flags, "list of strings",
-                       "Extra compiler flags for every compile."),
+                       "Extra compiler flags for every compile; -std=, -D, -U and -I also "
+                       "wherever the source is read."),
       schema::text<K>("passes", &K::passes, "string",
                       "LLVM pass pipeline for every compile the compiler level does not search."),
       custom<K>("block", "list of 3 integers or expressions", "`[]`",

@@ -81,15 +81,8 @@ std::string name_in_source(const config::KernelSelection& s, const capture::Kern
 replay::ExtractedSource read_with_clang(const config::TuneConfig& c, std::size_t index,
                                         const capture::Kernel& kernel) {
   const config::KernelSelection& s = c.kernels[index];
-  // Only what changes how the file reads; code generation flags (--use_fast_math, -O3, NVRTC's
-  // own) are for the unit's compile, and Clang refuses those it does not know.
-  std::vector<std::string> reading;
-  for (const std::string& flag : s.flags)
-    if (flag.rfind("-std=", 0) == 0 || flag.rfind("-D", 0) == 0 || flag.rfind("-I", 0) == 0 ||
-        flag.rfind("-U", 0) == 0)
-      reading.push_back(flag);
   return replay::extract_source(s.source, name_in_source(s, kernel), s.defines, s.include_dirs,
-                                reading);
+                                reading_flags(s.flags));
 }
 
 // The device-only unit of kernels[index], cut from its source file, an application's file.

@@ -1,6 +1,7 @@
 #include "search.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -62,6 +63,15 @@ std::optional<capture::Dim3> block_of(const evolve::BlockExpressions& block,
 std::string entry_in_source(const KernelTarget& target) {
   if (!target.base.entry.empty()) return target.base.entry;
   return target.source_entry.empty() ? target.name : target.source_entry;
+}
+
+std::vector<std::string> reading_flags(const std::vector<std::string>& flags) {
+  std::vector<std::string> reading;
+  for (const std::string& flag : flags)
+    if (flag.rfind("-std=", 0) == 0 || flag.rfind("-D", 0) == 0 || flag.rfind("-I", 0) == 0 ||
+        flag.rfind("-U", 0) == 0)
+      reading.push_back(flag);
+  return reading;
 }
 
 replay::RunOptions Search::run_options(std::size_t kernel) const {
@@ -338,8 +348,18 @@ void Search::propose_sources(KernelState& kernel, std::size_t count, std::uint32
     if (fresh) {
       evolve::MutationReport report =
           mutation_worker().take(mutation_request(kernel, *parent), while_waiting_);
-      if (!report.diagnostics.empty())
-        log::debug("mutators: ", target.source_name, ": ", first_lines(report.diagnostics));
+      if (!report.diagnostics.empty()) {
+        // The kernel's own source not parsing leaves its source level to the LLM alone: a user
+        // hears of it (a source that a mutator or the LLM made is the search's own business).
+        if (parent == kernel.sources.front().get())
+          log::warning("kernels[", kernel.index, "] (", target.name,
+                       "): the built-in mutators cannot parse its source ", target.source_name,
+                       " with its defines, include_dirs and flags (-std=, -D, -U, -I), so they "
+                       "make nothing of it: ",
+                       first_lines(report.diagnostics));
+        else
+          log::debug("mutators: ", target.source_name, ": ", first_lines(report.diagnostics));
+      }
       it->second = std::move(report.mutations);
     }
     std::vector<const evolve::Mutation*> novel;
@@ -390,6 +410,12 @@ MutationRequest Search::mutation_request(const KernelState& kernel,
   for (const evolve::Tunable& t : parent.tunables) context.declared_tunables.push_back(t.name);
   context.launch_coupled = parent.block.has_value();
   context.template_arguments = target.template_arguments;
+  // Read as the candidates are compiled, so that a source that includes a header from one of
+  // the kernel's include_dirs, or uses a macro its defines give, parses.
+  context.defines = target.base.defines;
+  for (const std::filesystem::path& dir : target.base.include_dirs)
+    context.include_dirs.push_back(dir.string());
+  context.flags = reading_flags(target.base.flags);
   return request;
 }
 

@@ -96,6 +96,12 @@ std::optional<capture::Dim3> block_of(const evolve::BlockExpressions& block,
 // The kernel's name in its source: tune.yaml's entry, else source_entry, else its name.
 std::string entry_in_source(const KernelTarget& target);
 
+// Those of a kernel's flags that change how its source reads (-std=, -D, -U, -I): what Clang is
+// given where it only reads the source (cutting the unit from the application's file, the
+// built-in mutators). The code generation flags are for the candidates' compiles, and Clang
+// refuses those it does not know (NVRTC's --use_fast_math).
+std::vector<std::string> reading_flags(const std::vector<std::string>& flags);
+
 struct Planned {
   run::CandidateRecord record;  // with id, generation, parent, kernel, source, level, plan
   Plan plan;                    // what record.plan encodes

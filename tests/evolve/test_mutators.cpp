@@ -4,6 +4,7 @@
 // bit for bit what the original computes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "r3/evolve/mutators.hpp"
 #include "support/files.hpp"
 #include "support/kernel_args.hpp"
+#include "support/temp_dir.hpp"
 
 namespace r3::evolve {
 namespace {
@@ -551,6 +553,49 @@ TEST(Mutators, ReportsSourcesThatDoNotParseAndUnknownKernels) {
   EXPECT_TRUE(missing.mutations.empty());
   EXPECT_NE(missing.diagnostics.find("no definition of 'other'"), std::string::npos)
       << missing.diagnostics;
+}
+
+// A kernel whose build gives it an include directory and a macro: the mutators read it with
+// them (MutationContext), as the candidates are compiled, and every rewrite compiles with them.
+// Without them the kernel does not parse and gets no rewrites, which is what a tune.yaml's
+// include_dirs and defines once got.
+TEST(Mutators, ReadTheSourceWithTheBuildsIncludeDirectoriesDefinesAndFlags) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "src");
+  std::filesystem::create_directories(dir / "include");
+  std::ofstream(dir / "include" / "coefficients.h") << "#define CENTRE_WEIGHT 4.0f\n";
+  const std::string source =
+      "#include \"coefficients.h\"\n"
+      "extern \"C\" void smooth(const float* in, float* out, int n) {\n"
+      "  for (int i = 1; i < n - 1; ++i)\n"
+      "    out[i] = SCALE * (in[i - 1] + in[i + 1] + CENTRE_WEIGHT * in[i]) * OFFSET_SIGN;\n"
+      "}\n";
+  const std::string path = (dir / "src" / "smooth.cpp").string();
+  MutationReport unread = mutate(source, path, "smooth", SourceLanguage::cpp, kAll);
+  EXPECT_NE(unread.diagnostics.find("'coefficients.h' file not found"), std::string::npos)
+      << unread.diagnostics;
+  EXPECT_TRUE(unread.mutations.empty());
+
+  MutationContext context;
+  context.include_dirs = {(dir / "include").string()};
+  context.defines = {{"SCALE", "0.125f"}};
+  // A reading flag, as a kernel's flags list may hold it among code generation flags that the
+  // search leaves out (reading_flags in the tuning job).
+  context.flags = {"-DOFFSET_SIGN=1"};
+  MutationReport read = mutate(source, path, "smooth", SourceLanguage::cpp, kAll, context);
+  EXPECT_EQ(read.diagnostics, "");
+  EXPECT_TRUE(read.rejected.empty())
+      << read.rejected.front().mutation.mutator << ": " << read.rejected.front().error;
+  ASSERT_TRUE(find(read.mutations, "restrict")) << "restrict on the two pointers";
+  ASSERT_TRUE(find(read.mutations, "unroll")) << "unroll on the loop";
+  for (const Mutation& m : read.mutations) {
+    SCOPED_TRACE(m.mutator + ": " + m.description);
+    std::string diagnostics;
+    EXPECT_TRUE(compiles(m.source, path, SourceLanguage::cpp, diagnostics, context)) << diagnostics;
+    diagnostics.clear();
+    EXPECT_FALSE(compiles(m.source, path, SourceLanguage::cpp, diagnostics))
+        << "the rewrite still needs the build's include directory and macros";
+  }
 }
 
 // --- the rewrites compute what the originals compute (host JIT, bit for bit) -------------------

@@ -3,6 +3,8 @@
 // across generations); the originals come first.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include <map>
@@ -445,6 +447,45 @@ TEST(TuneSearch, TheMutatorsFindARecordedKernelByItsNameInTheSource) {
     rewrites += p.record.level == run::CandidateLevel::source;
   });
   EXPECT_GT(rewrites, 0u) << "no mutator rewrote the kernel";
+}
+
+// A kernel whose source includes a header from one of its include_dirs and uses macros its
+// defines and flags give: the mutators read it with them, as its candidates are compiled, and
+// rewrite it. They once read it bare: it did not parse, and the job had no source rewrites at
+// all, with a debug line to say why. Its flags hold an NVRTC option too, which Clang does not
+// know: only the reading flags (-D here) reach the mutators.
+TEST(TuneSearch, TheMutatorsReadTheSourceWithTheKernelsIncludeDirsDefinesAndFlags) {
+  if (!evolve::mutators_available()) GTEST_SKIP() << "no built-in mutators in this build";
+  test::TempDir dir;
+  write_cuda_capture(dir / "c.h5", 1);
+  std::filesystem::create_directories(dir / "include");
+  std::ofstream(dir / "include" / "factor.h") << "#define FACTOR 2.0f\n";
+  config::TuneConfig config = config::parse_tune_config(
+      "capture: c.h5\nbackend: cuda\nkernels:\n  - name: kernel0\n", dir / "tune.yaml");
+  auto capture = capture::CaptureReader::open(dir / "c.h5");
+  auto rewrites_of = [&](bool with_build_settings) {
+    KernelTarget t = recorded_target(0);
+    t.source =
+        "#include \"factor.h\"\n"
+        "__global__ void kernel0(float* x) {\n"
+        "  for (int i = 0; i < COUNT; ++i) x[i] *= FACTOR * SIGN;\n"
+        "}\n";
+    t.source_name = "k.cu";
+    t.source_path = (dir / "src" / "k.cu").string();
+    if (with_build_settings) {
+      t.base.include_dirs = {dir / "include"};
+      t.base.defines = {{"COUNT", "4"}};
+      t.base.flags = {"--use_fast_math", "-DSIGN=1"};
+    }
+    Search search(config, config::Backend::cuda, capture, {t});
+    std::size_t rewrites = 0;
+    run_generations(search, 4, 8, [&](const Planned& p) {
+      rewrites += p.record.level == run::CandidateLevel::source;
+    });
+    return rewrites;
+  };
+  EXPECT_EQ(rewrites_of(false), 0u) << "the source should need its build's settings to parse";
+  EXPECT_GT(rewrites_of(true), 0u) << "no mutator rewrote a kernel that parses with its settings";
 }
 
 // The built-in mutators parse their parent with Clang on rank 0. A source a mutator made is

@@ -21,7 +21,8 @@
 //                  r3/evolve/launch_block.hpp), with the grid derived or kept (two variants).
 //                  No size of 32 in a kernel with warp-level code (shuffles, votes, warp
 //                  reductions, __syncwarp, warpSize): there it is the warp's size
-// Every mutation returned compiles (with Clang, defaults of its tunables); the sources are
+// Every mutation returned compiles (with Clang, defaults of its tunables, and the build's
+// defines, include directories and reading flags of MutationContext); the sources are
 // self-contained (they define R3_TUNABLE and the defaults if the build does not).
 // The mutators themselves are Clang code in libr3llvm (r3/compiler/mutators.hpp); these are
 // evolve's entry points to them, and say why not in builds without LLVM
@@ -47,8 +48,10 @@ MutationReport mutate(std::string_view source, std::string_view file_name, std::
                       SourceLanguage language, const std::vector<std::string>& mutators,
                       const MutationContext& context = {});
 
+// Whether `source` parses and type-checks with Clang, read with the context's defines, include
+// directories and flags (MutationContext).
 bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,
-              std::string& diagnostics);
+              std::string& diagnostics, const MutationContext& context = {});
 
 bool mutators_available();
 

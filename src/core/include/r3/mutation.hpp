@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ struct MutationContext {
   // The template arguments of the recorded instance of a template kernel, as the demangled
   // name writes them ("32", "float", "4u"): the defaults of its integer parameters.
   std::vector<std::string> template_arguments;
+  // How the application's build reads the source, which the mutators parse and compile as it
+  // does: the kernel's defines and include directories, and those of its flags that change how
+  // a file reads (-std=, -D, -U, -I). Without them a source that includes a header from another
+  // directory, or uses a macro the build defines, does not parse and gets no mutations.
+  std::map<std::string, std::string> defines;
+  std::vector<std::string> include_dirs;
+  std::vector<std::string> flags;
 };
 
 struct Mutation {

@@ -18,8 +18,9 @@ MutationReport mutate(std::string_view source, std::string_view file_name, std::
                       SourceLanguage language, const std::vector<std::string>& mutators,
                       const MutationContext& context = {});
 
-// Whether `source` parses and type-checks; the compiler's messages appended to `diagnostics`.
+// Whether `source` parses and type-checks, read with the context's defines, include
+// directories and flags; the compiler's messages appended to `diagnostics`.
 bool compiles(std::string_view source, std::string_view file_name, SourceLanguage language,
-              std::string& diagnostics);
+              std::string& diagnostics, const MutationContext& context = {});
 
 }  // namespace r3::compiler
