@@ -1,7 +1,12 @@
 // bench/mutator_yield: how often each built-in mutator produces a variant that compiles, on the
 // kernels of the examples (host C++) and the CUDA kernels of tests/data/kernels.
 //
-//   mutator_yield [--show] [FILE:ENTRY ...]      (default: the bundled kernels)
+//   mutator_yield [--show] [-D NAME=VALUE ...] [-I DIR ...] [FILE:ENTRY ...]
+//                                                (default: the bundled kernels)
+//
+// -D and -I are the build's, as a kernel's tune.yaml defines and include_dirs: the mutators read
+// the kernels with them, and every compile below has them (a public program's unit that uses a
+// size its Makefile gives with -D does not parse without).
 //
 // For each mutator it prints the rewrites it attempted, how many compiled with Clang at the
 // tunables' defaults (only those are ever offered), how many compiled with Clang at every value
@@ -93,11 +98,13 @@ int main(int argc, char** argv) {
   }
   std::vector<Kernel> kernels;
   bool show = false;
+  MutationContext build;  // -D and -I, for every kernel
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       std::printf(
-          "usage: mutator_yield [--show] [FILE:ENTRY[@XxYxZ] ...]\n"
+          "usage: mutator_yield [--show] [-D NAME=VALUE ...] [-I DIR ...] "
+          "[FILE:ENTRY[@XxYxZ] ...]\n"
           "  FILE:ENTRY  a kernel source (.cu: CUDA, else C++) and its kernel (default: the "
           "bundled\n"
           "              example kernels); @XxYxZ: the block it was recorded with (parametrise\n"
@@ -106,11 +113,32 @@ int main(int argc, char** argv) {
           "              const*, float*, unsigned int)': its integer arguments are the defaults\n"
           "              of the template parameters parametrise exposes, and each compile\n"
           "              instantiates it\n"
+          "  -D NAME[=VALUE], -I DIR\n"
+          "              the build's macros and include directories (tune.yaml's defines and\n"
+          "              include_dirs): the kernels are read and compiled with them\n"
           "  --show      print every rewrite\n");
       return 0;
     }
     if (arg == "--show") {
       show = true;
+      continue;
+    }
+    if (arg.rfind("-D", 0) == 0 || arg.rfind("-I", 0) == 0) {
+      std::string value = arg.substr(2);
+      if (value.empty()) {
+        if (i + 1 == argc) {
+          std::fprintf(stderr, "mutator_yield: %s needs a value\n", arg.c_str());
+          return 2;
+        }
+        value = argv[++i];
+      }
+      if (arg[1] == 'I') {
+        build.include_dirs.push_back(value);
+      } else {
+        const auto equals = value.find('=');
+        build.defines[value.substr(0, equals)] =
+            equals == std::string::npos ? "1" : value.substr(equals + 1);
+      }
       continue;
     }
     std::array<std::uint32_t, 3> block{0, 0, 0};
@@ -139,7 +167,7 @@ int main(int argc, char** argv) {
     const std::string source = read(k.path);
     const bool cuda = k.path.ends_with(".cu");
     const SourceLanguage language = cuda ? SourceLanguage::cuda : SourceLanguage::cpp;
-    MutationContext context;
+    MutationContext context = build;
     context.recorded_block = k.block;
     context.template_arguments = k.template_arguments;
     MutationReport report = mutate(source, k.path, k.entry, language, all_mutators, context);
@@ -162,12 +190,16 @@ int main(int argc, char** argv) {
       for (const auto& values : assignments(m.tunables)) {
         std::string defines;
         std::vector<std::string> options;
+        for (const auto& [name, value] : build.defines)
+          options.push_back("-D" + name + "=" + value);
+        for (const std::string& dir : build.include_dirs) options.push_back("-I" + dir);
         for (const auto& [name, value] : values) {
           defines += "#define " + name + " " + value + "\n";
           options.push_back("-D" + name + "=" + value);
         }
         std::string log;
-        clang_all = clang_all && compiles(defines + m.source + k.instance, k.path, language, log);
+        clang_all =
+            clang_all && compiles(defines + m.source + k.instance, k.path, language, log, context);
         if (cuda && r3::bench::nvrtc_available()) {
           nvrtc_all = nvrtc_all &&
                       r3::bench::nvrtc_compiles(m.source + k.instance, k.path, options, log);
