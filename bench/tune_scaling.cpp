@@ -29,11 +29,14 @@
 //                     [--simulate [--compile-time 1] [--run-time 2] [--lost-rate 0]
 //                     [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]
 //                     [--standby] [--keep DIR] [--append FILE] [--search-windows 10,50,...]
+//        tune_scaling --search-windows G0,G1,... --search-log LOG [--search-log LOG ...]
 //
 // --search-windows: rank 0's search time per generation (its wall time and its searching
 // thread's CPU time, as the progress lines give them), median and mean per window of
 // generations, and the last window's medians over the first: whether rank 0's cost stays flat as
-// the history grows (issue 24: "from generation 10 to 500" on the host backend).
+// the history grows (issue 24: "from generation 10 to 500" on the host backend), with the trend
+// through every generation (a Theil-Sen line). --search-log LOG reads a kept job log instead of
+// running one.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +48,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -79,6 +83,7 @@ struct Options {
   // same build measured with an option on and off.
   std::string append;
   std::vector<int> search_windows;  // window bounds in generations (--search-windows)
+  std::vector<fs::path> search_logs;  // jobs' logs to read instead of running (--search-log)
 };
 
 struct Measured {
@@ -141,6 +146,9 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
+// What a job's log says of its generations (defined below).
+Measured read_log(const std::string& log);
+
 Measured run(const Options& o, int k, const std::string& endpoint, const fs::path& dir) {
   const fs::path yaml =
       dir / ("tune-" + std::to_string(k) + (endpoint.empty() ? "" : "-llm") + ".yaml");
@@ -174,9 +182,22 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
                               yaml.string() + " > " + log + " 2>&1";
   const auto start = Clock::now();
   const int status = std::system(command.c_str());
-  Measured m;
+  Measured m = read_log(log);
   m.wall = std::chrono::duration<double>(Clock::now() - start).count();
   m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  std::ifstream candidates(dir / yaml.stem() / "candidates.csv");
+  for (std::string line; std::getline(candidates, line);)
+    m.llm_candidates += line.find(",LLM rewrite") != std::string::npos ||
+                        line.find(",\"LLM rewrite") != std::string::npos;
+  if (m.exit_code != 0)
+    std::fprintf(stderr, "tune_scaling: %s exited with %d; its output is in %s\n", command.c_str(),
+                 m.exit_code, log.c_str());
+  return m;
+}
+
+// What a job's log says of its generations (r3-mpi's progress lines).
+Measured read_log(const std::string& log) {
+  Measured m;
   const std::regex progress(
       R"(generation (\d+): (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
   const std::regex llm(R"(; (LLM: [^;]*);)");
@@ -207,13 +228,6 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
     }
     if (std::regex_search(line, match, llm)) m.last_llm = match[1];
   }
-  std::ifstream candidates(dir / yaml.stem() / "candidates.csv");
-  for (std::string line; std::getline(candidates, line);)
-    m.llm_candidates += line.find(",LLM rewrite") != std::string::npos ||
-                        line.find(",\"LLM rewrite") != std::string::npos;
-  if (m.exit_code != 0)
-    std::fprintf(stderr, "tune_scaling: %s exited with %d; its output is in %s\n", command.c_str(),
-                 m.exit_code, log.c_str());
   return m;
 }
 
@@ -243,8 +257,70 @@ double mean(const std::vector<double>& values) {
   return values.empty() ? 0 : sum / static_cast<double>(values.size());
 }
 
+// A line through (generation, ms) points by Theil and Sen: the median of the pairwise slopes,
+// and the median of what each point leaves for the intercept. The few slow generations (a fit
+// done in place, a new source's parse) do not pull it as they pull a least-squares line.
+struct Line {
+  double intercept = 0, slope = 0;
+  double at(double x) const { return intercept + slope * x; }
+};
+
+Line theil_sen(const std::vector<std::pair<double, double>>& points) {
+  std::vector<double> slopes;
+  slopes.reserve(points.size() * (points.size() - 1) / 2);
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (std::size_t j = i + 1; j < points.size(); ++j)
+      if (points[j].first != points[i].first)
+        slopes.push_back((points[j].second - points[i].second) /
+                         (points[j].first - points[i].first));
+  Line line;
+  if (slopes.empty()) return line;
+  line.slope = r3::report::median(std::move(slopes));
+  std::vector<double> intercepts;
+  for (const auto& [x, y] : points) intercepts.push_back(y - line.slope * x);
+  line.intercept = r3::report::median(std::move(intercepts));
+  return line;
+}
+
+// The trend of rank 0's search time per generation from `from` to `to` (wall or CPU, `value`):
+// the Theil-Sen line's values at both ends and their ratio, with a 90% interval for the ratio
+// from a moving-block bootstrap (blocks of 10 consecutive generations, which keeps the
+// correlation between neighbouring generations: a fit's cost falls on the ones after it). The
+// windows' medians compare 40 generations with 100; the line uses every generation between.
+void print_search_trend(const Measured& m, int from, int to, const char* what,
+                        double Measured::GenerationSearch::*value) {
+  std::vector<std::pair<double, double>> points;
+  for (const Measured::GenerationSearch& g : m.searches)
+    if (g.generation >= from && g.generation <= to) points.push_back({g.generation, g.*value});
+  constexpr std::size_t kBlock = 10;
+  if (points.size() < 4 * kBlock) return;
+  std::sort(points.begin(), points.end());
+  auto ratio = [&](const Line& line) { return line.at(to) / line.at(from); };
+  const Line line = theil_sen(points);
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<std::size_t> start(0, points.size() - kBlock);
+  std::vector<double> ratios;
+  for (int resample = 0; resample < 400; ++resample) {
+    std::vector<std::pair<double, double>> drawn;
+    while (drawn.size() < points.size()) {
+      const std::size_t first = start(rng);
+      drawn.insert(drawn.end(), points.begin() + static_cast<long>(first),
+                   points.begin() + static_cast<long>(first + kBlock));
+    }
+    drawn.resize(points.size());
+    ratios.push_back(ratio(theil_sen(drawn)));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  std::printf(
+      "    trend over generations %d-%d (Theil-Sen, %s): %.1f -> %.1f ms, %.2fx (90%%: "
+      "%.2f-%.2fx, block bootstrap)\n",
+      from, to, what, line.at(from), line.at(to), ratio(line), ratios[ratios.size() / 20],
+      ratios[ratios.size() - 1 - ratios.size() / 20]);
+}
+
 // Rank 0's search per generation in each window [bounds[i], bounds[i+1]) of generations that
-// the run reached, and the last window's medians over the first's.
+// the run reached, the last window's medians over the first's, and the trend through all of
+// them (print_search_trend).
 void print_search_windows(const Measured& m, const std::vector<int>& bounds) {
   std::printf("  rank 0's search per generation, ms (median / mean):\n");
   struct Window {
@@ -271,6 +347,12 @@ void print_search_windows(const Measured& m, const std::vector<int>& bounds) {
                 printed.back().from, printed.back().to, printed.front().from, printed.front().to,
                 printed.back().wall / printed.front().wall,
                 printed.back().cpu / printed.front().cpu);
+  if (printed.size() >= 2) {
+    print_search_trend(m, printed.front().from, printed.back().to, "wall",
+                       &Measured::GenerationSearch::wall_ms);
+    print_search_trend(m, printed.front().from, printed.back().to, "CPU",
+                       &Measured::GenerationSearch::cpu_ms);
+  }
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -343,6 +425,8 @@ int main(int argc, char** argv) {
                      "increasing order, e.g. 10,50,100,500\n");
         return 2;
       }
+    } else if (arg == "--search-log") {
+      o.search_logs.emplace_back(value());
     } else if (arg == "--no-llm") {
       o.llm = {false};
     } else if (arg == "--llm-only") {
@@ -356,6 +440,7 @@ int main(int argc, char** argv) {
           "                    [--lost-time 2.7] [--prepare-time 0]] [--no-llm | --llm-only]\n"
           "                    [--standby] [--keep DIR] [--append FILE]\n"
           "                    [--search-windows 10,50,100,200,300,400,500]\n"
+          "       tune_scaling --search-windows G0,G1,... --search-log LOG [--search-log LOG...]\n"
           "  runs r3-mpi with each evaluator count, without and with a local LLM endpoint that\n"
           "  answers after --llm-delay seconds, and prints candidates/s, the evaluators' busy\n"
           "  fraction (over the whole search, and while it still proposed: 'steady'), the scaling\n"
@@ -373,10 +458,30 @@ int main(int argc, char** argv) {
           "  such as search or verify), to measure an option on and off\n"
           "  --search-windows G0,G1,...: after each run, rank 0's search time per generation\n"
           "  (wall and CPU, median and mean) in each window [Gi, Gi+1) of generations, and the\n"
-          "  last window's medians over the first's: whether its cost grows with the history\n"
+          "  last window's medians over the first's, and the trend through every generation\n"
+          "  from G0 to the last (a Theil-Sen line, with a block-bootstrap interval of its\n"
+          "  ratio): whether its cost grows with the history\n"
+          "  --search-log LOG: read a job's log (one --keep kept) and print only that, running\n"
+          "  nothing\n"
           "  Several kernels (one source for all, or one each) are tuned together in each run.\n");
       return arg == "--help" ? 0 : 2;
     }
+  }
+  if (!o.search_logs.empty()) {
+    if (o.search_windows.empty()) {
+      std::fprintf(stderr, "tune_scaling: --search-log needs --search-windows\n");
+      return 2;
+    }
+    for (const fs::path& log : o.search_logs) {
+      if (!fs::is_regular_file(log)) {
+        std::fprintf(stderr, "tune_scaling: --search-log %s: no such file\n", log.c_str());
+        return 2;
+      }
+      const Measured m = read_log(log.string());
+      std::printf("%s: %d generations\n", log.c_str(), m.generations);
+      print_search_windows(m, o.search_windows);
+    }
+    return 0;
   }
   if (o.capture.empty() || o.kernels.empty() || o.sources.empty()) {
     std::fprintf(stderr, "tune_scaling: --capture, --kernel and --source are required\n");

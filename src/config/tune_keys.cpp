@@ -163,7 +163,9 @@ SectionPtr<KernelSelection> make_kernel_section() {
                   else
                     schema::write_list(out, k.launches);
                 }),
-      custom<K>("defines", "mapping", "`{}`", "Macros defined for every compile and wherever the source is read (-D NAME=VALUE).",
+      custom<K>("defines", "mapping", "`{}`",
+                "Macros defined for every compile and wherever the source is read (-D "
+                "NAME=VALUE).",
                 read_defines,
                 [](YAML::Emitter& out, const K& k) {
                   out << YAML::Flow << YAML::BeginMap;
