@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
   app.add_flag("--dry-run", options.dry_run,
                "Check tune.yaml against its capture, print the resolved configuration, then "
                "compile and verify each kernel's original (the recorded code, and its source at "
-               "its defaults) in a sandbox on this rank");
+               "its defaults) in a sandbox on this rank, and say what the built-in mutators make "
+               "of each kernel's source");
   app.add_flag_callback(
       "--keys",
       [&world] {

@@ -463,6 +463,32 @@ void check_originals(const std::string& tune_file) {
     m->record.candidates.push_back(r);
   }
   refuse_broken_originals(*m, 0);
+  // Whether the source level will have rewrites of its own to search, before a budget is spent
+  // finding out: a source the mutators cannot read as the build does gives them none.
+  for (std::size_t k = 0; k < m->search->kernels().size(); ++k) {
+    const std::optional<evolve::MutationReport> report = m->search->original_mutations(k);
+    if (!report) continue;
+    std::cout << "# " << m->config.kernels.at(k).name << ": the built-in mutators ";
+    if (!report->mutations.empty()) {
+      std::vector<std::pair<std::string, int>> made;  // by mutator, in the order first made
+      for (const evolve::Mutation& mutation : report->mutations) {
+        auto it = std::find_if(made.begin(), made.end(),
+                               [&](const auto& entry) { return entry.first == mutation.mutator; });
+        if (it == made.end()) it = made.insert(made.end(), {mutation.mutator, 0});
+        ++it->second;
+      }
+      std::cout << "rewrite its source " << report->mutations.size() << " way(s):";
+      for (const auto& [mutator, count] : made)
+        std::cout << " " << mutator << (count > 1 ? " x" + std::to_string(count) : "");
+      std::cout << "\n";
+    } else if (!report->diagnostics.empty()) {
+      std::cout << "cannot read its source with its defines, include_dirs and flags (-std=, -D, "
+                   "-U, -I): "
+                << first_diagnostic(report->diagnostics) << "\n";
+    } else {
+      std::cout << "find nothing to rewrite in its source\n";
+    }
+  }
 }
 
 int run_job(const JobOptions& options, const Collectives& world) {

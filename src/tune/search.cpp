@@ -431,6 +431,12 @@ bool Search::mutations_asked_for(std::size_t kernel, const Hash128& source) cons
   return mutation_worker_ && mutation_worker_->asked_for(mutation_key(*states_.at(kernel), source));
 }
 
+std::optional<evolve::MutationReport> Search::original_mutations(std::size_t kernel) {
+  KernelState& state = *states_.at(kernel);
+  if (!mutating(state)) return std::nullopt;
+  return mutation_worker().take(mutation_request(state, *state.sources.front()), while_waiting_);
+}
+
 MutationWorker& Search::mutation_worker() {
   if (!mutation_worker_)
     mutation_worker_ =

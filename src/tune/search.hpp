@@ -137,6 +137,10 @@ class Search {
   // Whether rank 0's mutators were ever asked for the mutations of kernels()[kernel]'s source
   // `source`, i.e. parsed it with Clang in this process.
   bool mutations_asked_for(std::size_t kernel, const Hash128& source) const;
+  // What the built-in mutators make of kernels()[kernel]'s own source, as the search takes it
+  // when it first picks that source as a parent (r3-mpi --dry-run says it); nullopt where they
+  // do not run for the kernel (no source, none configured, a build without Clang).
+  std::optional<evolve::MutationReport> original_mutations(std::size_t kernel);
 
   std::string state() const;  // for the run database
   // Replays a run database: proposes each recorded generation again and observes its recorded

@@ -129,7 +129,8 @@ TEST_F(MpiDryRun, QuotedIncludesResolveBesideTheSourceNotInTheWorkingDirectory) 
   EXPECT_EQ(dry.exit_code, 0) << dry.out << dry.err;
   EXPECT_EQ(count(dry.out + dry.err, "helper.h"), 0) << dry.out << dry.err;
 
-  // The run: rank 0's mutators parse the source too (their diagnostics are logged at debug).
+  // The run: rank 0's mutators parse the source too (had they not found the header, a warning
+  // would name it).
   ProcessResult run = mpirun_in(cwd, job / "tune.yaml", yaml, {"--log-level", "debug"});
   ASSERT_FALSE(run.timed_out) << "the job hung";
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -147,6 +148,48 @@ TEST_F(MpiDryRun, QuotedIncludesResolveBesideTheSourceNotInTheWorkingDirectory) 
   EXPECT_EQ(broken.exit_code, 1) << broken.err;
   EXPECT_GE(count(broken.err, "broken.cpp:7:"), 1) << broken.err;
   EXPECT_EQ(count(broken.err, (dir_ / "application").string()), 0) << broken.err;
+}
+
+// --dry-run says what the built-in mutators make of each kernel's source before a budget is
+// spent: here a source that reads a header from the kernel's include_dirs and a macro from its
+// defines, which the mutators once read bare (no rewrites, and a debug line to say why).
+TEST_F(MpiDryRun, SaysWhatTheBuiltInMutatorsMakeOfEachKernelsSource) {
+  if (!r3::build_has_llvm()) GTEST_SKIP() << "the demo's host backend needs LLVM in this build";
+  fs::create_directories(dir_ / "src");
+  fs::create_directories(dir_ / "include");
+  std::ofstream(dir_ / "include" / "weights.h") << "#define CENTRE (-4.0f)\n";
+  std::ofstream(dir_ / "src" / "stencil.cpp")
+      << "#include \"weights.h\"\n"
+         "extern \"C\" void stencil2d(const float* in, float* out, int n, float alpha, "
+         "double* change) {\n"
+         "  double sum = 0;\n"
+         "  for (int y = 1; y < n - 1; ++y)\n"
+         "    for (int x = 1; x < n - 1; ++x) {\n"
+         "      int i = y * n + x;\n"
+         "      out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] +\n"
+         "                                CENTRE * in[i]) * UNIT;\n"
+         "      sum += out[i] > in[i] ? out[i] - in[i] : in[i] - out[i];\n"
+         "    }\n"
+         "  *change = sum;\n}\n";
+  ProcessResult dry = mpirun(
+      "capture: demo.h5\nkernels:\n  - name: stencil2d\n    source: src/stencil.cpp\n"
+      "    include_dirs: [include]\n    defines: {UNIT: 1.0f}\n",
+      {"--dry-run"});
+  ASSERT_FALSE(dry.timed_out) << "the job hung";
+  EXPECT_EQ(dry.exit_code, 0) << dry.out << dry.err;
+  EXPECT_EQ(count(dry.out, "# stencil2d: original (defaults): ok"), 1) << dry.out << dry.err;
+  EXPECT_EQ(count(dry.out, "# stencil2d: the built-in mutators rewrite its source "), 1)
+      << dry.out << dry.err;
+  EXPECT_EQ(count(dry.out, " restrict"), 1) << dry.out;
+
+  // The mutators switched off: nothing is said of them.
+  ProcessResult off = mpirun(
+      "capture: demo.h5\nkernels:\n  - name: stencil2d\n    source: src/stencil.cpp\n"
+      "    include_dirs: [include]\n    defines: {UNIT: 1.0f}\n"
+      "search:\n  levels:\n    source:\n      mutators: []\n",
+      {"--dry-run"});
+  EXPECT_EQ(off.exit_code, 0) << off.out << off.err;
+  EXPECT_EQ(count(off.out, "built-in mutators"), 0) << off.out;
 }
 
 }  // namespace
