@@ -42,6 +42,24 @@ class MpiDryRun : public ::testing::Test {
     return r3::test::run_process(argv, std::chrono::seconds(120),
                                  {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
   }
+  // The demo's stencil (the kernel demo.h5 holds), reading `header` and computing each point as
+  // `update` does.
+  static std::string stencil_including(const std::string& header, const std::string& update) {
+    return "#include \"" + header +
+           "\"\n"
+           "extern \"C\" void stencil2d(const float* in, float* out, int n, float alpha, "
+           "double* change) {\n"
+           "  double sum = 0;\n"
+           "  for (int y = 1; y < n - 1; ++y)\n"
+           "    for (int x = 1; x < n - 1; ++x) {\n"
+           "      int i = y * n + x;\n"
+           "      out[i] = " +
+           update +
+           ";\n"
+           "      sum += out[i] > in[i] ? out[i] - in[i] : in[i] - out[i];\n"
+           "    }\n"
+           "  *change = sum;\n}\n";
+  }
   TempDir dir_;
 };
 
@@ -108,17 +126,7 @@ TEST_F(MpiDryRun, QuotedIncludesResolveBesideTheSourceNotInTheWorkingDirectory) 
       << "inline float laplacian(const float* in, int i, int n) {\n"
          "  return in[i - 1] + in[i + 1] + in[i - n] + in[i + n] - 4.0f * in[i];\n}\n";
   std::ofstream(sources / "stencil.cpp")
-      << "#include \"helper.h\"\n"
-         "extern \"C\" void stencil2d(const float* in, float* out, int n, float alpha, "
-         "double* change) {\n"
-         "  double sum = 0;\n"
-         "  for (int y = 1; y < n - 1; ++y)\n"
-         "    for (int x = 1; x < n - 1; ++x) {\n"
-         "      int i = y * n + x;\n"
-         "      out[i] = in[i] + alpha * laplacian(in, i, n);\n"
-         "      sum += out[i] > in[i] ? out[i] - in[i] : in[i] - out[i];\n"
-         "    }\n"
-         "  *change = sum;\n}\n";
+      << stencil_including("helper.h", "in[i] + alpha * laplacian(in, i, n)");
   std::ofstream(cwd / "helper.h") << "#error \"the working directory's helper.h was read\"\n";
   const std::string yaml =
       "capture: ../demo.h5\nkernels:\n  - name: stencil2d\n"
@@ -158,19 +166,9 @@ TEST_F(MpiDryRun, SaysWhatTheBuiltInMutatorsMakeOfEachKernelsSource) {
   fs::create_directories(dir_ / "src");
   fs::create_directories(dir_ / "include");
   std::ofstream(dir_ / "include" / "weights.h") << "#define CENTRE (-4.0f)\n";
-  std::ofstream(dir_ / "src" / "stencil.cpp")
-      << "#include \"weights.h\"\n"
-         "extern \"C\" void stencil2d(const float* in, float* out, int n, float alpha, "
-         "double* change) {\n"
-         "  double sum = 0;\n"
-         "  for (int y = 1; y < n - 1; ++y)\n"
-         "    for (int x = 1; x < n - 1; ++x) {\n"
-         "      int i = y * n + x;\n"
-         "      out[i] = in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] +\n"
-         "                                CENTRE * in[i]) * UNIT;\n"
-         "      sum += out[i] > in[i] ? out[i] - in[i] : in[i] - out[i];\n"
-         "    }\n"
-         "  *change = sum;\n}\n";
+  std::ofstream(dir_ / "src" / "stencil.cpp") << stencil_including(
+      "weights.h",
+      "in[i] + alpha * (in[i - 1] + in[i + 1] + in[i - n] + in[i + n] + CENTRE * in[i]) * UNIT");
   ProcessResult dry = mpirun(
       "capture: demo.h5\nkernels:\n  - name: stencil2d\n    source: src/stencil.cpp\n"
       "    include_dirs: [include]\n    defines: {UNIT: 1.0f}\n",
