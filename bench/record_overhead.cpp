@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "r3/report/analysis.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -52,11 +54,6 @@ std::string output_of(const std::string& command) {
   ::pclose(pipe);
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 struct Example {
@@ -133,7 +130,8 @@ int main(int argc, char** argv) {
       inject.push_back(seconds_of(injected + e.application));
       record.push_back(seconds_of(recorded + e.application));
     }
-    const double p = median(plain), i = median(inject), c = median(record);
+    const double p = r3::report::median(plain), i = r3::report::median(inject),
+                 c = r3::report::median(record);
     if (&e == &examples.front()) {
       fixed = i - p;
       std::printf("%-29s %10.3f %10.3f %10.3f %9.3f %9.3f %16s\n", e.name.c_str(), p, i, c, i / p,
