@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> options;
         for (const auto& [name, value] : build.defines)
           options.push_back("-D" + name + "=" + value);
-        for (const std::string& dir : build.include_dirs) options.push_back("-I" + dir);
+        for (const auto& dir : build.include_dirs) options.push_back("-I" + dir.string());
         for (const auto& [name, value] : values) {
           defines += "#define " + name + " " + value + "\n";
           options.push_back("-D" + name + "=" + value);

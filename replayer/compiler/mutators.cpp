@@ -612,7 +612,7 @@ Source make_source(std::string_view text, std::string_view name, const MutationC
   s.name = std::string(name);
   s.text = std::string(text);
   s.defines = context.defines;
-  s.include_dirs.assign(context.include_dirs.begin(), context.include_dirs.end());
+  s.include_dirs = context.include_dirs;
   s.flags = context.flags;
   return s;
 }

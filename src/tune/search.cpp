@@ -1,7 +1,6 @@
 #include "search.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -413,8 +412,7 @@ MutationRequest Search::mutation_request(const KernelState& kernel,
   // Read as the candidates are compiled, so that a source that includes a header from one of
   // the kernel's include_dirs, or uses a macro its defines give, parses.
   context.defines = target.base.defines;
-  for (const std::filesystem::path& dir : target.base.include_dirs)
-    context.include_dirs.push_back(dir.string());
+  context.include_dirs = target.base.include_dirs;
   context.flags = reading_flags(target.base.flags);
   return request;
 }

@@ -577,7 +577,7 @@ TEST(Mutators, ReadTheSourceWithTheBuildsIncludeDirectoriesDefinesAndFlags) {
   EXPECT_TRUE(unread.mutations.empty());
 
   MutationContext context;
-  context.include_dirs = {(dir / "include").string()};
+  context.include_dirs = {dir / "include"};
   context.defines = {{"SCALE", "0.125f"}};
   // A reading flag, as a kernel's flags list may hold it among code generation flags that the
   // search leaves out (reading_flags in the tuning job).

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,7 +37,7 @@ struct MutationContext {
   // a file reads (-std=, -D, -U, -I). Without them a source that includes a header from another
   // directory, or uses a macro the build defines, does not parse and gets no mutations.
   std::map<std::string, std::string> defines;
-  std::vector<std::string> include_dirs;
+  std::vector<std::filesystem::path> include_dirs;
   std::vector<std::string> flags;
 };
 
