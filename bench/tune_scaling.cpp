@@ -146,8 +146,41 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
-// What a job's log says of its generations (defined below).
-Measured read_log(const std::string& log);
+// What a job's log says of its generations (r3-mpi's progress lines).
+Measured read_log(const std::string& log) {
+  Measured m;
+  const std::regex progress(
+      R"(generation (\d+): (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
+  const std::regex llm(R"(; (LLM: [^;]*);)");
+  const std::regex search(R"(; search ([0-9.e+-]+) ms \(CPU ([0-9.e+-]+) ms\))");
+  std::ifstream in(log);
+  bool proposing = true;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch match;
+    if (line.find("the search stopped proposing") != std::string::npos) proposing = false;
+    if (line.find("replaced after a lost context") != std::string::npos) ++m.contexts_lost;
+    if (!std::regex_search(line, match, progress)) continue;
+    const int generation = std::stoi(match[1]);
+    const double seconds = std::stod(match[5]);
+    ++m.generations;
+    m.candidates += std::stoi(match[2]);
+    m.ok += std::stoi(match[3]);
+    m.generation_seconds += seconds;
+    m.busy_weighted += seconds * std::stoi(match[4]) / 100.0;
+    // The first generation's time includes the evaluators' start.
+    if (proposing && m.generations > 1) {
+      m.steady_seconds += seconds;
+      m.steady_busy_weighted += seconds * std::stoi(match[4]) / 100.0;
+    }
+    if (std::regex_search(line, match, search)) {
+      m.search_seconds += std::stod(match[1]) / 1e3;
+      m.search_cpu_seconds += std::stod(match[2]) / 1e3;
+      m.searches.push_back({generation, std::stod(match[1]), std::stod(match[2])});
+    }
+    if (std::regex_search(line, match, llm)) m.last_llm = match[1];
+  }
+  return m;
+}
 
 Measured run(const Options& o, int k, const std::string& endpoint, const fs::path& dir) {
   const fs::path yaml =
@@ -192,42 +225,6 @@ Measured run(const Options& o, int k, const std::string& endpoint, const fs::pat
   if (m.exit_code != 0)
     std::fprintf(stderr, "tune_scaling: %s exited with %d; its output is in %s\n", command.c_str(),
                  m.exit_code, log.c_str());
-  return m;
-}
-
-// What a job's log says of its generations (r3-mpi's progress lines).
-Measured read_log(const std::string& log) {
-  Measured m;
-  const std::regex progress(
-      R"(generation (\d+): (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
-  const std::regex llm(R"(; (LLM: [^;]*);)");
-  const std::regex search(R"(; search ([0-9.e+-]+) ms \(CPU ([0-9.e+-]+) ms\))");
-  std::ifstream in(log);
-  bool proposing = true;
-  for (std::string line; std::getline(in, line);) {
-    std::smatch match;
-    if (line.find("the search stopped proposing") != std::string::npos) proposing = false;
-    if (line.find("replaced after a lost context") != std::string::npos) ++m.contexts_lost;
-    if (!std::regex_search(line, match, progress)) continue;
-    const int generation = std::stoi(match[1]);
-    const double seconds = std::stod(match[5]);
-    ++m.generations;
-    m.candidates += std::stoi(match[2]);
-    m.ok += std::stoi(match[3]);
-    m.generation_seconds += seconds;
-    m.busy_weighted += seconds * std::stoi(match[4]) / 100.0;
-    // The first generation's time includes the evaluators' start.
-    if (proposing && m.generations > 1) {
-      m.steady_seconds += seconds;
-      m.steady_busy_weighted += seconds * std::stoi(match[4]) / 100.0;
-    }
-    if (std::regex_search(line, match, search)) {
-      m.search_seconds += std::stod(match[1]) / 1e3;
-      m.search_cpu_seconds += std::stod(match[2]) / 1e3;
-      m.searches.push_back({generation, std::stod(match[1]), std::stod(match[2])});
-    }
-    if (std::regex_search(line, match, llm)) m.last_llm = match[1];
-  }
   return m;
 }
 
