@@ -177,7 +177,7 @@ class CudaBackend final : public Backend {
       prepared.shape.block = launch.block;
       prepared.shape.shared_memory_bytes = launch.shared_memory_bytes;
       prepared.args = launch.args;
-      memory_.map().relocate_words(prepared.args, 0);
+      memory_.map().relocate_arguments(prepared.args, kernel.params);
       if (!kernel.kokkos_label.empty()) {
         prepared.kokkos_tiling = find_mdrange_tiling(prepared.args, launch.block, launch.grid);
         if (is_team_parallel_for(kernel.demangled_name))

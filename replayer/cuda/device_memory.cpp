@@ -71,6 +71,7 @@ void DeviceMemory::place(const std::vector<Span>& spans) {
                    m.address, std::dec);
       map_.add(begin, m.length, m.address);
     }
+    map_.set_regions(spans);
   } catch (const CudaError& e) {
     std::uint64_t total = 0;
     for (const auto& [begin, end] : merge_ranges(guarded, granularity)) total += end - begin;

@@ -37,8 +37,13 @@ void AddressMap::add(std::uint64_t recorded, std::uint64_t length, std::uint64_t
   any_moved_ = any_moved_ || mappings_.back().moved();
 }
 
+void AddressMap::set_regions(const std::vector<Span>& regions) {
+  regions_ = merge_ranges(regions, 1);
+}
+
 void AddressMap::clear() {
   mappings_.clear();
+  regions_.clear();
   any_moved_ = false;
 }
 
@@ -82,17 +87,62 @@ std::uint64_t AddressMap::translate(std::uint64_t value) const {
   return mapping->live + (value - mapping->recorded);
 }
 
+bool AddressMap::in_region(std::uint64_t recorded) const {
+  auto it =
+      std::upper_bound(regions_.begin(), regions_.end(), recorded,
+                       [](std::uint64_t value, const std::pair<std::uint64_t, std::uint64_t>& r) {
+                         return value < r.first;
+                       });
+  if (it == regions_.begin()) return false;
+  --it;
+  return recorded <= it->second;  // one past the end too
+}
+
+void AddressMap::relocate_word(std::span<std::byte> bytes, std::size_t offset) const {
+  std::uint64_t word;
+  std::memcpy(&word, bytes.data() + offset, 8);
+  const std::uint64_t moved = translate(word);
+  if (moved != word) std::memcpy(bytes.data() + offset, &moved, 8);
+}
+
 void AddressMap::relocate_words(std::span<std::byte> bytes, std::uint64_t address) const {
-  if (!any_moved_ || mappings_.empty()) return;
-  const std::uint64_t lowest = mappings_.front().recorded;
-  const std::uint64_t highest = mappings_.back().recorded + mappings_.back().length;
+  if (!any_moved_ || regions_.empty()) return;
+  const std::uint64_t lowest = regions_.front().first, highest = regions_.back().second;
   std::size_t first = static_cast<std::size_t>((8 - address % 8) % 8);
   for (std::size_t offset = first; offset + 8 <= bytes.size(); offset += 8) {
     std::uint64_t word;
     std::memcpy(&word, bytes.data() + offset, 8);
     if (word < lowest || word > highest) continue;  // most words: not a pointer of ours
-    std::uint64_t moved = translate(word);
-    if (moved != word) std::memcpy(bytes.data() + offset, &moved, 8);
+    if (in_region(word)) relocate_word(bytes, offset);
+  }
+}
+
+namespace {
+
+// A parameter that holds a number, never an address, in all of its 8-byte words.
+bool holds_floating_point(const capture::Param& param) {
+  static const std::string_view kFloating[] = {"double",  "float2", "double2", "float4",
+                                               "double4", "float3", "double3"};
+  for (std::string_view type : kFloating)
+    if (param.type == type) return true;
+  return false;
+}
+
+}  // namespace
+
+void AddressMap::relocate_arguments(std::span<std::byte> args,
+                                    const std::vector<capture::Param>& params) const {
+  if (!any_moved_) return;
+  if (params.empty()) {
+    for (std::size_t offset = 0; offset + 8 <= args.size(); offset += 8)
+      relocate_word(args, offset);
+    return;
+  }
+  for (const capture::Param& param : params) {
+    if (param.size < 8 || holds_floating_point(param)) continue;
+    for (std::uint64_t at = (param.offset + 7) / 8 * 8;
+         at + 8 <= param.offset + param.size && at + 8 <= args.size(); at += 8)
+      relocate_word(args, static_cast<std::size_t>(at));
   }
 }
 

@@ -75,8 +75,9 @@ class HostBackend final : public Backend {
       prepared.args.resize((launch.args.size() + sizeof(std::max_align_t) - 1) /
                            sizeof(std::max_align_t));
       std::memcpy(prepared.args.data(), launch.args.data(), launch.args.size());
-      memory_.relocate_words(
-          std::span(reinterpret_cast<std::byte*>(prepared.args.data()), launch.args.size()), 0);
+      memory_.map().relocate_arguments(
+          std::span(reinterpret_cast<std::byte*>(prepared.args.data()), launch.args.size()),
+          kernel.params);
       for (const capture::Param& param : kernel.params) prepared.offsets.push_back(param.offset);
       for (const RegionStates& state : region_states(launch)) {
         prepared.regions.push_back({*state.region, memory_.live(state.region->address),

@@ -41,6 +41,7 @@ void HostMemory::place(const std::vector<Span>& spans) {
     // simply a relocated mapping.
     map_.add(begin, length, reinterpret_cast<std::uint64_t>(got));
   }
+  map_.set_regions(spans);
 }
 
 }  // namespace r3::replay

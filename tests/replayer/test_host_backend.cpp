@@ -550,4 +550,89 @@ TEST(HostBackend, RelocatesWhenTheRecordedAddressesAreTaken) {
   munmap(occupant, 3 * kPage);
 }
 
+// A CSR-like gather whose int indices, two by two, read as an address in a relocated mapping:
+// 2048 next to (A >> 32) is A + 2048, for A the recorded address of another region, which
+// starts a 4 GiB block and covers 64 bytes of its page. Rewriting that "pointer" made the
+// indices garbage (on a GPU, CUDA_ERROR_ILLEGAL_ADDRESS in about one CG recording in ten); only
+// words pointing into a recorded region itself are rewritten now.
+const char* kGather = R"(extern "C" void gather(const int* index, const float* in, float* out,
+                                                 int count) {
+  for (int i = 0; i < count; ++i) out[i] = in[index[i]];
+}
+)";
+
+// A page at an address that starts a 4 GiB block, mapped so that a replay cannot place a region
+// recorded there; 0 when none is free.
+std::uint64_t occupy_4gib_aligned_page() {
+  const std::uint64_t block = std::uint64_t{1} << 32;
+  const std::uint64_t start = free_range(kPage) / block * block;
+  for (std::uint64_t k = 1; k < 64 && k * block < start; ++k) {
+    void* want = reinterpret_cast<void*>(start - k * block);
+    void* got = mmap(want, kPage, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == want) return reinterpret_cast<std::uint64_t>(got);
+    if (got != MAP_FAILED) munmap(got, kPage);
+  }
+  return 0;
+}
+
+TEST(HostBackend, IndicesThatReadAsAnAddressNearARelocatedRegionStayIndices) {
+  TempDir dir;
+  const std::uint64_t table_at = occupy_4gib_aligned_page();
+  ASSERT_NE(table_at, 0u) << "no free 4 GiB-aligned page";
+  const int n = 40000, count = 1000;  // n above any (address >> 32) of user space
+  ASSERT_LT(table_at >> 32, std::uint64_t(n));
+  const std::uint64_t base = free_range(64 * kPage);
+  const std::uint64_t index_at = base, in_at = base + 2 * kPage, out_at = base + 48 * kPage;
+  std::vector<int> index(count);
+  for (int i = 0; i < count; ++i) index[i] = (i * 7919) % n;
+  index[0] = 2048, index[1] = static_cast<int>(table_at >> 32);
+  std::uint64_t word;
+  std::memcpy(&word, index.data(), 8);
+  ASSERT_EQ(word, table_at + 2048);
+  std::vector<float> in(n), out(count, 0.0f), table(16, 0.0f);
+  for (int i = 0; i < n; ++i) in[i] = 0.5f * static_cast<float>(i % 97);
+  {
+    CaptureInfo info;
+    info.device.backend = "host";
+    CaptureWriter writer = CaptureWriter::create(dir / "g.h5", info);
+    Kernel kernel;
+    kernel.name = "gather";
+    kernel.images["source"] =
+        writer.put_content(std::as_bytes(std::span(std::string_view(kGather))));
+    kernel.params = {{0, 8, true, "const int*"},
+                     {8, 8, true, "const float*"},
+                     {16, 8, true, "float*"},
+                     {24, 4, false, "int"}};
+    std::size_t id = writer.add_kernel(kernel);
+    Launch launch;
+    append(launch.args, index_at);
+    append(launch.args, in_at);
+    append(launch.args, out_at);
+    append(launch.args, count);
+    auto region = [&](const char* name, std::uint64_t at, auto& data, ElementType type) {
+      return Region{name, RegionKind::allocation,
+                    at,   data.size() * sizeof(data[0]),
+                    type, writer.put_content(bytes_of(data))};
+    };
+    launch.prologue = {region("index", index_at, index, ElementType::i32),
+                       region("in", in_at, in, ElementType::f32),
+                       region("out", out_at, out, ElementType::f32),
+                       region("table", table_at, table, ElementType::unknown)};
+    for (int i = 0; i < count; ++i) out[i] = in[index[i]];
+    launch.epilogue = {region("out", out_at, out, ElementType::f32)};
+    writer.add_launch(id, launch);
+  }
+  Replay replay = prepared(dir / "g.h5");
+  EXPECT_NE(replay.backend->placement().find("moved"), std::string::npos)
+      << replay.backend->placement();
+  RunResult result = replay.backend->run(replay.backend->compile(Variant{}), RunOptions{});
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+  ASSERT_EQ(result.launches.size(), 1u);
+  EXPECT_TRUE(result.launches[0].verified);
+  for (const RegionCheck& check : result.launches[0].regions)
+    EXPECT_TRUE(check.passed) << check.name;
+  munmap(reinterpret_cast<void*>(table_at), kPage);
+}
+
 }  // namespace

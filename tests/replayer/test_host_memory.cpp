@@ -85,4 +85,61 @@ TEST(HostMemory, ArgumentBuffersAreRewrittenOnTheirOwnAlignment) {
   munmap(occupant, kPage);
 }
 
+// Data that reads as an address into a moved mapping, but into none of its recorded regions,
+// stays as it is: the 4 KiB page around a region of 256 bytes is mapped, and two ints side by
+// side can make any value in it.
+TEST(HostMemory, OnlyWordsPointingIntoARecordedRegionAreRewritten) {
+  const std::uint64_t base = free_range(1);
+  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), base);
+  HostMemory memory;
+  memory.place({{base + 64, 256}});
+  ASSERT_EQ(memory.mode(), AddressMode::relocated);
+  const std::uint64_t live = reinterpret_cast<std::uint64_t>(memory.live(base + 64));
+  std::uint64_t words[5] = {base + 64, base + 64 + 100, base + 64 + 256, base + 64 + 264, base + 8};
+  memory.relocate_words(std::as_writable_bytes(std::span(words)), 0);
+  EXPECT_EQ(words[0], live);             // its first byte
+  EXPECT_EQ(words[1], live + 100);       // inside
+  EXPECT_EQ(words[2], live + 256);       // one past its end: C allows such pointers
+  EXPECT_EQ(words[3], base + 64 + 264);  // beyond it, in the same page
+  EXPECT_EQ(words[4], base + 8);         // before it, in the same page
+  munmap(occupant, kPage);
+}
+
+// In an argument buffer, a pointer parameter (or a struct of pointers) is rewritten wherever in
+// a moved mapping it points, but two int parameters or a double are numbers whatever they read
+// as.
+TEST(HostMemory, ArgumentsAreRewrittenOnlyInParametersThatCanHoldAnAddress) {
+  const std::uint64_t base = free_range(1);
+  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), base);
+  HostMemory memory;
+  memory.place({{base + 64, 256}});
+  ASSERT_EQ(memory.mode(), AddressMode::relocated);
+  const std::uint64_t live = reinterpret_cast<std::uint64_t>(memory.live(base + 64));
+  // (int rows, int columns, const float* in, double scale, Views views) with Views = 16 bytes
+  const std::vector<r3::capture::Param> params = {{0, 4, false, "int"},
+                                                  {4, 4, false, "int"},
+                                                  {8, 8, true, "const float*"},
+                                                  {16, 8, false, "double"},
+                                                  {24, 16, false, ""}};
+  const std::uint64_t ints = base + 64 + 8;  // as rows and columns side by side
+  std::uint64_t args[5] = {ints, base + 64 + 16, base + 64 + 24, base + 60, base + 64 + 32};
+  auto bytes = std::as_writable_bytes(std::span(args));
+  memory.map().relocate_arguments(bytes, params);
+  EXPECT_EQ(args[0], ints);
+  EXPECT_EQ(args[1], live + 16);
+  EXPECT_EQ(args[2], base + 64 + 24);
+  EXPECT_EQ(args[3], live - 4);  // an argument may point just before its array
+  EXPECT_EQ(args[4], live + 32);
+  // Without parameter information every aligned word is a candidate, as before.
+  std::uint64_t unknown[2] = {ints, base + 64 + 24};
+  memory.map().relocate_arguments(std::as_writable_bytes(std::span(unknown)), {});
+  EXPECT_EQ(unknown[0], live + 8);
+  EXPECT_EQ(unknown[1], live + 24);
+  munmap(occupant, kPage);
+}
+
 }  // namespace
