@@ -110,6 +110,9 @@ struct Measured {
   struct GenerationSearch {
     int generation = 0;
     double wall_ms = 0, cpu_ms = 0;
+    // The CPU's parts (proposing, taking results in, writing run.h5); -1 in logs older than
+    // the progress lines that give them.
+    double proposals_ms = -1, results_ms = -1, write_ms = -1;
   };
   std::vector<GenerationSearch> searches;
   std::string last_llm;           // the last progress line's LLM part
@@ -152,7 +155,9 @@ Measured read_log(const std::string& log) {
   const std::regex progress(
       R"(generation (\d+): (\d+) candidates, (\d+) ok.*evaluators busy (\d+)%; ([0-9.e+-]+) s)");
   const std::regex llm(R"(; (LLM: [^;]*);)");
-  const std::regex search(R"(; search ([0-9.e+-]+) ms \(CPU ([0-9.e+-]+) ms\))");
+  const std::regex search(R"(; search ([0-9.e+-]+) ms \(CPU ([0-9.e+-]+) ms[:)])");
+  const std::regex parts(
+      R"(: proposals ([0-9.e+-]+), results ([0-9.e+-]+), run\.h5 ([0-9.e+-]+)\))");
   std::ifstream in(log);
   bool proposing = true;
   for (std::string line; std::getline(in, line);) {
@@ -176,6 +181,11 @@ Measured read_log(const std::string& log) {
       m.search_seconds += std::stod(match[1]) / 1e3;
       m.search_cpu_seconds += std::stod(match[2]) / 1e3;
       m.searches.push_back({generation, std::stod(match[1]), std::stod(match[2])});
+      if (std::regex_search(line, match, parts)) {
+        m.searches.back().proposals_ms = std::stod(match[1]);
+        m.searches.back().results_ms = std::stod(match[2]);
+        m.searches.back().write_ms = std::stod(match[3]);
+      }
     }
     if (std::regex_search(line, match, llm)) m.last_llm = match[1];
   }
@@ -319,23 +329,32 @@ void print_search_trend(const Measured& m, int from, int to, const char* what,
 // the run reached, the last window's medians over the first's, and the trend through all of
 // them (print_search_trend).
 void print_search_windows(const Measured& m, const std::vector<int>& bounds) {
-  std::printf("  rank 0's search per generation, ms (median / mean):\n");
+  std::printf("  rank 0's search per generation, ms (median / mean; the CPU's parts as means):\n");
   struct Window {
     int from, to;
     double wall, cpu;
   };
   std::vector<Window> printed;
   for (std::size_t i = 0; i + 1 < bounds.size(); ++i) {
-    std::vector<double> wall, cpu;
+    std::vector<double> wall, cpu, proposals, results, write;
     for (const Measured::GenerationSearch& g : m.searches)
       if (g.generation >= bounds[i] && g.generation < bounds[i + 1]) {
         wall.push_back(g.wall_ms);
         cpu.push_back(g.cpu_ms);
+        if (g.proposals_ms < 0) continue;
+        proposals.push_back(g.proposals_ms);
+        results.push_back(g.results_ms);
+        write.push_back(g.write_ms);
       }
     if (wall.empty()) continue;
-    std::printf("    generations %4d-%-4d %4zu gens: wall %6.1f / %6.1f   CPU %6.1f / %6.1f\n",
+    std::printf("    generations %4d-%-4d %4zu gens: wall %6.1f / %6.1f   CPU %6.1f / %6.1f",
                 bounds[i], bounds[i + 1] - 1, wall.size(), r3::report::median(wall), mean(wall),
                 r3::report::median(cpu), mean(cpu));
+    // Means, which add up to the CPU's mean: where the time goes, and which part grows.
+    if (!proposals.empty())
+      std::printf("  (proposals %.1f, results %.1f, run.h5 %.1f)", mean(proposals), mean(results),
+                  mean(write));
+    std::printf("\n");
     printed.push_back(
         {bounds[i], bounds[i + 1] - 1, r3::report::median(wall), r3::report::median(cpu)});
   }

@@ -35,12 +35,15 @@ class Stopwatch {
   double cpu_;
 };
 
-// "0.431 ms", "12.35 ms": four significant digits, three below 10 ms.
-inline std::string format_ms(double seconds) {
+// "0.431", "12.35": milliseconds, four significant digits, three below 10 ms.
+inline std::string in_ms(double seconds) {
   std::ostringstream out;
   out.precision(seconds * 1e3 < 10 ? 3 : 4);
-  out << seconds * 1e3 << " ms";
+  out << seconds * 1e3;
   return out.str();
 }
+
+// "0.431 ms", "12.35 ms".
+inline std::string format_ms(double seconds) { return in_ms(seconds) + " ms"; }
 
 }  // namespace r3::tune

@@ -251,7 +251,7 @@ class SearchLoop {
     if (batch.empty()) {
       // What is in flight may open more (a new source's levels): ask again after the next
       // commit. With nothing in flight, the search is done.
-      add_search_time(watch);
+      add_search_time(watch, proposals_cpu_seconds_);
       if (!in_flight_.empty()) {
         waiting_for_commit_ = true;
         return false;
@@ -268,7 +268,7 @@ class SearchLoop {
       if (asked < 2 * want) m_.llm->submit(m_.search->llm_requests(2 * want - asked));
     }
     enqueue(std::move(batch));
-    add_search_time(watch);
+    add_search_time(watch, proposals_cpu_seconds_);
     recent_proposals_.push_back(watch.wall());
     if (recent_proposals_.size() > kRecentProposals) recent_proposals_.pop_front();
     return true;
@@ -332,20 +332,23 @@ class SearchLoop {
     // for the first generations, and then once the time since the last write is 20 times what
     // that write took (at most 5% of rank 0's time); a kill loses at most those generations,
     // which a resume proposes and evaluates again exactly.
+    double write_cpu = 0;
     if (g.number < 10 || in_flight_.size() == 1 ||
         seconds_since(last_write_) >= 20 * last_write_seconds_) {
-      const auto write_start = Clock::now();
+      const Stopwatch write;
       commit(m_, "generation " + std::to_string(g.number), committed_);
       committed_ = g.number + 1;
       last_write_ = Clock::now();
-      last_write_seconds_ = seconds_since(write_start);
+      last_write_seconds_ = write.wall();
+      write_cpu = write.cpu();
     }
     const double interval = seconds_since(last_commit_);
     last_commit_ = Clock::now();
     budget_.add_generation(interval, g.batch.size());
     const double busy = dispatcher_.busy_seconds() - busy_at_last_commit_;
     busy_at_last_commit_ = dispatcher_.busy_seconds();
-    add_search_time(watch);
+    add_search_time(watch, results_cpu_seconds_);
+    results_cpu_seconds_ -= write_cpu;
     GenerationFigures figures;
     figures.generation = g.number;
     figures.first = first;
@@ -353,8 +356,11 @@ class SearchLoop {
     figures.busy_fraction = interval > 0 ? busy / (static_cast<double>(evaluators_) * interval) : 0;
     figures.search_seconds = search_seconds_;
     figures.search_cpu_seconds = search_cpu_seconds_;
+    figures.proposals_cpu_seconds = proposals_cpu_seconds_;
+    figures.results_cpu_seconds = results_cpu_seconds_;
+    figures.write_cpu_seconds = write_cpu;
     figures.in_flight = in_flight_.size() - 1;
-    search_seconds_ = search_cpu_seconds_ = 0;
+    search_seconds_ = search_cpu_seconds_ = proposals_cpu_seconds_ = results_cpu_seconds_ = 0;
     log::info(progress_line(m_, figures, latencies_));
     const std::uint32_t number = g.number;
     in_flight_.pop_front();
@@ -385,10 +391,13 @@ class SearchLoop {
   Clock::time_point last_write_ = Clock::now();
   double last_write_seconds_ = 0;
   double search_seconds_ = 0;      // rank 0's time since the last commit
-  double search_cpu_seconds_ = 0;  // the CPU time of it
-  void add_search_time(const Stopwatch& watch) {
+  double search_cpu_seconds_ = 0;  // the CPU time of it, of which
+  double proposals_cpu_seconds_ = 0, results_cpu_seconds_ = 0;  // proposing, taking results in
+  void add_search_time(const Stopwatch& watch, double& part) {
+    const double cpu = watch.cpu();
     search_seconds_ += watch.wall();
-    search_cpu_seconds_ += watch.cpu();
+    search_cpu_seconds_ += cpu;
+    part += cpu;
   }
 };
 

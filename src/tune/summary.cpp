@@ -68,7 +68,9 @@ std::string progress_line(const Master& m, const GenerationFigures& f,
   line << "; evaluators busy " << static_cast<int>(std::lround(100 * f.busy_fraction)) << "%; ";
   line.precision(3);
   line << f.seconds << " s; search " << format_ms(f.search_seconds) << " (CPU "
-       << format_ms(f.search_cpu_seconds) << "), " << f.in_flight << " generation(s) in flight";
+       << format_ms(f.search_cpu_seconds) << ": proposals " << in_ms(f.proposals_cpu_seconds)
+       << ", results " << in_ms(f.results_cpu_seconds) << ", run.h5 " << in_ms(f.write_cpu_seconds)
+       << "), " << f.in_flight << " generation(s) in flight";
   return line.str();
 }
 

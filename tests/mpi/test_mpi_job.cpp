@@ -86,6 +86,21 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(count(result.err, "finished after"), 1) << result.err;
   EXPECT_NE(result.err.find("generation 0: evaluating"), std::string::npos) << result.err;
+  // Each progress line says where rank 0's search time went: its parts add up to its CPU time
+  // (each printed to three or four digits), and the first ten generations, committed one at a
+  // time, each wrote run.h5.
+  const std::regex search(
+      R"(generation (\d+): .*; search [0-9.e+-]+ ms \(CPU ([0-9.e+-]+) ms: proposals )"
+      R"(([0-9.e+-]+), results ([0-9.e+-]+), run\.h5 ([0-9.e+-]+)\))");
+  int progress_lines = 0;
+  for (auto it = std::sregex_iterator(result.err.begin(), result.err.end(), search);
+       it != std::sregex_iterator(); ++it, ++progress_lines) {
+    const double cpu = std::stod((*it)[2]), proposals = std::stod((*it)[3]),
+                 results = std::stod((*it)[4]), write = std::stod((*it)[5]);
+    EXPECT_NEAR(proposals + results + write, cpu, 0.002 * cpu + 0.02) << (*it)[0];
+    if (std::stoi((*it)[1]) < 10) EXPECT_GT(write, 0) << (*it)[0];
+  }
+  EXPECT_GE(progress_lines, 3) << result.err;
   r3::run::RunRecord run = database();
   ASSERT_GE(run.candidates.size(), 12u);
   EXPECT_LE(run.candidates.size(), 24u);
