@@ -1,37 +1,44 @@
 #include "budget.hpp"
 
-#include <algorithm>
-
 #include "r3/duration.hpp"
 
 namespace r3::tune {
 
-namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+void Budget::RunningMedian::add(double value) {
+  if (lower_.empty() || value <= lower_.top()) {
+    lower_.push(value);
+  } else {
+    upper_.push(value);
+  }
+  if (lower_.size() > upper_.size() + 1) {
+    upper_.push(lower_.top());
+    lower_.pop();
+  } else if (upper_.size() > lower_.size()) {
+    lower_.push(upper_.top());
+    upper_.pop();
+  }
 }
 
-}  // namespace
+double Budget::RunningMedian::value() const {
+  if (lower_.empty()) return 0;
+  return lower_.size() > upper_.size() ? lower_.top() : 0.5 * (lower_.top() + upper_.top());
+}
 
 void Budget::add_generation(double seconds, std::size_t candidates) {
-  generations_.push_back(seconds);
-  if (candidates > 0) per_candidate_.push_back(seconds / static_cast<double>(candidates));
+  generations_.add(seconds);
+  if (candidates > 0) per_candidate_.add(seconds / static_cast<double>(candidates));
 }
 
-double Budget::typical_generation() const { return median(generations_); }
+double Budget::typical_generation() const { return generations_.value(); }
 
-double Budget::typical_candidate() const { return median(per_candidate_); }
+double Budget::typical_candidate() const { return per_candidate_.value(); }
 
 std::string Budget::stop_reason(std::size_t evaluated, std::uint32_t generation, double elapsed,
                                 double reserve, double now, std::size_t ahead) const {
   // With generations in flight, the work ahead is their candidates and the next batch: one slow
   // candidate holds its generation's commit, not the others'.
   const double next = ahead > 0 && !per_candidate_.empty()
-                          ? median(per_candidate_) * static_cast<double>(ahead)
+                          ? per_candidate_.value() * static_cast<double>(ahead)
                           : typical_generation();
   if (evaluated >= limits_.evaluations)
     return "budget.evaluations (" + std::to_string(limits_.evaluations) + ") reached";

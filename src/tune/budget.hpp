@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -37,10 +39,23 @@ class Budget {
                           double reserve, double now, std::size_t ahead = 0) const;
 
  private:
+  // The median of the values added so far, kept as they come (two heaps): asked for at every
+  // proposal, a median sorted afresh each time grew with the run (generations into the
+  // thousands, tens of thousands with 64 evaluators).
+  class RunningMedian {
+   public:
+    void add(double value);
+    double value() const;  // 0 when empty
+    bool empty() const { return lower_.empty(); }
+
+   private:
+    std::priority_queue<double> lower_;  // the smaller half (one more when the count is odd)
+    std::priority_queue<double, std::vector<double>, std::greater<double>> upper_;
+  };
   config::BudgetConfig limits_;
   std::optional<double> job_end_;
-  std::vector<double> generations_;
-  std::vector<double> per_candidate_;  // seconds between commits over the candidates committed
+  RunningMedian generations_;
+  RunningMedian per_candidate_;  // seconds between commits over the candidates committed
 };
 
 }  // namespace r3::tune

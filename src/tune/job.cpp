@@ -109,7 +109,8 @@ class SearchLoop {
         batch_size_(m.config.search.batch_size > 0 ? m.config.search.batch_size
                                                    : default_batch_size(evaluators_)),
         budget_(m.config.budget, job_end_time()),
-        elapsed_before_(m.record.elapsed_seconds) {
+        elapsed_before_(m.record.elapsed_seconds),
+        bests_(m.config.kernels.size()) {
     // While the search waits for the mutators, results are placed (not observed: the search is
     // in the middle of a proposal) and the evaluators get the work already queued.
     m_.search->set_while_waiting([this] {
@@ -330,11 +331,14 @@ class SearchLoop {
     // (run::DatabaseWriter), but still writes and syncs the whole file, which on a parallel
     // file system can take longer than a generation of a fraction of a second. It is written
     // for the first generations, and then once the time since the last write is 20 times what
-    // that write took (at most 5% of rank 0's time); a kill loses at most those generations,
-    // which a resume proposes and evaluates again exactly.
+    // that write took (at most 5% of rank 0's time), and kLeastWriteInterval: on the host demo
+    // a write costs the searching thread 4-6 ms of CPU (HDF5 compressing the chunk each column
+    // ends in, the sync), a quarter of its time per generation when it wrote every one of them.
+    // A kill loses at most those generations, which a resume proposes and evaluates again
+    // exactly; a signal or the end writes what is committed.
     double write_cpu = 0;
     if (g.number < 10 || in_flight_.size() == 1 ||
-        seconds_since(last_write_) >= 20 * last_write_seconds_) {
+        seconds_since(last_write_) >= std::max(20 * last_write_seconds_, kLeastWriteInterval)) {
       const Stopwatch write;
       commit(m_, "generation " + std::to_string(g.number), committed_);
       committed_ = g.number + 1;
@@ -361,7 +365,8 @@ class SearchLoop {
     figures.write_cpu_seconds = write_cpu;
     figures.in_flight = in_flight_.size() - 1;
     search_seconds_ = search_cpu_seconds_ = proposals_cpu_seconds_ = results_cpu_seconds_ = 0;
-    log::info(progress_line(m_, figures, latencies_));
+    bests_.take(m_.record);
+    log::info(progress_line(m_, figures, bests_, latencies_));
     const std::uint32_t number = g.number;
     in_flight_.pop_front();
     // The originals run first: a set-up in which they fail would spend the budget on nothing.
@@ -374,10 +379,12 @@ class SearchLoop {
   const std::size_t batch_size_;
   Budget budget_;
   const double elapsed_before_;
+  KernelBests bests_;  // what the progress lines show
   const Clock::time_point session_start_ = Clock::now();
   Clock::time_point last_commit_ = Clock::now();
   std::deque<Generation> in_flight_;
   static constexpr std::size_t kRecentProposals = 16;
+  static constexpr double kLeastWriteInterval = 2.0;  // seconds between run.h5 writes, at least
   std::deque<double> recent_proposals_;  // the last proposals' times (queue_target)
   std::map<std::uint64_t, std::uint32_t> generation_of_;  // candidate in flight -> generation
   std::uint32_t next_generation_ = 0;

@@ -812,10 +812,15 @@ void Search::take_llm_answer(const evolve::ChatResult& answer) {
 std::string Search::state() const {
   std::ostringstream rng;
   rng << rng_;
-  json proposals = json::array();
-  for (const Proposal& p : proposals_)
-    proposals.push_back({p.generation, p.count, p.observed_before, p.made});
-  return json{{"rng", rng.str()}, {"proposals", proposals}, {"next_id", next_id_}}.dump();
+  // What json{{"rng", ...}, {"proposals", [[generation, count, observed_before, made], ...]},
+  // {"next_id", ...}}.dump() writes (its keys sorted), the proposals' part kept from the last call.
+  for (; proposals_dumped_ < proposals_.size(); ++proposals_dumped_) {
+    const Proposal& p = proposals_[proposals_dumped_];
+    if (proposals_dumped_ > 0) proposals_text_ += ',';
+    proposals_text_ += json{p.generation, p.count, p.observed_before, p.made}.dump();
+  }
+  return R"({"next_id":)" + std::to_string(next_id_) + R"(,"proposals":[)" + proposals_text_ +
+         R"(],"rng":)" + json(rng.str()).dump() + "}";
 }
 
 std::vector<std::vector<Planned>> Search::restore(const run::RunRecord& record) {

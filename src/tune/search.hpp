@@ -253,6 +253,10 @@ class Search {
     std::size_t made = 0;
   };
   std::vector<Proposal> proposals_;
+  // state()'s text of proposals_[0, proposals_dumped_), kept: the list only grows, and writing it
+  // all out at every commit grew with the run.
+  mutable std::string proposals_text_;
+  mutable std::size_t proposals_dumped_ = 0;
   std::uint32_t generations_observed_ = 0;
   std::vector<double> kernel_received_;  // candidates each kernel got so far
   Effort effort_;

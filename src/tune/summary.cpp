@@ -20,7 +20,17 @@ std::string batch_digest(const std::vector<Planned>& batch) {
   return hasher.digest().hex().substr(0, 12);
 }
 
-std::string progress_line(const Master& m, const GenerationFigures& f,
+void KernelBests::take(const run::RunRecord& record) {
+  for (; taken_ < record.candidates.size(); ++taken_) {
+    const run::CandidateRecord& c = record.candidates[taken_];
+    if (c.kernel >= kernels_.size() || c.outcome != Outcome::ok) continue;
+    Kernel& k = kernels_[c.kernel];
+    if (c.level == run::CandidateLevel::original && !k.original) k.original = taken_;
+    if (!k.best || c.seconds < record.candidates[*k.best].seconds) k.best = taken_;
+  }
+}
+
+std::string progress_line(const Master& m, const GenerationFigures& f, const KernelBests& bests,
                           const std::vector<double>& latencies) {
   const std::uint32_t generation = f.generation;
   const std::size_t first = f.first;
@@ -45,13 +55,14 @@ std::string progress_line(const Master& m, const GenerationFigures& f,
     }
     line << ", " << n << " failed (" << classes << ")";
   }
-  for (const report::KernelResult& k : report::analyse(m.record, report::kernel_names(m.config))) {
-    if (!k.best_sample) continue;
-    line << "; best " << format_ms(k.best_sample->seconds);
+  for (const KernelBests::Kernel& k : bests.kernels()) {
+    if (!k.best) continue;
+    const double best = m.record.candidates[*k.best].seconds;
+    line << "; best " << format_ms(best);
     if (k.original) {
+      const double original = m.record.candidates[*k.original].seconds;
       line.precision(3);
-      line << " (" << k.original->seconds / k.best_sample->seconds << "x over "
-           << format_ms(k.original->seconds) << ")";
+      line << " (" << original / best << "x over " << format_ms(original) << ")";
     }
   }
   if (m.llm) {
@@ -73,7 +84,6 @@ std::string progress_line(const Master& m, const GenerationFigures& f,
        << "), " << f.in_flight << " generation(s) in flight";
   return line.str();
 }
-
 
 std::string final_summary(const Master& m, const std::string& stop_reason,
                           const report::ResultsFiles& files, bool stopped) {

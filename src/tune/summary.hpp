@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,11 +29,30 @@ struct GenerationFigures {
   std::size_t in_flight = 0;    // generations proposed and not yet committed, after this one
 };
 
+// The fastest verified sample and the original of each kernel, taken in one generation at a
+// time: what the progress lines show, as report::analyse finds them (the first of equally fast
+// samples, the first original that verified), without analysing the whole record at every
+// commit, which grew with the run.
+class KernelBests {
+ public:
+  explicit KernelBests(std::size_t kernels) : kernels_(kernels) {}
+  // Takes in the candidates the record gained since the last call.
+  void take(const run::RunRecord& record);
+  struct Kernel {
+    std::optional<std::size_t> best, original;  // indices into record.candidates
+  };
+  const std::vector<Kernel>& kernels() const { return kernels_; }
+
+ private:
+  std::vector<Kernel> kernels_;
+  std::size_t taken_ = 0;
+};
+
 // "generation 12: 8 candidates, 7 ok, 1 failed (1 timeout); best ...; evaluators busy 97%;
 // 1.2 s; search 4.1 ms (CPU 3.9 ms: proposals 3.1, results 0.5, run.h5 0.3), 2 generation(s) in
 // flight".
 std::string progress_line(const Master& m, const GenerationFigures& figures,
-                          const std::vector<double>& latencies);
+                          const KernelBests& bests, const std::vector<double>& latencies);
 
 // The summary at the end of the job.
 std::string final_summary(const Master& m, const std::string& stop_reason,

@@ -2,10 +2,37 @@
 // generation does not end a run that has most of its time left.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 #include "budget.hpp"
 
 namespace r3::tune {
 namespace {
+
+// The typical times are the medians of every generation so far, kept as generations come (not
+// sorted again at every proposal): the same as sorting them, at every count, odd or even.
+TEST(TuneBudget, TheTypicalTimesAreTheMediansOfEveryGenerationSoFar) {
+  Budget budget(config::BudgetConfig{}, std::nullopt);
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> seconds(0.0, 1.0);
+  std::vector<double> generations, per_candidate;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  for (int g = 0; g < 301; ++g) {
+    const double s = g % 17 == 0 ? 2.0 : seconds(rng);  // ties too
+    const std::size_t candidates = 1 + static_cast<std::size_t>(g % 4);
+    budget.add_generation(s, candidates);
+    generations.push_back(s);
+    per_candidate.push_back(s / static_cast<double>(candidates));
+    ASSERT_DOUBLE_EQ(budget.typical_generation(), median(generations)) << "after " << g + 1;
+    ASSERT_DOUBLE_EQ(budget.typical_candidate(), median(per_candidate)) << "after " << g + 1;
+  }
+}
 
 TEST(TuneBudget, OneSlowGenerationDoesNotEndTheRun) {
   config::BudgetConfig limits;

@@ -400,10 +400,21 @@ TEST(TuneSearch, AResumeReplaysTheOrderInWhichGenerationsWereProposedAndObserved
     proposed[0] = propose(live, 0);
     proposed[1] = propose(live, 1);
     observe(0);
+    // The state written at every commit keeps the text of the proposals it wrote before.
+    const std::string before = live.state();
     proposed[2] = propose(live, 2);
     proposed[3] = propose(live, 3);
     observe(1);
     record.search_state = live.state();  // committed: generations 0 and 1; 2 and 3 in flight
+    auto proposals_text = [](const std::string& state) {
+      const std::size_t from = state.find(R"("proposals":[)"), to = state.find(R"(],"rng":)");
+      EXPECT_NE(from, std::string::npos) << state;
+      EXPECT_NE(to, std::string::npos) << state;
+      return state.substr(from + 13, to - from - 13);
+    };
+    EXPECT_EQ(proposals_text(record.search_state).rfind(proposals_text(before) + ",[", 0), 0u)
+        << before << "\n"
+        << record.search_state;
     proposed[4] = propose(live, 4);
 
     Search resumed(config, config::Backend::cuda, capture, {t});
