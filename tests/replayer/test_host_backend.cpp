@@ -471,6 +471,21 @@ TEST(HostBackend, RefusesCapturesOfOtherBackends) {
   EXPECT_THROW(make_backend("opencl"), r3::Error);
 }
 
+// The recorded code of a one-launch capture, replayed with some of its regions placed elsewhere:
+// verified, every region as the recording has it.
+void expect_relocated_and_verified(const fs::path& capture) {
+  Replay replay = prepared(capture);
+  EXPECT_EQ(replay.backend->address_mode(), AddressMode::relocated);
+  EXPECT_NE(replay.backend->placement().find("moved"), std::string::npos)
+      << replay.backend->placement();
+  RunResult result = replay.backend->run(replay.backend->compile(Variant{}), RunOptions{});
+  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
+  ASSERT_EQ(result.launches.size(), 1u);
+  EXPECT_TRUE(result.launches[0].verified);
+  for (const RegionCheck& check : result.launches[0].regions)
+    EXPECT_TRUE(check.passed) << check.name;
+}
+
 // The particle push of examples/particles: a struct of pointers by value and a table of
 // pointers in memory; relocating it needs both rewritten.
 const char* kParticles = R"(struct Particles {
@@ -536,17 +551,8 @@ TEST(HostBackend, RelocatesWhenTheRecordedAddressesAreTaken) {
   void* occupant = mmap(reinterpret_cast<void*>(f0_at), 3 * kPage, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), f0_at);
-  Replay replay = prepared(dir / "p.h5");
-  EXPECT_EQ(replay.backend->address_mode(), AddressMode::relocated);
-  EXPECT_NE(replay.backend->placement().find("moved"), std::string::npos)
-      << replay.backend->placement();
-  RunResult result = replay.backend->run(replay.backend->compile(Variant{}), RunOptions{});
-  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
-  ASSERT_EQ(result.launches.size(), 1u);
-  EXPECT_TRUE(result.launches[0].verified);
   // Untouched: the pointer table, as rewritten, is still what the kernel left.
-  for (const RegionCheck& check : result.launches[0].regions)
-    EXPECT_TRUE(check.passed) << check.name;
+  expect_relocated_and_verified(dir / "p.h5");
   munmap(occupant, 3 * kPage);
 }
 
@@ -623,15 +629,7 @@ TEST(HostBackend, IndicesThatReadAsAnAddressNearARelocatedRegionStayIndices) {
     launch.epilogue = {region("out", out_at, out, ElementType::f32)};
     writer.add_launch(id, launch);
   }
-  Replay replay = prepared(dir / "g.h5");
-  EXPECT_NE(replay.backend->placement().find("moved"), std::string::npos)
-      << replay.backend->placement();
-  RunResult result = replay.backend->run(replay.backend->compile(Variant{}), RunOptions{});
-  EXPECT_EQ(result.outcome, Outcome::ok) << result.message;
-  ASSERT_EQ(result.launches.size(), 1u);
-  EXPECT_TRUE(result.launches[0].verified);
-  for (const RegionCheck& check : result.launches[0].regions)
-    EXPECT_TRUE(check.passed) << check.name;
+  expect_relocated_and_verified(dir / "g.h5");
   munmap(reinterpret_cast<void*>(table_at), kPage);
 }
 

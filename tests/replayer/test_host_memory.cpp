@@ -22,6 +22,27 @@ std::uint64_t free_range(std::size_t pages) {
   return reinterpret_cast<std::uint64_t>(p);
 }
 
+// A page at an address nothing used, mapped for as long as it lives: a region recorded there is
+// placed elsewhere (relocated).
+class OccupiedPage {
+ public:
+  OccupiedPage()
+      : base_(free_range(1)),
+        occupant_(mmap(reinterpret_cast<void*>(base_), kPage, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)) {}
+  ~OccupiedPage() {
+    if (occupied()) munmap(occupant_, kPage);
+  }
+  OccupiedPage(const OccupiedPage&) = delete;
+  OccupiedPage& operator=(const OccupiedPage&) = delete;
+  bool occupied() const { return occupant_ == reinterpret_cast<void*>(base_); }
+  std::uint64_t base() const { return base_; }
+
+ private:
+  std::uint64_t base_;
+  void* occupant_;
+};
+
 TEST(HostMemory, PlacesRegionsAtTheirRecordedAddresses) {
   const std::uint64_t base = free_range(8);
   HostMemory memory;
@@ -41,10 +62,9 @@ TEST(HostMemory, OverlappingRegionsShareOneMapping) {
 }
 
 TEST(HostMemory, RelocatesWhenTheAddressIsTakenAndRewritesPointers) {
-  const std::uint64_t base = free_range(2);
-  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), base);
+  const OccupiedPage page;
+  ASSERT_TRUE(page.occupied());
+  const std::uint64_t base = page.base();
   HostMemory memory;
   memory.place({{base + 64, 256}});
   EXPECT_EQ(memory.mode(), AddressMode::relocated);
@@ -69,34 +89,39 @@ TEST(HostMemory, RelocatesWhenTheAddressIsTakenAndRewritesPointers) {
   std::uint64_t rewritten;
   std::memcpy(&rewritten, bytes + 20, 8);
   EXPECT_EQ(rewritten, reinterpret_cast<std::uint64_t>(live));
-  munmap(occupant, kPage);
 }
 
 TEST(HostMemory, ArgumentBuffersAreRewrittenOnTheirOwnAlignment) {
-  const std::uint64_t base = free_range(1);
-  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  const OccupiedPage page;
+  ASSERT_TRUE(page.occupied());
+  const std::uint64_t base = page.base();
   HostMemory memory;
   memory.place({{base, 128}});
   std::uint64_t args[2] = {base + 8, 7};
   memory.relocate_words(std::as_writable_bytes(std::span(args)), 0);
   EXPECT_EQ(args[0], reinterpret_cast<std::uint64_t>(memory.live(base + 8)));
   EXPECT_EQ(args[1], 7u);
-  munmap(occupant, kPage);
 }
+
+// 256 bytes recorded at base + 64 of an occupied page, placed at `live` elsewhere.
+class RelocatedRegion : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(page.occupied());
+    memory.place({{base + 64, 256}});
+    ASSERT_EQ(memory.mode(), AddressMode::relocated);
+    live = reinterpret_cast<std::uint64_t>(memory.live(base + 64));
+  }
+  const OccupiedPage page;
+  const std::uint64_t base = page.base();
+  HostMemory memory;
+  std::uint64_t live = 0;
+};
 
 // Data that reads as an address into a moved mapping, but into none of its recorded regions,
 // stays as it is: the 4 KiB page around a region of 256 bytes is mapped, and two ints side by
 // side can make any value in it.
-TEST(HostMemory, OnlyWordsPointingIntoARecordedRegionAreRewritten) {
-  const std::uint64_t base = free_range(1);
-  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), base);
-  HostMemory memory;
-  memory.place({{base + 64, 256}});
-  ASSERT_EQ(memory.mode(), AddressMode::relocated);
-  const std::uint64_t live = reinterpret_cast<std::uint64_t>(memory.live(base + 64));
+TEST_F(RelocatedRegion, OnlyWordsPointingIntoARecordedRegionAreRewritten) {
   std::uint64_t words[5] = {base + 64, base + 64 + 100, base + 64 + 256, base + 64 + 264, base + 8};
   memory.relocate_words(std::as_writable_bytes(std::span(words)), 0);
   EXPECT_EQ(words[0], live);             // its first byte
@@ -104,21 +129,12 @@ TEST(HostMemory, OnlyWordsPointingIntoARecordedRegionAreRewritten) {
   EXPECT_EQ(words[2], live + 256);       // one past its end: C allows such pointers
   EXPECT_EQ(words[3], base + 64 + 264);  // beyond it, in the same page
   EXPECT_EQ(words[4], base + 8);         // before it, in the same page
-  munmap(occupant, kPage);
 }
 
 // In an argument buffer, a pointer parameter (or a struct of pointers) is rewritten wherever in
 // a moved mapping it points, but two int parameters or a double are numbers whatever they read
 // as.
-TEST(HostMemory, ArgumentsAreRewrittenOnlyInParametersThatCanHoldAnAddress) {
-  const std::uint64_t base = free_range(1);
-  void* occupant = mmap(reinterpret_cast<void*>(base), kPage, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  ASSERT_EQ(reinterpret_cast<std::uint64_t>(occupant), base);
-  HostMemory memory;
-  memory.place({{base + 64, 256}});
-  ASSERT_EQ(memory.mode(), AddressMode::relocated);
-  const std::uint64_t live = reinterpret_cast<std::uint64_t>(memory.live(base + 64));
+TEST_F(RelocatedRegion, ArgumentsAreRewrittenOnlyInParametersThatCanHoldAnAddress) {
   // (int rows, int columns, const float* in, double scale, Views views) with Views = 16 bytes
   const std::vector<r3::capture::Param> params = {{0, 4, false, "int"},
                                                   {4, 4, false, "int"},
@@ -139,7 +155,6 @@ TEST(HostMemory, ArgumentsAreRewrittenOnlyInParametersThatCanHoldAnAddress) {
   memory.map().relocate_arguments(std::as_writable_bytes(std::span(unknown)), {});
   EXPECT_EQ(unknown[0], live + 8);
   EXPECT_EQ(unknown[1], live + 24);
-  munmap(occupant, kPage);
 }
 
 }  // namespace
