@@ -15,38 +15,12 @@
 namespace r3::tune {
 namespace {
 
-// What the winner confirmation of a kernel re-measures: its original (first) and its best
-// distinct verified candidates (at most timing.confirm_top); empty when the original did not
-// verify or nothing else did.
+// The confirmation set of a kernel in a whole record (confirm_winners).
 std::vector<const run::CandidateRecord*> confirmation_set(const Master& m, std::size_t kernel) {
-  const run::CandidateRecord* original = nullptr;
-  const run::CandidateRecord* rebuilt = nullptr;
-  std::vector<const run::CandidateRecord*> ranked;
-  for (const auto& c : m.record.candidates) {
-    if (c.kernel != kernel || c.outcome != Outcome::ok || c.configuration.empty()) continue;
-    if (c.level == run::CandidateLevel::original) {
-      if (!original) original = &c;
-    } else {
-      if (c.level == run::CandidateLevel::rebuilt && !rebuilt) rebuilt = &c;
-      ranked.push_back(&c);
-    }
-  }
-  if (!original || ranked.empty() || m.config.timing.confirm_top == 0) return {};
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto* a, const auto* b) { return a->seconds < b->seconds; });
-  // The original, the rebuilt original (its ratio to the recorded code is reported), then the
-  // best distinct candidates.
-  std::vector<const run::CandidateRecord*> out{original};
-  std::set<std::pair<Hash128, std::string>> seen{{original->source, original->configuration}};
-  if (rebuilt && seen.insert({rebuilt->source, rebuilt->configuration}).second) {
-    out.push_back(rebuilt);
-    ranked.erase(std::find(ranked.begin(), ranked.end(), rebuilt));
-  }
-  const std::size_t limit = m.config.timing.confirm_top + (out.size() - 1);
-  for (const auto* c : ranked) {
-    if (out.size() > limit) break;
-    if (seen.insert({c->source, c->configuration}).second) out.push_back(c);
-  }
+  ConfirmationSets sets(m.search->kernels().size(), m.config.timing.confirm_top);
+  sets.take(m.record);
+  std::vector<const run::CandidateRecord*> out;
+  for (std::size_t i : sets.set(m.record, kernel)) out.push_back(&m.record.candidates[i]);
   return out;
 }
 
@@ -64,13 +38,57 @@ void keep_code(run::RunRecord& record, std::uint64_t candidate, std::uint32_t ke
 
 }  // namespace
 
+void ConfirmationSets::take(const run::RunRecord& record) {
+  for (; taken_ < record.candidates.size(); ++taken_) {
+    const run::CandidateRecord& c = record.candidates[taken_];
+    if (c.kernel >= kernels_.size() || c.outcome != Outcome::ok || c.configuration.empty())
+      continue;
+    Kernel& k = kernels_[c.kernel];
+    if (c.level == run::CandidateLevel::original) {
+      if (!k.original) k.original = taken_;
+      continue;
+    }
+    if (c.level == run::CandidateLevel::rebuilt && !k.rebuilt) k.rebuilt = taken_;
+    // A key's fastest sample, the first of equally fast ones.
+    const std::pair<double, std::size_t> entry{c.seconds, taken_};
+    auto [it, fresh] = k.fastest.try_emplace(Key{c.source, c.configuration}, entry);
+    if (!fresh) {
+      if (entry >= it->second) continue;
+      k.ranked.erase(it->second);
+      it->second = entry;
+    }
+    k.ranked.insert(entry);
+  }
+}
+
+std::vector<std::size_t> ConfirmationSets::set(const run::RunRecord& record,
+                                               std::size_t kernel) const {
+  const Kernel& k = kernels_.at(kernel);
+  if (!k.original || k.ranked.empty() || top_ == 0) return {};
+  auto key_of = [&](std::size_t i) {
+    const run::CandidateRecord& c = record.candidates[i];
+    return Key{c.source, c.configuration};
+  };
+  std::vector<std::size_t> out{*k.original};
+  std::set<Key> seen{key_of(*k.original)};
+  if (k.rebuilt && seen.insert(key_of(*k.rebuilt)).second) out.push_back(*k.rebuilt);
+  std::size_t picked = 0;
+  for (auto it = k.ranked.begin(); it != k.ranked.end() && picked < top_; ++it) {
+    if (seen.contains(key_of(it->second))) continue;  // the original's or the rebuilt's code
+    out.push_back(it->second);
+    ++picked;
+  }
+  return out;
+}
+
 // Wall time the confirmation will take, from the measurements so far (each evaluator runs every
 // re-measurement).
-double confirmation_estimate(const Master& m) {
+double confirmation_estimate(const Master& m, const ConfirmationSets& sets) {
   const config::TimingConfig& t = m.config.timing;
   double total = 0;
   for (std::size_t k = 0; k < m.search->kernels().size(); ++k) {
-    for (const auto* c : confirmation_set(m, k)) {
+    for (std::size_t i : sets.set(m.record, k)) {
+      const run::CandidateRecord* c = &m.record.candidates[i];
       // What one run cost as a whole (restore, run, verify; on the host backend a process of
       // its own), from the evaluation: its verified run, warm-ups and timed runs.
       const double runs = 1.0 + t.warmup + t.repeats;

@@ -110,7 +110,8 @@ class SearchLoop {
                                                    : default_batch_size(evaluators_)),
         budget_(m.config.budget, job_end_time()),
         elapsed_before_(m.record.elapsed_seconds),
-        bests_(m.config.kernels.size()) {
+        bests_(m.config.kernels.size()),
+        confirmation_sets_(m.config.kernels.size(), m.config.timing.confirm_top) {
     // While the search waits for the mutators, results are placed (not observed: the search is
     // in the middle of a proposal) and the evaluators get the work already queued.
     m_.search->set_while_waiting([this] {
@@ -235,7 +236,7 @@ class SearchLoop {
             : 0;
     // The confirmation at the end must fit too, and the candidates in flight before it.
     const std::string reason =
-        budget_.stop_reason(evaluated, next_generation_, elapsed(), confirmation_estimate(m_),
+        budget_.stop_reason(evaluated, next_generation_, elapsed(), confirmation_reserve(),
                             now_epoch(), pending() + count);
     if (!reason.empty()) {
       proposing_ = false;
@@ -380,6 +381,11 @@ class SearchLoop {
   Budget budget_;
   const double elapsed_before_;
   KernelBests bests_;  // what the progress lines show
+  ConfirmationSets confirmation_sets_;  // what the confirmation will re-measure, so far
+  double confirmation_reserve() {
+    confirmation_sets_.take(m_.record);
+    return confirmation_estimate(m_, confirmation_sets_);
+  }
   const Clock::time_point session_start_ = Clock::now();
   Clock::time_point last_commit_ = Clock::now();
   std::deque<Generation> in_flight_;
