@@ -15,15 +15,6 @@
 namespace r3::tune {
 namespace {
 
-// The confirmation set of a kernel in a whole record (confirm_winners).
-std::vector<const run::CandidateRecord*> confirmation_set(const Master& m, std::size_t kernel) {
-  ConfirmationSets sets(m.search->kernels().size(), m.config.timing.confirm_top);
-  sets.take(m.record);
-  std::vector<const run::CandidateRecord*> out;
-  for (std::size_t i : sets.set(m.record, kernel)) out.push_back(&m.record.candidates[i]);
-  return out;
-}
-
 // Keeps the code an evaluation sent back, once per candidate (every evaluator sends it; a
 // resumed run confirms again).
 void keep_code(run::RunRecord& record, std::uint64_t candidate, std::uint32_t kernel,
@@ -120,8 +111,10 @@ bool confirm_winners(Master& m, Dispatcher& dispatcher) {
   std::vector<protocol::WorkItem> items;
   std::vector<Slot> slots;
   std::size_t kernels = 0, measured = 0;
+  ConfirmationSets sets(m.search->kernels().size(), t.confirm_top);
+  sets.take(m.record);
   for (std::size_t k = 0; k < m.search->kernels().size(); ++k) {
-    std::vector<const run::CandidateRecord*> set = confirmation_set(m, k);
+    const std::vector<std::size_t> set = sets.set(m.record, k);
     if (set.empty()) {
       if (t.confirm_top > 0)
         log::warning("kernel ", m.search->kernels()[k].name,
@@ -133,7 +126,7 @@ bool confirm_winners(Master& m, Dispatcher& dispatcher) {
     for (std::uint32_t round = 0; round < t.confirm_rounds; ++round) {
       for (std::size_t j = 0; j < set.size(); ++j) {
         // Rotated each round, so that no candidate always follows the same one.
-        const run::CandidateRecord& c = *set[(j + round) % set.size()];
+        const run::CandidateRecord& c = m.record.candidates[set[(j + round) % set.size()]];
         protocol::WorkItem item;
         item.id = items.size();
         item.source = c.source;
