@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -486,6 +487,33 @@ void expect_relocated_and_verified(const fs::path& capture) {
     EXPECT_TRUE(check.passed) << check.name;
 }
 
+// A region of an allocation recorded at `at` holding `data`, put into the capture by `writer`.
+template <class T>
+Region allocation_region(CaptureWriter& writer, const char* name, std::uint64_t at,
+                         const std::vector<T>& data, ElementType type) {
+  return Region{name, RegionKind::allocation,
+                at,   data.size() * sizeof(T),
+                type, writer.put_content(bytes_of(data))};
+}
+
+// A host capture at `path` of one kernel (its source and parameters) and one launch, whose
+// arguments and regions `fill` gives.
+void write_one_launch_capture(const fs::path& path, const char* name, const char* source,
+                              std::vector<Param> params,
+                              const std::function<void(CaptureWriter&, Launch&)>& fill) {
+  CaptureInfo info;
+  info.device.backend = "host";
+  CaptureWriter writer = CaptureWriter::create(path, info);
+  Kernel kernel;
+  kernel.name = name;
+  kernel.images["source"] = writer.put_content(std::as_bytes(std::span(std::string_view(source))));
+  kernel.params = std::move(params);
+  std::size_t id = writer.add_kernel(kernel);
+  Launch launch;
+  fill(writer, launch);
+  writer.add_launch(id, launch);
+}
+
 // The particle push of examples/particles: a struct of pointers by value and a table of
 // pointers in memory; relocating it needs both rewritten.
 const char* kParticles = R"(struct Particles {
@@ -513,40 +541,27 @@ TEST(HostBackend, RelocatesWhenTheRecordedAddressesAreTaken) {
     f1[i] = 0.25f * static_cast<float>(i % 7);
   }
   std::vector<std::uint64_t> table = {f0_at, f1_at};
-  {
-    CaptureInfo info;
-    info.device.backend = "host";
-    CaptureWriter writer = CaptureWriter::create(dir / "p.h5", info);
-    Kernel kernel;
-    kernel.name = "push";
-    kernel.images["source"] =
-        writer.put_content(std::as_bytes(std::span(std::string_view(kParticles))));
-    kernel.params = {{0, 32, false, ""}, {32, 4, false, "float"}};
-    std::size_t id = writer.add_kernel(kernel);
-    Launch launch;
-    append(launch.args, x_at);
-    append(launch.args, v_at);
-    append(launch.args, table_at);
-    append(launch.args, count);
-    launch.args.resize(32);
-    append(launch.args, 0.1f);
-    auto region = [&](const char* name, std::uint64_t at, auto& data, ElementType type) {
-      return Region{name, RegionKind::allocation,
-                    at,   data.size() * sizeof(data[0]),
-                    type, writer.put_content(bytes_of(data))};
-    };
-    launch.prologue = {
-        region("x", x_at, x, ElementType::f32), region("v", v_at, v, ElementType::f32),
-        region("f0", f0_at, f0, ElementType::f32), region("f1", f1_at, f1, ElementType::f32),
-        region("field", table_at, table, ElementType::u64)};
-    for (int i = 0; i < count; ++i) {
-      v[i] += 0.1f * f0[i] + f1[i];
-      x[i] += 0.1f * v[i];
-    }
-    launch.epilogue = {region("x", x_at, x, ElementType::f32),
-                       region("v", v_at, v, ElementType::f32)};
-    writer.add_launch(id, launch);
-  }
+  write_one_launch_capture(
+      dir / "p.h5", "push", kParticles, {{0, 32, false, ""}, {32, 4, false, "float"}},
+      [&](CaptureWriter& writer, Launch& launch) {
+        append(launch.args, x_at);
+        append(launch.args, v_at);
+        append(launch.args, table_at);
+        append(launch.args, count);
+        launch.args.resize(32);
+        append(launch.args, 0.1f);
+        launch.prologue = {allocation_region(writer, "x", x_at, x, ElementType::f32),
+                           allocation_region(writer, "v", v_at, v, ElementType::f32),
+                           allocation_region(writer, "f0", f0_at, f0, ElementType::f32),
+                           allocation_region(writer, "f1", f1_at, f1, ElementType::f32),
+                           allocation_region(writer, "field", table_at, table, ElementType::u64)};
+        for (int i = 0; i < count; ++i) {
+          v[i] += 0.1f * f0[i] + f1[i];
+          x[i] += 0.1f * v[i];
+        }
+        launch.epilogue = {allocation_region(writer, "x", x_at, x, ElementType::f32),
+                           allocation_region(writer, "v", v_at, v, ElementType::f32)};
+      });
   // Something else now lives where the table and the first field were recorded.
   void* occupant = mmap(reinterpret_cast<void*>(f0_at), 3 * kPage, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -598,37 +613,25 @@ TEST(HostBackend, IndicesThatReadAsAnAddressNearARelocatedRegionStayIndices) {
   ASSERT_EQ(word, table_at + 2048);
   std::vector<float> in(n), out(count, 0.0f), table(16, 0.0f);
   for (int i = 0; i < n; ++i) in[i] = 0.5f * static_cast<float>(i % 97);
-  {
-    CaptureInfo info;
-    info.device.backend = "host";
-    CaptureWriter writer = CaptureWriter::create(dir / "g.h5", info);
-    Kernel kernel;
-    kernel.name = "gather";
-    kernel.images["source"] =
-        writer.put_content(std::as_bytes(std::span(std::string_view(kGather))));
-    kernel.params = {{0, 8, true, "const int*"},
-                     {8, 8, true, "const float*"},
-                     {16, 8, true, "float*"},
-                     {24, 4, false, "int"}};
-    std::size_t id = writer.add_kernel(kernel);
-    Launch launch;
-    append(launch.args, index_at);
-    append(launch.args, in_at);
-    append(launch.args, out_at);
-    append(launch.args, count);
-    auto region = [&](const char* name, std::uint64_t at, auto& data, ElementType type) {
-      return Region{name, RegionKind::allocation,
-                    at,   data.size() * sizeof(data[0]),
-                    type, writer.put_content(bytes_of(data))};
-    };
-    launch.prologue = {region("index", index_at, index, ElementType::i32),
-                       region("in", in_at, in, ElementType::f32),
-                       region("out", out_at, out, ElementType::f32),
-                       region("table", table_at, table, ElementType::unknown)};
-    for (int i = 0; i < count; ++i) out[i] = in[index[i]];
-    launch.epilogue = {region("out", out_at, out, ElementType::f32)};
-    writer.add_launch(id, launch);
-  }
+  write_one_launch_capture(
+      dir / "g.h5", "gather", kGather,
+      {{0, 8, true, "const int*"},
+       {8, 8, true, "const float*"},
+       {16, 8, true, "float*"},
+       {24, 4, false, "int"}},
+      [&](CaptureWriter& writer, Launch& launch) {
+        append(launch.args, index_at);
+        append(launch.args, in_at);
+        append(launch.args, out_at);
+        append(launch.args, count);
+        launch.prologue = {
+            allocation_region(writer, "index", index_at, index, ElementType::i32),
+            allocation_region(writer, "in", in_at, in, ElementType::f32),
+            allocation_region(writer, "out", out_at, out, ElementType::f32),
+            allocation_region(writer, "table", table_at, table, ElementType::unknown)};
+        for (int i = 0; i < count; ++i) out[i] = in[index[i]];
+        launch.epilogue = {allocation_region(writer, "out", out_at, out, ElementType::f32)};
+      });
   expect_relocated_and_verified(dir / "g.h5");
   munmap(reinterpret_cast<void*>(table_at), kPage);
 }
