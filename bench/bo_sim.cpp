@@ -5,7 +5,7 @@
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--initial N] [--trend V]
 //               [--rank-warp N] [--known-correlation R] [--candidates N] [--local-starts N]
-//               [--fit-evaluations N] [--fit-lag N]
+//               [--local-points N] [--fit-evaluations N] [--fit-lag N]
 //               [--gp-points N]
 //               [--min-feasibility P] [--no-timing] [--verbose]
 //               [--constraint EXPR]... [--constraints FILE] TABLE.csv...
@@ -138,6 +138,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.random_candidates = count();
     else if (a == "--local-starts")
       s.defaults.local_search_starts = count();
+    else if (a == "--local-points")
+      s.defaults.local_search_points = count();
     else if (a == "--fit-evaluations")
       s.defaults.fit_evaluations = static_cast<int>(count());
     else if (a == "--fit-lag")
@@ -180,6 +182,9 @@ Settings parse(int argc, char** argv) {
           "                        ranks after the others; 0: off (default %g)\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
+          "  --local-points N      points the local searches score per proposal at 128\n"
+          "                        GP rows, fewer beyond (as (128/rows)^2); 0: no limit\n"
+          "                        (default 512)\n"
           "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
           "  --fit-lag N           observations the hyperparameters lag the history by\n"
           "                        (default 0: fitted to the history as it is)\n"

@@ -177,6 +177,14 @@ std::size_t rows_at_fit(std::size_t point, std::size_t limit) {
   return std::max(limit / 2, limit > later ? limit - later : 0);
 }
 
+// Options::local_search_points for a GP of `rows` rows: no limit up to 128 rows, then the
+// points whose columns cost what the option's number of points cost at 128.
+std::size_t local_search_limit(std::size_t points, std::size_t rows) {
+  constexpr std::size_t kFullRows = 128;
+  if (points == 0 || rows <= kFullRows) return std::numeric_limits<std::size_t>::max();
+  return std::max<std::size_t>(1, points * kFullRows * kFullRows / (rows * rows));
+}
+
 // Columns a posterior keeps before it starts again (each is one double per row).
 constexpr std::size_t kKeptColumns = 2048;
 
@@ -908,11 +916,15 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       });
     }
     const std::size_t starts = std::min(pool.size(), options_.local_search_starts);
-    for (std::size_t s = 0; s < starts; ++s) {
+    const std::size_t most_searched =
+        local_search_limit(options_.local_search_points, model.gp().rows());
+    std::size_t searched = 0;
+    for (std::size_t s = 0; s < starts && searched < most_searched; ++s) {
       const std::size_t k = s % scored.size();
       const std::vector<double>& acquisition = scored[k];
       std::size_t current = orders[k][s / scored.size()];
-      for (std::size_t step = 0; step < options_.local_search_steps; ++step) {
+      for (std::size_t step = 0; step < options_.local_search_steps && searched < most_searched;
+           ++step) {
         std::vector<Configuration> next;
         std::unordered_set<Hash128> seen;
         for (Configuration& n : neighbours(pool.configurations[current])) {
@@ -920,6 +932,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         }
         if (next.empty()) break;
         const std::size_t first = pool.size();
+        searched += next.size();
         model.evaluate(pool, std::move(next));
         score(first);
         std::size_t best = first;

@@ -295,6 +295,67 @@ TEST(BoOptimizer, TheGaussianProcessConditionsOnAtMostItsLimitOfObservations) {
   EXPECT_GE(most, options.max_gp_points * 3 / 4);
 }
 
+// Options::local_search_points: a new point's column costs the square of the GP's rows, so past
+// 128 rows the local searches score fewer points, as many as cost what the option's number does
+// at 128. Up to 128 rows nothing changes: the same history gives the same proposals with and
+// without the limit.
+TEST(BoOptimizer, TheLocalSearchesScoreFewerPointsTheMoreRowsTheGaussianProcessHas) {
+  Space space({Parameter::ordinal("x", grid(0, 1, 96)), Parameter::ordinal("y", grid(0, 1, 96))});
+  auto time = [&](const Configuration& c) {
+    const double x = value(space, c, 0), y = value(space, c, 1);
+    return 1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6) + 0.1 * std::sin(20 * x * y);
+  };
+  Options unlimited;
+  unlimited.random_candidates = 64;
+  unlimited.fit_evaluations = 20;
+  unlimited.local_search_points = 0;
+  Options limited = unlimited;
+  limited.local_search_points = 32;
+  Options no_local_search = unlimited;
+  no_local_search.local_search_steps = 0;
+
+  Optimizer plain(space, unlimited), bounded(space, limited);
+  for (int round = 0; round < 30; ++round) {
+    const std::vector<Configuration> expected = plain.propose(4);
+    const std::vector<Configuration> got = bounded.propose(4);
+    ASSERT_EQ(got.size(), expected.size()) << "round " << round;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i].hash(), expected[i].hash()) << "round " << round << ", pick " << i;
+    for (const Configuration& c : got) {
+      plain.observe(c, Outcome::success(time(c)));
+      bounded.observe(c, Outcome::success(time(c)));
+    }
+    ASSERT_LE(bounded.last_timing().gp_rows, 128u);
+  }
+
+  // 256 successes more, drawn at random: the GP has 256 rows or more.
+  std::mt19937_64 rng(7);
+  std::vector<Observation> history = plain.observations();
+  while (history.size() < 400) {
+    const Configuration c = space.sample(rng);
+    history.push_back({c, Outcome::success(time(c))});
+  }
+  auto pool_after = [&](const Options& options) {
+    Optimizer optimizer(space, options);
+    for (const Observation& o : history) optimizer.observe(o.configuration, o.outcome);
+    EXPECT_EQ(optimizer.propose(1).size(), 1u);
+    EXPECT_GE(optimizer.last_timing().gp_rows, 256u);
+    return optimizer.last_timing();
+  };
+  const Optimizer::Timing none = pool_after(no_local_search);
+  const Optimizer::Timing all = pool_after(unlimited);
+  const Optimizer::Timing some = pool_after(limited);
+  // 32 x (128 / rows)^2 points, and the step that goes past them: a point of this space has at
+  // most 4 neighbours (no local search: the pool holds the random points and the neighbours of
+  // the best observations alone).
+  const std::size_t allowed = 32 * 128 * 128 / (some.gp_rows * some.gp_rows);
+  EXPECT_GT(all.pool, none.pool + allowed + 4) << "the local searches score few points anyway";
+  EXPECT_GT(some.pool, none.pool) << "no local search at " << some.gp_rows << " rows";
+  EXPECT_LE(some.pool, none.pool + allowed + 4)
+      << some.gp_rows << " rows allow " << allowed << " points; without the limit " << all.pool
+      << " in the pool";
+}
+
 // Fits made ahead on a pool are the fits propose() would make: the same history gives the same
 // proposals with and without the pool, whatever order the pool's threads finish in (two
 // optimizers fit ahead at once, and one of them fits ahead twice before it proposes, so its

@@ -136,6 +136,12 @@ struct Options {
   std::size_t random_candidates = 512;  // random points in each proposal's candidate pool
   std::size_t local_search_starts = 8;  // best candidates improved by neighbourhood search
   std::size_t local_search_steps = 6;
+  // Points the local searches may score per proposal once the GP conditions on more than 128
+  // rows: this many at 128, scaled by (128 / rows)^2 beyond, so that what they cost, which
+  // grows with the square of the rows (a new point's column), stays what it is at 128 rather
+  // than growing ninefold by the 384-row cap. They stop at the first step past it, the starts
+  // ranked best having gone first. 0: no limit.
+  std::size_t local_search_points = 512;
   std::size_t max_gp_points = 384;   // observations the GP conditions on (best first)
   std::size_t max_fit_points = 128;  // observations its hyperparameters are fitted to
   int fit_evaluations = 120;         // marginal-likelihood evaluations per fit
