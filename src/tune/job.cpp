@@ -194,6 +194,13 @@ class SearchLoop {
     return n;
   }
 
+  // What the winner confirmation at the end will take, from the candidates committed so far:
+  // the budget keeps it in reserve.
+  double confirmation_reserve() {
+    confirmation_sets_.take(m_.record);
+    return confirmation_estimate(m_, confirmation_sets_);
+  }
+
   // How many candidates should wait in the queue: one per evaluator, or as many as the
   // evaluators get through while the search makes its slowest recent proposal, whichever is
   // more. A proposal can take long (the mutators parse and compile a new parent: 0.3-0.9 s for
@@ -382,10 +389,6 @@ class SearchLoop {
   const double elapsed_before_;
   KernelBests bests_;  // what the progress lines show
   ConfirmationSets confirmation_sets_;  // what the confirmation will re-measure, so far
-  double confirmation_reserve() {
-    confirmation_sets_.take(m_.record);
-    return confirmation_estimate(m_, confirmation_sets_);
-  }
   const Clock::time_point session_start_ = Clock::now();
   Clock::time_point last_commit_ = Clock::now();
   std::deque<Generation> in_flight_;
