@@ -36,6 +36,12 @@ double value(const Space& space, const Configuration& c, std::size_t i) {
   return std::get<double>(*space.value(c, i));
 }
 
+// A smooth bowl over the first two parameters, lowest (1) at x = 0.3, y = 0.6.
+double bowl(const Space& space, const Configuration& c) {
+  const double x = value(space, c, 0), y = value(space, c, 1);
+  return 1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6);
+}
+
 TEST(BoGaussianProcess, FitsAKnownSmoothFunction) {
   Space space({Parameter::ordinal("x", grid(0, 1, 101)), Parameter::ordinal("y", grid(0, 1, 101))});
   Encoder encoder(space);
@@ -284,8 +290,7 @@ TEST(BoOptimizer, TheGaussianProcessConditionsOnAtMostItsLimitOfObservations) {
   std::size_t most = 0;
   for (int round = 0; round < 100; ++round) {
     for (const Configuration& c : optimizer.propose(4)) {
-      const double x = value(space, c, 0), y = value(space, c, 1);
-      optimizer.observe(c, Outcome::success(1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6)));
+      optimizer.observe(c, Outcome::success(bowl(space, c)));
     }
     EXPECT_LE(optimizer.last_timing().gp_rows, options.max_gp_points)
         << "after " << optimizer.observations().size() << " observations";
@@ -303,7 +308,7 @@ TEST(BoOptimizer, TheLocalSearchesScoreFewerPointsTheMoreRowsTheGaussianProcessH
   Space space({Parameter::ordinal("x", grid(0, 1, 96)), Parameter::ordinal("y", grid(0, 1, 96))});
   auto time = [&](const Configuration& c) {
     const double x = value(space, c, 0), y = value(space, c, 1);
-    return 1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6) + 0.1 * std::sin(20 * x * y);
+    return bowl(space, c) + 0.1 * std::sin(20 * x * y);
   };
   Options unlimited;
   unlimited.random_candidates = 64;
@@ -369,7 +374,7 @@ TEST(BoOptimizer, FitsMadeAheadOnAPoolProposeWhatFitsInPlaceDo) {
   auto outcome = [&](const Configuration& c) {
     const double x = value(space, c, 0), y = value(space, c, 1);
     if (x + y > 1.5) return Outcome::failed("launch error");
-    return Outcome::success(1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6));
+    return Outcome::success(bowl(space, c));
   };
   auto proposals_with_lag = [&](std::size_t lag) {
     Options in_place;
