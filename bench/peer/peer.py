@@ -34,10 +34,13 @@ Latin hypercube samples in a random order instead of the order of its space's en
 (see shuffle_latin_hypercube_order: that order starts on a constraint's boundary).
 --bootstrap N says how far the comparison is from chance: the best peer is the lowest of many
 medians of 20 runs, picked after the fact, so it is resampled and picked again (see
-best_peer_bootstrap).
+best_peer_bootstrap). Each threshold's `chance:` line says what that lowest median would be if
+every peer were random search over the same constrained space (random_search_chance): where the
+best peer is no lower, its figure is what chance gives the lowest of that many medians.
 """
 
 import argparse
+import bisect
 import contextlib
 import hashlib
 import io
@@ -111,7 +114,11 @@ def evaluations_to(trace, target):
 
 
 def median_text(values, budget):
-    m = statistics.median(values)
+    return evaluations_text(statistics.median(values), budget)
+
+
+def evaluations_text(m, budget):
+    """A median of evaluations, '>budget' where runs that never got there made it."""
     return f">{budget}" if m > budget else f"{m:g}"
 
 
@@ -133,7 +140,8 @@ def run_r3(bo_sim, table, constraints, seeds, budget, extra=()):
 # ---- Kernel Tuner ----------------------------------------------------------------------------
 
 def write_cache(path, names, rows, constraints, kernel_name):
-    """The table as a Kernel Tuner cache; returns (tune_params, optimum)."""
+    """The table as a Kernel Tuner cache; returns (tune_params, optimum, the time of every
+    configuration of the constrained space, None where it fails)."""
     values = [sorted({r[0][i] for r in rows}) for i in range(len(names))]
     times = {v: t for v, t in rows}
     cache = {}
@@ -155,7 +163,8 @@ def write_cache(path, names, rows, constraints, kernel_name):
         json.dump({"device_name": "table", "kernel_name": kernel_name, "problem_size": [1],
                    "tune_params_keys": names, "tune_params": tune_params, "objective": "time",
                    "cache": cache}, f)
-    return tune_params, optimum
+    times = [e["time"] if e["time"] != "RuntimeFailedConfig" else None for e in cache.values()]
+    return tune_params, optimum, times
 
 
 # Options that let a strategy spend the budget: these stop after a fixed number of generations
@@ -339,6 +348,37 @@ def best_peer_bootstrap(mine, peers, resamples, target, seed=29):
     return interval(r3_medians), interval(best_medians), interval(ratios), share
 
 
+def random_search_chance(points, good, strategies, seeds, budget, resamples=2000, seed=29):
+    """What the best peer's figure would be by chance alone: were every one of `strategies`
+    peers random search without replacement over the constrained space (`points`
+    configurations, `good` of them within the threshold), the lowest of their medians of `seeds`
+    runs each (a run that gets there after `budget` counting as budget + 1, as for the peers).
+    Returns (random search's own median, exact; the median of that lowest median and its central
+    90%, simulated).
+    Where the best peer's figure is no lower than this, the criterion asks r3 to beat chance,
+    not the peer."""
+    if good == 0:
+        return None
+    # survival[k] = P(no good one among the first k draws) = C(points - good, k) / C(points, k)
+    survival = [1.0]
+    for k in range(1, points - good + 1):
+        survival.append(survival[-1] * (points - good - k + 1) / (points - k + 1))
+    survival.append(0.0)
+    falling = [-v for v in survival]  # ascending, for bisect
+
+    def draws_to_hit(u):  # the first k with survival[k] <= u
+        return min(bisect.bisect_left(falling, -u), budget + 1)
+
+    rng = random.Random(seed)
+    own = draws_to_hit(0.5)  # exact, as bo_sim's `exact` column
+    lowest = sorted(
+        min(statistics.median(draws_to_hit(rng.random()) for _ in range(seeds))
+            for _ in range(strategies))
+        for _ in range(resamples))
+    return own, statistics.median(lowest), (lowest[int(0.05 * resamples)],
+                                            lowest[int(0.95 * resamples) - 1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tables", nargs="+")
@@ -383,7 +423,8 @@ def main():
         kernel_name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(table))[0])
         with tempfile.TemporaryDirectory() as tmp:
             cache = os.path.join(tmp, "cache.json")
-            tune_params, optimum = write_cache(cache, names, rows, constraints, kernel_name)
+            tune_params, optimum, space_times = write_cache(cache, names, rows, constraints,
+                                                            kernel_name)
             r3_5, r3_1 = run_r3(args.bo_sim, table, constraints, args.r3_seeds, args.budget,
                                 args.r3_args.split())
             peers = {}
@@ -430,6 +471,21 @@ def main():
                       f"r3 {r3_lo:g}-{r3_hi:g}, best peer {best_lo:g}-{best_hi:g}, "
                       f"r3 / best {ratio_lo:.2f}-{ratio_hi:.2f}; "
                       f"r3 / best <= {args.target:g} in {100 * share:.0f}%")
+            threshold = 1.05 if index == 0 else 1.01
+            good = sum(1 for t in space_times if t is not None and t <= threshold * optimum)
+            chance = random_search_chance(len(space_times), good, len(ran), args.seeds,
+                                          args.budget)
+            if chance:
+                own, lowest, (lowest_lo, lowest_hi) = chance
+
+                def text(m):
+                    return evaluations_text(m, args.budget)
+                print(f"    chance: random search ({good} of {len(space_times)} within {label}) "
+                      f"needs {text(own)}; the best of {len(ran)} random searches' medians of "
+                      f"{args.seeds} runs is {text(lowest)} (90%: {text(lowest_lo)}-"
+                      f"{text(lowest_hi)})" + ("" if lowest > args.budget else
+                                              f", {args.target:g}x that: "
+                                              f"{args.target * lowest:.3g}"))
 
 
 if __name__ == "__main__":
