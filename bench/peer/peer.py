@@ -21,9 +21,9 @@ xmltodict, packaging (Debian: python3-numpy python3-scipy python3-jsonschema pyt
 python3-packaging; python3-sklearn and python3-pandas for some strategies).
 
 Usage:
-  bench/peer/peer.py --bo-sim build/bench/bo_sim --kernel-tuner ~/src/kernel_tuner \\
+  bench/peer/peer.py [--bo-sim build/bench/bo_sim] --kernel-tuner ~/src/kernel_tuner \\
       --python-constraint ~/src/python-constraint [--seeds 20] [--r3-seeds 100] [--budget 500] \\
-      [--strategies a,b,...] [--constraint EXPR ...] [--peer-cache FILE] \\
+      [--jobs N] [--strategies a,b,...] [--constraint EXPR ...] [--peer-cache FILE] \\
       [--r3-args '--trend 0 --initial 8'] [--shuffle-peer-samples] [--bootstrap N] TABLE.csv...
 --peer-cache FILE keeps each Kernel Tuner run's trace (keyed by the table's and the constraints'
 contents, strategy, options, seed, budget and Kernel Tuner's version), so that measuring r3 again
@@ -32,21 +32,25 @@ settings before a change, to print both). A file TABLE.constraints beside a tabl
 constraints for that table, as for bo_sim. --shuffle-peer-samples evaluates Kernel Tuner's
 Latin hypercube samples in a random order instead of the order of its space's enumeration
 (see shuffle_latin_hypercube_order: that order starts on a constraint's boundary).
---bootstrap N says how far the comparison is from chance: the best peer is the lowest of many
-medians of 20 runs, picked after the fact, so it is resampled and picked again (see
-best_peer_bootstrap). Each threshold's `chance:` line says what that lowest median would be if
+--jobs N runs the Kernel Tuner runs the cache lacks on N processes first (the same traces: each
+run seeds itself); without --bo-sim only the peers run, e.g. to fill --peer-cache on a machine
+with more cores. --bootstrap N says how far the comparison is from chance: the best peer is the
+lowest of many medians of 20 runs, picked after the fact, so it is resampled and picked again
+(see best_peer_bootstrap). Each threshold's `chance:` line says what that lowest median would be if
 every peer were random search over the same constrained space (random_search_chance): where the
 best peer is no lower, its figure is what chance gives the lowest of that many medians.
 """
 
 import argparse
 import bisect
+import collections
 import contextlib
 import hashlib
 import io
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import random
 import re
@@ -54,6 +58,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 
 DEFAULT_STRATEGIES = [
@@ -298,12 +303,17 @@ class PeerCache:
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     def get(self, key):
-        return self.traces.get(key) if self.path else None
+        return self.traces.get(key)
 
-    def put(self, key, trace):
+    def put(self, key, trace, write=True):
+        """Keeps a trace; `write`: in the file too, now (else at the next write())."""
+        self.traces[key] = trace
+        if write:
+            self.write()
+
+    def write(self):
         if not self.path:
             return
-        self.traces[key] = trace
         temporary = self.path + ".tmp"
         with open(temporary, "w") as f:
             json.dump(self.traces, f)
@@ -379,15 +389,88 @@ def random_search_chance(points, good, strategies, seeds, budget, resamples=2000
                                             lowest[int(0.95 * resamples) - 1])
 
 
+Problem = collections.namedtuple(
+    "Problem", "constraints rows kernel_name cache tune_params optimum space_times")
+
+
+def table_problem(table, extra_constraints, directory):
+    """A table as both sides see it: its constraints (`extra_constraints` and those of the
+    .constraints file beside it), its rows, its Kernel Tuner cache file (written in `directory`),
+    Kernel Tuner's tune_params, the optimum and the times of the constrained space."""
+    constraints = extra_constraints + read_constraints(os.path.splitext(table)[0] + ".constraints")
+    names, rows = read_table(table)
+    kernel_name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(table))[0])
+    cache = os.path.join(directory, kernel_name + ".json")
+    tune_params, optimum, space_times = write_cache(cache, names, rows, constraints, kernel_name)
+    return Problem(constraints, rows, kernel_name, cache, tune_params, optimum, space_times)
+
+
+# ---- peers in parallel (--jobs) ---------------------------------------------------------------
+
+_worker = {}  # in each worker process: a directory for the tables' cache files, their problems
+
+
+def start_worker(paths, shuffle):
+    sys.path[:0] = paths
+    if shuffle:
+        shuffle_latin_hypercube_order()
+    _worker["directory"] = tempfile.mkdtemp(prefix="r3-peer-worker-")
+    _worker["problems"] = {}
+
+
+def peer_trace(job):
+    """(key, trace) of one Kernel Tuner run; trace None where it raised (the runs in order that
+    follow run it again and report why)."""
+    table, extra_constraints, strategy, seed, budget, key = job
+    problems = _worker["problems"]
+    if table not in problems:
+        problems[table] = table_problem(table, extra_constraints, _worker["directory"])
+    p = problems[table]
+    try:
+        return key, run_kernel_tuner(p.cache, p.kernel_name, p.tune_params, p.constraints,
+                                     strategy, seed, budget)
+    except Exception:  # noqa: BLE001
+        return key, None
+
+
+def run_peers_in_parallel(args, strategies, cache_of_peers, paths):
+    """Every Kernel Tuner run the tables need that the cache lacks, on `args.jobs` processes,
+    kept in the cache (written every 30 s and at the end): the runs in order then find them all.
+    The traces are the same as in order: each run seeds itself (run_kernel_tuner)."""
+    jobs = []
+    for table in args.tables:
+        constraints = args.constraint + read_constraints(os.path.splitext(table)[0] + ".constraints")
+        for strategy in strategies:
+            for seed in range(1, args.seeds + 1):
+                key = cache_of_peers.key(table, constraints, strategy, seed, args.budget)
+                if cache_of_peers.get(key) is None:
+                    jobs.append((table, args.constraint, strategy, seed, args.budget, key))
+    if not jobs:
+        return
+    print(f"peer.py: {len(jobs)} Kernel Tuner runs on {args.jobs} processes", file=sys.stderr)
+    written = time.monotonic()
+    with multiprocessing.Pool(args.jobs, start_worker, (paths, args.shuffle_peer_samples)) as pool:
+        for done, (key, trace) in enumerate(pool.imap_unordered(peer_trace, jobs), 1):
+            if trace is not None:
+                cache_of_peers.put(key, trace, write=False)
+            if time.monotonic() - written > 30 or done == len(jobs):
+                cache_of_peers.write()
+                written = time.monotonic()
+                print(f"peer.py: {done} of {len(jobs)} runs done", file=sys.stderr)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tables", nargs="+")
-    parser.add_argument("--bo-sim", required=True)
+    parser.add_argument("--bo-sim", help="bo_sim's path; without it only the peers run (e.g. "
+                                          "to fill --peer-cache on a machine with more cores)")
     parser.add_argument("--kernel-tuner", required=True, help="Kernel Tuner's source tree")
     parser.add_argument("--python-constraint", required=True,
                         help="python-constraint's source tree")
     parser.add_argument("--seeds", type=int, default=20, help="runs per peer strategy")
     parser.add_argument("--r3-seeds", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="processes for the Kernel Tuner runs the cache lacks (default 1)")
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
     parser.add_argument("--constraint", action="append", default=[])
@@ -407,26 +490,27 @@ def main():
     metadata = tempfile.mkdtemp(prefix="r3-peer-")
     cache_of_peers = PeerCache(args.peer_cache, install_metadata(metadata, args.kernel_tuner),
                                "shuffled samples" if args.shuffle_peer_samples else "")
-    sys.path[:0] = [metadata, args.kernel_tuner, args.python_constraint]
+    paths = [metadata, args.kernel_tuner, args.python_constraint]
+    sys.path[:0] = paths
     if args.shuffle_peer_samples:
         shuffle_latin_hypercube_order()
 
     strategies = [s for s in args.strategies.split(",") if s]
-    print(f"evaluations to within 5% / 1% of each table's optimum: median over {args.r3_seeds} "
-          f"r3 seeds and {args.seeds} seeds per Kernel Tuner strategy, budget {args.budget}; "
-          "p: one-sided Mann-Whitney U that r3 is faster than the best peer" +
+    if args.jobs > 1:
+        run_peers_in_parallel(args, strategies, cache_of_peers, paths)
+    print("evaluations to within 5% / 1% of each table's optimum: median over " +
+          (f"{args.r3_seeds} r3 seeds and " if args.bo_sim else "") +
+          f"{args.seeds} seeds per Kernel Tuner strategy, budget {args.budget}" +
+          ("; p: one-sided Mann-Whitney U that r3 is faster than the best peer" if args.bo_sim
+           else "") +
           ("; Kernel Tuner's Latin hypercube samples shuffled" if args.shuffle_peer_samples
            else ""))
     for table in args.tables:
-        constraints = args.constraint + read_constraints(os.path.splitext(table)[0] + ".constraints")
-        names, rows = read_table(table)
-        kernel_name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(table))[0])
         with tempfile.TemporaryDirectory() as tmp:
-            cache = os.path.join(tmp, "cache.json")
-            tune_params, optimum, space_times = write_cache(cache, names, rows, constraints,
-                                                            kernel_name)
-            r3_5, r3_1 = run_r3(args.bo_sim, table, constraints, args.r3_seeds, args.budget,
-                                args.r3_args.split())
+            constraints, rows, kernel_name, cache, tune_params, optimum, space_times = \
+                table_problem(table, args.constraint, tmp)
+            r3_5, r3_1 = (run_r3(args.bo_sim, table, constraints, args.r3_seeds, args.budget,
+                                 args.r3_args.split()) if args.bo_sim else (None, None))
             peers = {}
             for strategy in strategies:
                 five, one, failed = [], [], ""
@@ -447,9 +531,10 @@ def main():
         print(f"\n{os.path.basename(table)}: {len(rows)} rows, optimum {optimum:g}, constraints: "
               f"{'; '.join(constraints) if constraints else 'none'}")
         print(f"  {'strategy':<22} {'to 5%':>8} {'to 1%':>8}")
-        label = "r3 (bo_sim" + (" " + args.r3_args if args.r3_args else "") + ")"
-        print(f"  {label:<22} {median_text(r3_5, args.budget):>8} "
-              f"{median_text(r3_1, args.budget):>8}")
+        if args.bo_sim:
+            label = "r3 (bo_sim" + (" " + args.r3_args if args.r3_args else "") + ")"
+            print(f"  {label:<22} {median_text(r3_5, args.budget):>8} "
+                  f"{median_text(r3_1, args.budget):>8}")
         for strategy, (five, one, failed) in peers.items():
             if failed:
                 print(f"  {strategy:<22} failed: {failed}")
@@ -461,10 +546,10 @@ def main():
             if not ran:
                 continue
             best = min(ran, key=lambda s: statistics.median(ran[s]))
-            ratio = statistics.median(mine) / statistics.median(ran[best])
-            print(f"  to {label}: best peer {best} ({median_text(ran[best], args.budget)}); "
-                  f"r3 / best = {ratio:.2f}; p = {r3_faster_p(mine, ran[best]):.3g}")
-            if args.bootstrap > 0:
+            print(f"  to {label}: best peer {best} ({median_text(ran[best], args.budget)})" +
+                  (f"; r3 / best = {statistics.median(mine) / statistics.median(ran[best]):.2f}"
+                   f"; p = {r3_faster_p(mine, ran[best]):.3g}" if mine else ""))
+            if args.bootstrap > 0 and mine:
                 (r3_lo, r3_hi), (best_lo, best_hi), (ratio_lo, ratio_hi), share = \
                     best_peer_bootstrap(mine, ran, args.bootstrap, args.target)
                 print(f"    bootstrap ({args.bootstrap}, best peer picked again each time), 90%: "
@@ -482,7 +567,7 @@ def main():
                     return evaluations_text(m, args.budget)
                 print(f"    chance: random search ({good} of {len(space_times)} within {label}) "
                       f"needs {text(own)}; the best of {len(ran)} random searches' medians of "
-                      f"{args.seeds} runs is {text(lowest)} (90%: {text(lowest_lo)}-"
+                      f"{args.seeds} runs is {text(lowest)} (90%: {text(lowest_lo)} to "
                       f"{text(lowest_hi)})" + ("" if lowest > args.budget else
                                               f", {args.target:g}x that: "
                                               f"{args.target * lowest:.3g}"))
