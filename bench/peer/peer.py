@@ -26,8 +26,10 @@ Usage:
       [--jobs N] [--strategies a,b,...] [--constraint EXPR ...] [--peer-cache FILE] \\
       [--r3-args '--trend 0 --initial 8'] [--shuffle-peer-samples] [--bootstrap N] TABLE.csv...
 --peer-cache FILE keeps each Kernel Tuner run's trace (keyed by the table's and the constraints'
-contents, strategy, options, seed, budget and Kernel Tuner's version), so that measuring r3 again
-after a change does not run the peers again. --r3-args passes options to bo_sim (e.g. the
+contents, strategy, options, seed, budget and Kernel Tuner's version) and the Python stack that
+made it, so that measuring r3 again after a change does not run the peers again; the report ends
+with the stacks its peers' runs were made on (python_stack: three strategies' traces depend on
+scipy's and scikit-learn's versions). --r3-args passes options to bo_sim (e.g. the
 settings before a change, to print both). A file TABLE.constraints beside a table (one expression per line, '#' comments) adds its
 constraints for that table, as for bo_sim. --shuffle-peer-samples evaluates Kernel Tuner's
 Latin hypercube samples in a random order instead of the order of its space's enumeration
@@ -284,8 +286,23 @@ def install_metadata(directory, kernel_tuner):
     return version
 
 
+def python_stack():
+    """The versions of the libraries Kernel Tuner's strategies draw on. Eight of the eleven
+    strategies made the same traces on Debian 12's numpy 1.24 / scipy 1.10 / scikit-learn 1.2
+    as on numpy 2.5 / scipy 1.18 / scikit-learn 1.9; basinhopping and dual_annealing (scipy's
+    optimisers) and bayes_opt (scikit-learn's GP) did not."""
+    versions = []
+    for module in ("numpy", "scipy", "sklearn"):
+        try:
+            versions.append(f"{module} {__import__(module).__version__}")
+        except ImportError:
+            versions.append(f"{module} -")
+    return f"Python {sys.version.split()[0]}, " + ", ".join(versions)
+
+
 class PeerCache:
-    """Kernel Tuner traces kept in a JSON file between runs (see --peer-cache)."""
+    """Kernel Tuner traces kept in a JSON file between runs (see --peer-cache), each with the
+    Python stack that made it (python_stack; "" for traces kept before that was recorded)."""
 
     def __init__(self, path, kernel_tuner_version, variant=""):
         self.path, self.version, self.variant, self.traces = path, kernel_tuner_version, variant, {}
@@ -303,11 +320,15 @@ class PeerCache:
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     def get(self, key):
-        return self.traces.get(key)
+        """(trace, the stack that made it), or None."""
+        kept = self.traces.get(key)
+        if kept is None or isinstance(kept, list):
+            return None if kept is None else (kept, "")
+        return kept["trace"], kept["stack"]
 
-    def put(self, key, trace, write=True):
+    def put(self, key, trace, stack, write=True):
         """Keeps a trace; `write`: in the file too, now (else at the next write())."""
-        self.traces[key] = trace
+        self.traces[key] = {"trace": trace, "stack": stack}
         if write:
             self.write()
 
@@ -419,8 +440,8 @@ def start_worker(paths, shuffle):
 
 
 def peer_trace(job):
-    """(key, trace) of one Kernel Tuner run; trace None where it raised (the runs in order that
-    follow run it again and report why)."""
+    """(key, trace, python_stack()) of one Kernel Tuner run; trace None where it raised (the
+    runs in order that follow run it again and report why)."""
     table, extra_constraints, strategy, seed, budget, key = job
     problems = _worker["problems"]
     if table not in problems:
@@ -428,9 +449,9 @@ def peer_trace(job):
     p = problems[table]
     try:
         return key, run_kernel_tuner(p.cache, p.kernel_name, p.tune_params, p.constraints,
-                                     strategy, seed, budget)
+                                     strategy, seed, budget), python_stack()
     except Exception:  # noqa: BLE001
-        return key, None
+        return key, None, None
 
 
 def run_peers_in_parallel(args, strategies, cache_of_peers, paths):
@@ -450,9 +471,9 @@ def run_peers_in_parallel(args, strategies, cache_of_peers, paths):
     print(f"peer.py: {len(jobs)} Kernel Tuner runs on {args.jobs} processes", file=sys.stderr)
     written = time.monotonic()
     with multiprocessing.Pool(args.jobs, start_worker, (paths, args.shuffle_peer_samples)) as pool:
-        for done, (key, trace) in enumerate(pool.imap_unordered(peer_trace, jobs), 1):
+        for done, (key, trace, stack) in enumerate(pool.imap_unordered(peer_trace, jobs), 1):
             if trace is not None:
-                cache_of_peers.put(key, trace, write=False)
+                cache_of_peers.put(key, trace, stack, write=False)
             if time.monotonic() - written > 30 or done == len(jobs):
                 cache_of_peers.write()
                 written = time.monotonic()
@@ -496,6 +517,8 @@ def main():
         shuffle_latin_hypercube_order()
 
     strategies = [s for s in args.strategies.split(",") if s]
+    here = python_stack()
+    stacks = collections.Counter()  # the stacks that made the peers' traces, and how many each
     if args.jobs > 1:
         run_peers_in_parallel(args, strategies, cache_of_peers, paths)
     print("evaluations to within 5% / 1% of each table's optimum: median over " +
@@ -516,12 +539,14 @@ def main():
                 five, one, failed = [], [], ""
                 for seed in range(1, args.seeds + 1):
                     key = cache_of_peers.key(table, constraints, strategy, seed, args.budget)
-                    trace = cache_of_peers.get(key)
+                    kept = cache_of_peers.get(key)
                     try:
-                        if trace is None:
-                            trace = run_kernel_tuner(cache, kernel_name, tune_params, constraints,
-                                                     strategy, seed, args.budget)
-                            cache_of_peers.put(key, trace)
+                        if kept is None:
+                            kept = (run_kernel_tuner(cache, kernel_name, tune_params, constraints,
+                                                     strategy, seed, args.budget), here)
+                            cache_of_peers.put(key, *kept)
+                        trace = kept[0]
+                        stacks[kept[1] or "not recorded"] += 1
                     except Exception as e:  # noqa: BLE001 (a strategy that breaks is reported)
                         failed = f"{type(e).__name__}: {e}"[:100]
                         break
@@ -571,6 +596,9 @@ def main():
                       f"{text(lowest_hi)})" + ("" if lowest > args.budget else
                                               f", {args.target:g}x that: "
                                               f"{args.target * lowest:.3g}"))
+    print("\nKernel Tuner's runs were made on " +
+          "; ".join(f"{stack} ({runs} runs)" for stack, runs in stacks.items()) +
+          f"; this machine: {here}")
 
 
 if __name__ == "__main__":
