@@ -414,11 +414,16 @@ Problem = collections.namedtuple(
     "Problem", "constraints rows kernel_name cache tune_params optimum space_times")
 
 
+def table_constraints(table, extra_constraints):
+    """`extra_constraints` and those of the .constraints file beside the table."""
+    return extra_constraints + read_constraints(os.path.splitext(table)[0] + ".constraints")
+
+
 def table_problem(table, extra_constraints, directory):
-    """A table as both sides see it: its constraints (`extra_constraints` and those of the
-    .constraints file beside it), its rows, its Kernel Tuner cache file (written in `directory`),
-    Kernel Tuner's tune_params, the optimum and the times of the constrained space."""
-    constraints = extra_constraints + read_constraints(os.path.splitext(table)[0] + ".constraints")
+    """A table as both sides see it: its constraints (table_constraints), its rows, its Kernel
+    Tuner cache file (written in `directory`), Kernel Tuner's tune_params, the optimum and the
+    times of the constrained space."""
+    constraints = table_constraints(table, extra_constraints)
     names, rows = read_table(table)
     kernel_name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(table))[0])
     cache = os.path.join(directory, kernel_name + ".json")
@@ -460,7 +465,7 @@ def run_peers_in_parallel(args, strategies, cache_of_peers, paths):
     The traces are the same as in order: each run seeds itself (run_kernel_tuner)."""
     jobs = []
     for table in args.tables:
-        constraints = args.constraint + read_constraints(os.path.splitext(table)[0] + ".constraints")
+        constraints = table_constraints(table, args.constraint)
         for strategy in strategies:
             for seed in range(1, args.seeds + 1):
                 key = cache_of_peers.key(table, constraints, strategy, seed, args.budget)
@@ -596,9 +601,10 @@ def main():
                       f"{text(lowest_hi)})" + ("" if lowest > args.budget else
                                               f", {args.target:g}x that: "
                                               f"{args.target * lowest:.3g}"))
-    print("\nKernel Tuner's runs were made on " +
-          "; ".join(f"{stack} ({runs} runs)" for stack, runs in stacks.items()) +
-          f"; this machine: {here}")
+    if stacks:
+        print("\nKernel Tuner's runs were made on " +
+              "; ".join(f"{stack} ({runs} runs)" for stack, runs in stacks.items()) +
+              f"; this machine: {here}")
 
 
 if __name__ == "__main__":
