@@ -6,7 +6,10 @@
 #   run_install_test.sh static BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
 #       first builds r3 again, static, with every optional dependency off, with the other of
 #       Ninja and Unix Makefiles than GENERATOR (the main build's): every test run builds r3
-#       with both (Unix Makefiles is what Spack's CMakePackage uses by default)
+#       with both (Unix Makefiles is what Spack's CMakePackage uses by default). This build is
+#       not optimised and has no debug information (half the compile time: it was the longest
+#       test): what it checks is that r3 builds, installs and links so; the main build runs the
+#       optimised code.
 set -euo pipefail
 mode=$1 build=$2 source=$3 work=$4 generator=$5
 rm -rf "$work"
@@ -19,6 +22,7 @@ if [ "$mode" = static ]; then
   fi
   echo "building r3 static with $other"
   cmake -S "$source" -B "$build" -G "$other" -DBUILD_SHARED_LIBS=OFF -DR3_BUILD_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0 \
     -DR3_ENABLE_CUDA=OFF -DR3_ENABLE_LLVM=OFF -DR3_ENABLE_KOKKOS=OFF -DR3_ENABLE_MPI=OFF -DR3_ENABLE_SECCOMP=OFF \
     >"$work/configure.log"
   cmake --build "$build" -j 2 >"$work/build.log"

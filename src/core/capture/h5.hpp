@@ -142,6 +142,12 @@ void read_bytes(hid_t dataset, std::uint64_t offset, std::span<std::byte> out,
 std::uint64_t dataset_rows(hid_t dataset, std::string_view what);
 // Checks that the compound file type of `dataset` has every member of `memory_type`.
 void require_members(hid_t dataset, hid_t memory_type, std::string_view what);
+// A transfer property list for reading or writing `rows` rows of a compound table between
+// `file_type` and `memory_type`: HDF5 converts through a buffer no larger than the table needs.
+Handle table_transfer(hid_t file_type, hid_t memory_type, std::uint64_t rows, std::string_view what);
+// Reads all `rows` rows of the compound `dataset` into buf as `memory_type` (table_transfer).
+void read_rows(hid_t dataset, hid_t memory_type, std::uint64_t rows, void* buf,
+               std::string_view what);
 // Frees the variable-length members HDF5 allocated when reading `rows` rows of `type` into buf.
 void reclaim_vlen(hid_t type, std::uint64_t rows, void* buf);
 

@@ -98,9 +98,7 @@ auto read_table(hid_t parent, const char* name, const std::string& parent_path, 
     std::vector<Row>& rows;
     ~Reclaim() { h5::reclaim_vlen(type, rows.size(), rows.data()); }
   } reclaim{type, rows};
-  if (!rows.empty()) {
-    h5::check(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), "H5Dread", where);
-  }
+  h5::read_rows(dataset, type, rows.size(), rows.data(), where);
   std::vector<decltype(convert(rows.front(), where))> out;
   out.reserve(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -67,7 +67,8 @@ void write_table(hid_t parent, const char* name, hid_t memory_type, const std::v
                 "H5Dcreate2", name),
       H5Dclose);
   if (!rows.empty()) {
-    h5::check(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()),
+    h5::Handle transfer = h5::table_transfer(file_type, memory_type, rows.size(), name);
+    h5::check(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, transfer, rows.data()),
               "H5Dwrite", name);
   }
 }
