@@ -4,7 +4,8 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--initial N] [--trend V]
-//               [--rank-warp N] [--known-correlation R] [--candidates N] [--local-starts N]
+//               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
+//               [--candidates N] [--local-starts N]
 //               [--local-points N] [--fit-evaluations N] [--fit-lag N]
 //               [--gp-points N]
 //               [--min-feasibility P] [--no-timing] [--verbose]
@@ -124,6 +125,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.ucb_beta = number(std::numeric_limits<double>::infinity());
     else if (a == "--known-correlation")
       s.defaults.known_correlation = number(1);
+    else if (a == "--constraint-quantities")
+      s.defaults.constraint_quantities = true;
     else if (a == "--acquisition") {
       const std::string name = next();
       const auto* known = std::find_if(std::begin(kAcquisitions), std::end(kAcquisitions),
@@ -180,6 +183,8 @@ Settings parse(int argc, char** argv) {
           "  --known-correlation R a candidate whose kernel correlation with a measured\n"
           "                        (or pending) point is at least R counts as known and\n"
           "                        ranks after the others; 0: off (default %g)\n"
+          "  --constraint-quantities  the surrogate also takes the quantities the\n"
+          "                        constraints bound (BX*BY of BX*BY<=1024) as inputs\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --local-points N      points the local searches score per proposal at 128\n"

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "r3/error.hpp"
 
@@ -238,6 +239,41 @@ void collect_names(const Node& node, std::vector<std::string>& names) {
   if (node.right) collect_names(*node.right, names);
 }
 
+// The text of a node: names, numbers and operators as written, every operation in parentheses
+// but the outermost (messages only; parsing it again gives the same tree).
+std::string text_of(const Node& node, bool outermost) {
+  switch (node.kind) {
+    case Node::Kind::number: {
+      std::ostringstream out;
+      out << node.number;
+      return out.str();
+    }
+    case Node::Kind::string:
+      return "\"" + node.text + "\"";
+    case Node::Kind::name:
+      return node.text;
+    case Node::Kind::unary:
+      return node.text + text_of(*node.left, false);
+    case Node::Kind::binary:
+      break;
+  }
+  std::string text =
+      text_of(*node.left, false) + " " + node.text + " " + text_of(*node.right, false);
+  return outermost ? text : "(" + text + ")";
+}
+
+void collect_comparisons(const NodePtr& node, std::vector<NodePtr>& out) {
+  if (node->kind != Node::Kind::binary) return;
+  if (node->text == "&&") {
+    collect_comparisons(node->left, out);
+    collect_comparisons(node->right, out);
+    return;
+  }
+  for (const char* op : {"<=", ">=", "==", "!=", "<", ">"}) {
+    if (node->text == op) out.push_back(node);
+  }
+}
+
 }  // namespace
 
 Expression Expression::parse(std::string_view text) {
@@ -255,6 +291,21 @@ std::vector<std::string> Expression::names() const {
   std::vector<std::string> names;
   if (root_) collect_names(*root_, names);
   return names;
+}
+
+std::vector<Expression::Comparison> Expression::comparisons() const {
+  std::vector<NodePtr> nodes;
+  if (root_) collect_comparisons(root_, nodes);
+  auto side = [](const NodePtr& node) {
+    Expression e;
+    e.text_ = text_of(*node, true);
+    e.root_ = node;
+    return e;
+  };
+  std::vector<Comparison> out;
+  for (const NodePtr& node : nodes)
+    out.push_back(Comparison{side(node->left), node->text, side(node->right)});
+  return out;
 }
 
 }  // namespace r3::bo

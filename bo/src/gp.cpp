@@ -16,7 +16,8 @@
 
 namespace r3::bo {
 
-Encoder::Encoder(const Space& space) : space_(&space) {
+Encoder::Encoder(const Space& space, bool quantities)
+    : space_(&space), quantities_(quantities ? space.quantities().size() : 0) {
   const auto& parameters = space.parameters();
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const Parameter& p = parameters[i];
@@ -56,6 +57,13 @@ Encoded Encoder::encode(const Configuration& c) const {
     }
     e.numeric.push_back(position);
   }
+  for (std::size_t k = 0; k < quantities_; ++k) {
+    const Quantity& q = space_->quantities()[k];
+    const double value = space_->quantity(c, k);  // NaN: inactive, as for a parameter
+    e.numeric.push_back(q.logarithmic ? (std::log1p(value) - std::log1p(q.low)) /
+                                            (std::log1p(q.high) - std::log1p(q.low))
+                                      : (value - q.low) / (q.high - q.low));
+  }
   for (std::size_t i : categorical_)
     e.categorical.push_back(c.values[i].empty() ? -1 : c.values[i][0]);
   for (std::size_t i : sequences_) {
@@ -78,7 +86,7 @@ Hyperparameters Hyperparameters::defaults(const Encoder& encoder, double trend) 
   h.lengthscales.assign(encoder.numeric_count(), 0.5);
   h.categorical_weights.assign(encoder.categorical_count(), 1.0);
   h.sequence_weights.assign(encoder.sequence_count(), 1.0);
-  if (trend > 0) h.trend_weights.assign(encoder.numeric_count(), trend);
+  if (trend > 0) h.trend_weights.assign(encoder.trend_count(), trend);
   return h;
 }
 
@@ -108,10 +116,10 @@ Hyperparameters Hyperparameters::from_log(const std::vector<double>& values,
   h.noise_variance = std::exp(values[k++]);
   // The trend's weights, when the values have them (to_log of a model with a trend).
   while (k < values.size()) h.trend_weights.push_back(std::exp(values[k++]));
-  if (!h.trend_weights.empty() && h.trend_weights.size() != encoder.numeric_count())
+  if (!h.trend_weights.empty() && h.trend_weights.size() != encoder.trend_count())
     throw Error("hyperparameters: " + std::to_string(h.trend_weights.size()) +
-                " trend weights for " + std::to_string(encoder.numeric_count()) +
-                " numeric dimensions");
+                " trend weights for " + std::to_string(encoder.trend_count()) +
+                " numeric parameters");
   return h;
 }
 

@@ -30,11 +30,16 @@ struct Encoded {
   static constexpr std::size_t kCountsAlign = 16;
 };
 
+// Numeric dimensions: the ordinal parameters, then (with `quantities`) the space's constraint
+// quantities (Space::quantities()), each as a position in [0, 1] of its range.
 class Encoder {
  public:
-  explicit Encoder(const Space& space);
+  explicit Encoder(const Space& space, bool quantities = true);
   Encoded encode(const Configuration& configuration) const;
-  std::size_t numeric_count() const { return numeric_.size(); }
+  std::size_t numeric_count() const { return numeric_.size() + quantities_; }
+  // The numeric dimensions the linear trend covers: the parameters (the first ones). A
+  // quantity is a product or sum of them, which their slopes already cover.
+  std::size_t trend_count() const { return numeric_.size(); }
   std::size_t categorical_count() const { return categorical_.size(); }
   std::size_t sequence_count() const { return sequences_.size(); }
 
@@ -42,6 +47,7 @@ class Encoder {
   const Space* space_;
   std::vector<std::size_t> numeric_, categorical_, sequences_;  // parameter indices
   std::vector<bool> logarithmic_;  // per numeric: positions on a log scale (e.g. 32..1024)
+  std::size_t quantities_ = 0;     // the first this many of Space::quantities()
 };
 
 struct Hyperparameters {

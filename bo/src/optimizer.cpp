@@ -366,7 +366,7 @@ class Model {
  public:
   Model(const Space& space, const std::vector<Observation>& observations, const Options& options,
         Optimizer::Timing& timing, Optimizer::Memo& memo)
-      : encoder_(space), options_(options) {
+      : encoder_(space, options.constraint_quantities), options_(options) {
     auto start = Clock::now();
     Data data;
     for (std::size_t i = 0; i < observations.size(); ++i) {
@@ -668,7 +668,7 @@ std::optional<Observation> Optimizer::best() const {
 void Optimizer::fit_ahead() {
   if (!options_.fit_pool) return;
   Memo& memo = *memo_;
-  const Encoder encoder(space_);
+  const Encoder encoder(space_, options_.constraint_quantities);
   Data data;
   std::vector<double> times;
   for (std::size_t i = 0; i < observations_.size(); ++i) {

@@ -98,6 +98,7 @@ Space::Space(std::vector<Parameter> parameters, std::vector<std::string> constra
     }
     constraints_.push_back(std::move(expression));
   }
+  find_quantities();
 }
 
 std::optional<std::size_t> Space::find(std::string_view name) const {

@@ -386,6 +386,9 @@ SectionPtr<bo::Options> bo_section() {
                         "Kernel correlation with a measured (or pending) configuration at or above "
                         "which a candidate counts as known and is proposed after the others; 0: "
                         "off."),
+      schema::flag<B>("constraint_quantities", &B::constraint_quantities,
+                      "The surrogate also takes the quantities the constraints bound (bx*by of "
+                      "bx*by<=1024) as inputs."),
       schema::number<B>("min_feasibility", &B::min_feasibility, Range::closed(0, 0.5),
                         "P(feasible) below which a configuration the failure model is sure of is "
                         "not proposed; 0: propose every one."),

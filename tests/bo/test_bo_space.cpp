@@ -62,6 +62,69 @@ TEST(BoExpression, SyntaxErrorsNameTheColumn) {
             (std::vector<std::string>{"a", "b", "c", "a"}));
 }
 
+TEST(BoExpression, ComparisonsAreWhatAConjunctionAtTheTopRequires) {
+  const std::vector<Expression::Comparison> found =
+      Expression::parse("bx*by <= 1024 && (bk*(bm+bn)*4 <= SMEM && 2 > bz)").comparisons();
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].left.text(), "bx * by");
+  EXPECT_EQ(found[0].op, "<=");
+  EXPECT_EQ(found[0].right.text(), "1024");
+  EXPECT_EQ(found[1].left.text(), "(bk * (bm + bn)) * 4");
+  EXPECT_EQ(found[1].right.names(), (std::vector<std::string>{"SMEM"}));
+  EXPECT_EQ(found[2].op, ">");
+  EXPECT_EQ(found[2].right.text(), "bz");
+  // A side evaluates as the text it prints, parsed again.
+  auto lookup = names({{"bk", 16.0}, {"bm", 64.0}, {"bn", 32.0}});
+  EXPECT_EQ(std::get<double>(found[1].left.evaluate(lookup)), 16.0 * 96 * 4);
+  EXPECT_EQ(std::get<double>(Expression::parse(found[1].left.text()).evaluate(lookup)),
+            16.0 * 96 * 4);
+  // Alternatives, negations and plain values require no one comparison.
+  for (const char* none : {"bx < 4 || by < 4", "!(bx < 4)", "bx", "bx + by"})
+    EXPECT_TRUE(Expression::parse(none).comparisons().empty()) << none;
+}
+
+TEST(BoSpace, QuantitiesAreWhatConstraintsBoundOverSeveralParameters) {
+  const std::vector<double> powers{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  const Space space(
+      {Parameter::ordinal("bx", powers), Parameter::ordinal("by", {1, 2, 4, 8, 16, 32, 64}),
+       Parameter::ordinal("tile", {8, 16, 32}), Parameter::ordinal("unroll", {1, 2, 4}),
+       Parameter::categorical("compiler", {"nvrtc", "clang"})},
+      {"bx * by <= 1024", "N % tile == 0", "tile * (bx + 4) * 4 <= SMEM",
+       "2048 >= bx * by * unroll", "compiler == 'clang' || bx * by >= 64",
+       "bx*by <= 1024 && by <= 64", "bx * by <= unroll * 512"},
+      {{"N", 4096}, {"SMEM", 49152}});
+  const std::vector<Quantity>& found = space.quantities();
+  ASSERT_EQ(found.size(), 3u);
+  // Threads per block: 1 to 1024 (the box goes to 65536; the limit cuts it).
+  EXPECT_EQ(found[0].expression.text(), "bx * by");
+  EXPECT_EQ(found[0].low, 1);
+  EXPECT_EQ(found[0].high, 1024);
+  EXPECT_TRUE(found[0].logarithmic);
+  // Shared memory: a sum inside, the limit a constant; from 8 x 5 x 4 to the limit.
+  EXPECT_EQ(found[1].expression.text(), "(tile * (bx + 4)) * 4");
+  EXPECT_EQ(found[1].low, 160);
+  EXPECT_EQ(found[1].high, 49152);
+  // The limit on the left: "2048 >= q" is "q <= 2048".
+  EXPECT_EQ(found[2].expression.text(), "(bx * by) * unroll");
+  EXPECT_EQ(found[2].low, 1);
+  EXPECT_EQ(found[2].high, 2048);
+  // Left out: "N % tile" (one parameter), an alternative, "bx * by" again, and a limit that
+  // depends on a parameter.
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 50; ++i) {
+    const Configuration c = space.sample(rng);
+    const double bx = std::get<double>(*space.value(c, 0)),
+                 by = std::get<double>(*space.value(c, 1));
+    EXPECT_EQ(space.quantity(c, 0), bx * by);
+  }
+  // A fixed number ("== 256") is no input, and a quantity over one categorical parameter is
+  // not a number.
+  const Space fixed({Parameter::ordinal("bx", powers), Parameter::ordinal("by", powers),
+                     Parameter::categorical("mode", {"a", "b"})},
+                    {"bx * by == 256", "mode != 'b' || bx >= 2"});
+  EXPECT_TRUE(fixed.quantities().empty());
+}
+
 // A launch and compiler space with a constraint, a constant and a conditional sequence.
 Space kernel_space() {
   return Space(

@@ -31,11 +31,22 @@ class Expression {
   // Every name the expression refers to.
   std::vector<std::string> names() const;
 
+  // What the expression requires, as comparisons: itself when it is one, or each comparison of
+  // a conjunction at its top ("bx*by <= 1024 && bk*bm <= 4096"); nothing for anything else.
+  struct Comparison;
+  std::vector<Comparison> comparisons() const;
+
   struct Node;
 
  private:
   std::string text_;
   std::shared_ptr<const Node> root_;
+};
+
+struct Expression::Comparison {
+  Expression left;
+  std::string op;  // <= < >= > == !=
+  Expression right;
 };
 
 }  // namespace r3::bo

@@ -96,6 +96,18 @@ struct Options {
   // results 32 proposals late on the demo-shaped space (KeepingWithinThePendingRoom...), 74 ->
   // 69 failures within the room, 131 -> 119 in every slot. 0: off.
   double known_correlation = 0.995;
+  // The surrogate also takes as inputs the quantities the known constraints bound (Quantity:
+  // threads per block "BX*BY" of "BX*BY<=1024", a tile's shared memory), each on its own
+  // lengthscale and outside the linear trend: a kernel's time often follows such a quantity
+  // along a diagonal of its parameters, which a kernel over the parameters alone learns only
+  // point by point. Off by default, because it trades one table for another: bench/bo_sim
+  // (evaluations to within 5% / 1%, medians over seeds 1-500, means in brackets where the
+  // medians hide it; Mann-Whitney p of the runs off against on), off -> on: SYRK 1% 24 -> 24
+  // (23.6 -> 22.0, p < 0.001), SYR2K 1% 18 -> 16 (16.4 -> 14.7, p < 0.001), stencil 21/24 ->
+  // 21/23, but GEMM 1% 13 -> 13 (12.7 -> 13.5, p = 0.015), matmul 16/24 -> 17/25.5 (1%: 25.2
+  // -> 27.6, p = 0.035), 2MM 5/9 -> 5/10; a prior that keeps their lengthscales long unless
+  // the data say otherwise lost the gains with the losses.
+  bool constraint_quantities = false;
   BatchStrategy batch = BatchStrategy::kriging_believer;
   // A configuration the feasibility model is sure fails is not proposed: P(feasible) below
   // this where the model has seen enough around it (its variance there under a quarter of what

@@ -37,6 +37,19 @@ struct Parameter {
   std::size_t choices() const;  // values of an ordinal or categorical parameter
 };
 
+// A number a known constraint bounds, over two or more ordinal parameters: "bx * by" of
+// "bx * by <= 1024" (threads per block), "bk * (bm + bn) * 4" of a shared-memory limit. Such a
+// limit is there because the quantity decides what the hardware does, and so often how fast the
+// kernel runs; the surrogate sees it as an input of its own (Options::constraint_quantities),
+// which no single parameter is.
+struct Quantity {
+  Expression expression;
+  // The range it takes over every combination of its parameters' values, cut at the limit
+  // the constraint sets ("<= 1024": at most 1024).
+  double low = 0, high = 0;
+  bool logarithmic = false;  // never negative: the surrogate sees log(1 + value)
+};
+
 // A point of a space: for each parameter, the index of its value (ordinal, categorical), or
 // the indices of its items in the pool (sequence); empty when the parameter is inactive.
 struct Configuration {
@@ -94,6 +107,13 @@ class Space {
   // gets slower the more of the space has been taken.
   std::optional<std::vector<Configuration>> enumerate(std::size_t limit) const;
 
+  // The quantities the constraints bound (Quantity): from each comparison a constraint requires
+  // (itself, or each of a conjunction's) between a side over two or more ordinal parameters and
+  // constants and a side over constants alone; at most one per text.
+  const std::vector<Quantity>& quantities() const { return quantities_; }
+  // A quantity's value in a configuration; NaN where it needs an inactive parameter.
+  double quantity(const Configuration& configuration, std::size_t k) const;
+
  private:
   bool condition_holds(const Configuration& configuration, std::size_t parameter) const;
   Expression::Lookup lookup(const Configuration& configuration) const;
@@ -105,6 +125,8 @@ class Space {
   std::vector<Parameter> parameters_;
   std::vector<Expression> constraints_;
   std::map<std::string, double> constants_;
+  std::vector<Quantity> quantities_;  // space_quantities.cpp
+  void find_quantities();
 };
 
 }  // namespace r3::bo
