@@ -25,6 +25,10 @@ using NodePtr = std::shared_ptr<const Node>;
 // A missing value (inactive parameter): NaN makes every comparison with it false.
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
+// The comparison operators, longest first where one begins another (the parser tries them in
+// this order).
+constexpr const char* kComparisons[] = {"<=", ">=", "==", "!=", "<", ">"};
+
 class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) {}
@@ -75,7 +79,7 @@ class Parser {
   }
   NodePtr parse_comparison() {
     NodePtr left = parse_sum();
-    for (const char* op : {"<=", ">=", "==", "!=", "<", ">"}) {
+    for (const char* op : kComparisons) {
       if (accept(op)) return binary(op, left, parse_sum());
     }
     return left;
@@ -167,13 +171,8 @@ class Parser {
   std::size_t at_ = 0;
 };
 
-double as_number(const Value& value) {
-  if (const double* number = std::get_if<double>(&value)) return *number;
-  return kMissing;  // a string where a number is needed
-}
-
 bool truthy(const Value& value) {
-  const double number = as_number(value);
+  const double number = number_of(value);
   return !std::isnan(number) && number != 0;
 }
 
@@ -190,7 +189,7 @@ Value evaluate_node(const Node& node, const Expression::Lookup& lookup) {
     case Node::Kind::unary: {
       Value operand = evaluate_node(*node.left, lookup);
       if (node.text == "!") return truthy(operand) ? 0.0 : 1.0;
-      return -as_number(operand);
+      return -number_of(operand);
     }
     case Node::Kind::binary:
       break;
@@ -213,14 +212,14 @@ Value evaluate_node(const Node& node, const Expression::Lookup& lookup) {
     } else if (const auto* text = std::get_if<std::string>(&left)) {
       equal = *text == std::get<std::string>(right);
     } else {
-      equal = as_number(left) == as_number(right);  // NaN: never equal
+      equal = number_of(left) == number_of(right);  // NaN: never equal
     }
-    bool missing = std::isnan(as_number(left)) && left.index() == 0;
-    missing = missing || (std::isnan(as_number(right)) && right.index() == 0);
+    bool missing = std::isnan(number_of(left)) && left.index() == 0;
+    missing = missing || (std::isnan(number_of(right)) && right.index() == 0);
     if (missing) return 0.0;  // anything involving an inactive parameter is false
     return (op == "==") == equal ? 1.0 : 0.0;
   }
-  const double a = as_number(left), b = as_number(right);
+  const double a = number_of(left), b = number_of(right);
   if (op == "<") return a < b ? 1.0 : 0.0;
   if (op == "<=") return a <= b ? 1.0 : 0.0;
   if (op == ">") return a > b ? 1.0 : 0.0;
@@ -269,12 +268,17 @@ void collect_comparisons(const NodePtr& node, std::vector<NodePtr>& out) {
     collect_comparisons(node->right, out);
     return;
   }
-  for (const char* op : {"<=", ">=", "==", "!=", "<", ">"}) {
+  for (const char* op : kComparisons) {
     if (node->text == op) out.push_back(node);
   }
 }
 
 }  // namespace
+
+double number_of(const Value& value) {
+  if (const double* number = std::get_if<double>(&value)) return *number;
+  return kMissing;  // a string where a number is needed
+}
 
 Expression Expression::parse(std::string_view text) {
   Expression expression;

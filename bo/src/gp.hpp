@@ -34,7 +34,7 @@ struct Encoded {
 // quantities (Space::quantities()), each as a position in [0, 1] of its range.
 class Encoder {
  public:
-  explicit Encoder(const Space& space, bool quantities = true);
+  explicit Encoder(const Space& space, bool quantities = false);
   Encoded encode(const Configuration& configuration) const;
   std::size_t numeric_count() const { return numeric_.size() + quantities_; }
   // The numeric dimensions the linear trend covers: the parameters (the first ones). A

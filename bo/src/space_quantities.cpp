@@ -13,11 +13,6 @@ namespace {
 // is left out (a product of six 10-value parameters is already a million).
 constexpr std::size_t kMostCombinations = 1 << 16;
 
-double number_of(const Value& value) {
-  const double* number = std::get_if<double>(&value);
-  return number ? *number : std::numeric_limits<double>::quiet_NaN();
-}
-
 // The comparison seen from the quantity's side: "c >= q" is "q <= c".
 std::string facing_quantity(const std::string& op, bool quantity_on_left) {
   if (quantity_on_left) return op;
@@ -38,10 +33,10 @@ void Space::find_quantities() {
     }
     return used;
   };
-  auto constants = [&](const std::string& name) -> std::optional<Value> {
-    if (auto it = constants_.find(name); it != constants_.end()) return it->second;
-    return std::nullopt;
-  };
+  // A configuration with only a quantity's parameters set, read through lookup(): the constants
+  // and those parameters' values; nothing set, the constants alone.
+  Configuration probe{std::vector<std::vector<int>>(parameters_.size())};
+  const Expression::Lookup names = lookup(probe);
   std::set<std::string> seen;
   for (const Expression& constraint : constraints_) {
     for (const Expression::Comparison& comparison : constraint.comparisons()) {
@@ -60,7 +55,7 @@ void Space::find_quantities() {
           if (combinations > kMostCombinations) break;
         }
         if (!ordinal || combinations > kMostCombinations) continue;
-        const double limit = number_of(other.evaluate(constants));
+        const double limit = number_of(other.evaluate(names));
         if (std::isnan(limit)) continue;
 
         // Its range over every combination of its parameters' values (conditions and the other
@@ -69,19 +64,16 @@ void Space::find_quantities() {
         std::vector<std::size_t> at(order.size(), 0);
         double low = std::numeric_limits<double>::infinity(), high = -low;
         for (std::size_t n = 0; n < combinations; ++n) {
-          const Value value = side.evaluate([&](const std::string& name) -> std::optional<Value> {
-            for (std::size_t k = 0; k < order.size(); ++k) {
-              if (parameters_[order[k]].name == name) return parameters_[order[k]].numbers[at[k]];
-            }
-            return constants(name);
-          });
-          const double x = number_of(value);
-          if (!std::isnan(x) && std::isfinite(x)) low = std::min(low, x), high = std::max(high, x);
+          for (std::size_t k = 0; k < order.size(); ++k)
+            probe.values[order[k]] = {static_cast<int>(at[k])};
+          const double x = number_of(side.evaluate(names));
+          if (std::isfinite(x)) low = std::min(low, x), high = std::max(high, x);
           for (std::size_t k = 0; k < order.size(); ++k) {  // the next combination
             if (++at[k] < parameters_[order[k]].numbers.size()) break;
             at[k] = 0;
           }
         }
+        for (std::size_t i : order) probe.values[i].clear();
         const std::string op = facing_quantity(comparison.op, left);
         if (op == "<=" || op == "<") high = std::min(high, limit);
         if (op == ">=" || op == ">") low = std::max(low, limit);

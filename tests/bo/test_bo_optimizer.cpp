@@ -776,7 +776,7 @@ TEST(BoGaussianProcess, ConstraintQuantitiesAreNumericInputsOutsideTheTrend) {
   const Space space({Parameter::ordinal("bx", powers), Parameter::ordinal("by", powers),
                      Parameter::ordinal("r", {0, 32, 64})},
                     {"bx * by <= 1024"});
-  const Encoder with(space), without(space, false);
+  const Encoder with(space, true), without(space);
   EXPECT_EQ(with.numeric_count(), 4u);
   EXPECT_EQ(with.trend_count(), 3u);
   EXPECT_EQ(without.numeric_count(), 3u);

@@ -15,6 +15,8 @@ namespace r3::bo {
 
 // A value during evaluation: a number, or a string (a categorical label).
 using Value = std::variant<double, std::string>;
+// The number a value holds; NaN for a string or a missing value.
+double number_of(const Value& value);
 
 class Expression {
  public:
