@@ -5,6 +5,7 @@
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--initial N] [--trend V]
 //               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
+//               [--lengthscale-centre C]
 //               [--candidates N] [--local-starts N]
 //               [--local-points N] [--fit-evaluations N] [--fit-lag N]
 //               [--gp-points N]
@@ -127,6 +128,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.known_correlation = number(1);
     else if (a == "--constraint-quantities")
       s.defaults.constraint_quantities = true;
+    else if (a == "--lengthscale-centre")
+      s.defaults.lengthscale_centre = number(std::numeric_limits<double>::infinity());
     else if (a == "--acquisition") {
       const std::string name = next();
       const auto* known = std::find_if(std::begin(kAcquisitions), std::end(kAcquisitions),
@@ -185,6 +188,8 @@ Settings parse(int argc, char** argv) {
           "                        ranks after the others; 0: off (default %g)\n"
           "  --constraint-quantities  the surrogate also takes the quantities the\n"
           "                        constraints bound (BX*BY of BX*BY<=1024) as inputs\n"
+          "  --lengthscale-centre C  centre of the prior on the surrogate's lengthscales;\n"
+          "                        0: sqrt(d) for d numeric inputs (default)\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --local-points N      points the local searches score per proposal at 128\n"

@@ -427,8 +427,10 @@ double log_marginal_likelihood_of(const PairTable& pairs, const Eigen::VectorXd&
          0.5 * static_cast<double>(y.size()) * std::log(2 * M_PI);
 }
 
-// Weak log-normal priors that keep the fit away from degenerate corners with little data.
-double log_prior(const std::vector<double>& log_values, const Encoder& encoder, double trend) {
+// Weak log-normal priors that keep the fit away from degenerate corners with little data; the
+// lengthscales' centred on `lengthscale_centre` (> 0).
+double log_prior(const std::vector<double>& log_values, const Encoder& encoder, double trend,
+                 double lengthscale_centre) {
   auto normal = [](double x, double mean, double sd) {
     const double z = (x - mean) / sd;
     return -0.5 * z * z;
@@ -436,7 +438,7 @@ double log_prior(const std::vector<double>& log_values, const Encoder& encoder, 
   std::size_t k = 0;
   double total = normal(log_values[k++], 0.0, 1.5);
   for (std::size_t i = 0; i < encoder.numeric_count(); ++i)
-    total += normal(log_values[k++], std::log(0.5), 1.5);
+    total += normal(log_values[k++], std::log(lengthscale_centre), 1.5);
   for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i) {
     total += normal(log_values[k++], 0.0, 1.5);
   }
@@ -450,6 +452,7 @@ struct FitProblem {
   const Eigen::VectorXd* y;
   const Encoder* encoder;
   double trend;
+  double lengthscale_centre;
 };
 
 double objective(unsigned n, const double* values, double* gradient, void* data) {
@@ -459,7 +462,7 @@ double objective(unsigned n, const double* values, double* gradient, void* data)
   try {
     Hyperparameters h = Hyperparameters::from_log(log_values, *problem->encoder);
     return log_marginal_likelihood_of(*problem->pairs, *problem->y, h) +
-           log_prior(log_values, *problem->encoder, problem->trend);
+           log_prior(log_values, *problem->encoder, problem->trend, problem->lengthscale_centre);
   } catch (...) {  // never let an exception cross NLopt's C frames
     return -1e30;
   }
@@ -473,8 +476,15 @@ double GaussianProcess::log_marginal_likelihood(const std::vector<Encoded>& x,
   return log_marginal_likelihood_of(PairTable(x), y, h);
 }
 
+double default_lengthscale_centre(std::size_t dimensions) {
+  return std::sqrt(static_cast<double>(std::max<std::size_t>(dimensions, 1)));
+}
+
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
-                                     const Encoder& encoder, int max_evaluations, double trend) {
+                                     const Encoder& encoder, int max_evaluations, double trend,
+                                     double lengthscale_centre) {
+  if (!(lengthscale_centre > 0))
+    lengthscale_centre = default_lengthscale_centre(encoder.numeric_count());
   Hyperparameters start = Hyperparameters::defaults(encoder, trend);
   std::vector<double> values = start.to_log();
   const unsigned n = static_cast<unsigned>(values.size());
@@ -501,7 +511,7 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
   // The pairs' differences do not depend on the hyperparameters: taken once for every
   // likelihood evaluation of the fit.
   const PairTable pairs(x);
-  FitProblem problem{&pairs, &y, &encoder, trend};
+  FitProblem problem{&pairs, &y, &encoder, trend, lengthscale_centre};
   nlopt_set_lower_bounds(optimiser, lower.data());
   nlopt_set_upper_bounds(optimiser, upper.data());
   nlopt_set_max_objective(optimiser, objective, &problem);

@@ -124,6 +124,16 @@ struct WarpedTimes {
 };
 WarpedTimes warp_times(const std::vector<double>& times, double rank_half = 0);
 
+// The centre of the lengthscales' log-normal prior for `dimensions` numeric dimensions (positions
+// in [0, 1]): sqrt(dimensions), the prior growing with the dimension as in Hvarfner, Hellsten and
+// Nardi, "Vanilla Bayesian optimization performs great in high dimensions" (ICML 2024). With
+// few observations a fit cannot tell a parameter that does not matter (a register limit, a
+// cache switch) from one it has not yet seen vary, and a short centre makes it take each value
+// of such a parameter for a function of its own; in d dimensions a point's distance to its
+// neighbours grows as sqrt(d), and so must the lengthscale for the model to say anything between
+// them (Options::lengthscale_centre has the measurements).
+double default_lengthscale_centre(std::size_t dimensions);
+
 class GaussianProcess {
  public:
   // `y` is standardised (zero mean, unit variance); the prior mean is 0.
@@ -131,9 +141,12 @@ class GaussianProcess {
 
   // Maximises the log marginal likelihood plus weak log-normal priors, from the defaults
   // (deterministic for given data). At most `max_evaluations` likelihood evaluations. With
-  // `trend` > 0 the slopes' variances are fitted too, their prior centred on `trend`.
+  // `trend` > 0 the slopes' variances are fitted too, their prior centred on `trend`. The
+  // lengthscales' prior is centred on `lengthscale_centre`, or with 0 on
+  // default_lengthscale_centre() of the encoder's numeric dimensions.
   static Hyperparameters fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
-                             const Encoder& encoder, int max_evaluations = 150, double trend = 0);
+                             const Encoder& encoder, int max_evaluations = 150, double trend = 0,
+                             double lengthscale_centre = 0);
   static double log_marginal_likelihood(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                         const Hyperparameters& h);
 

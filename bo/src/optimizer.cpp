@@ -281,15 +281,16 @@ void start_fit(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::siz
   ahead.emplace(at, Optimizer::Memo::AheadFit{promise->get_future().share(), claimed});
   // The task owns what it reads: the data, and the encoder's dimension counts (the copy's space
   // pointer is not followed by a fit).
-  options.fit_pool->submit(
-      [promise, claimed, fit = make_data(), encoder, evaluations = options.fit_evaluations, trend] {
-        if (claimed->exchange(true)) return;  // fitted in place, or not needed any more
-        try {
-          promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations, trend));
-        } catch (...) {
-          promise->set_exception(std::current_exception());
-        }
-      });
+  options.fit_pool->submit([promise, claimed, fit = make_data(), encoder,
+                            evaluations = options.fit_evaluations, trend,
+                            centre = options.lengthscale_centre] {
+    if (claimed->exchange(true)) return;  // fitted in place, or not needed any more
+    try {
+      promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations, trend, centre));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
 }
 
 // The hyperparameters at fit point `at`: from the pool's fit for it, or fitted here. Fits for
@@ -306,7 +307,8 @@ Hyperparameters fitted(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, 
     if (fit.claimed->exchange(true)) return fit.result.get();
   }
   const FitData fit = make_data();
-  return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations, trend);
+  return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations, trend,
+                              options.lengthscale_centre);
 }
 
 // What the optimiser's failures cost over its successes (Outcome::cost, mean over those that

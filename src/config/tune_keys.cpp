@@ -389,6 +389,9 @@ SectionPtr<bo::Options> bo_section() {
       schema::flag<B>("constraint_quantities", &B::constraint_quantities,
                       "The surrogate also takes the quantities the constraints bound (bx*by of "
                       "bx*by<=1024) as inputs."),
+      schema::number<B>("lengthscale_centre", &B::lengthscale_centre, Range::closed(0, 20),
+                        "Centre of the prior on the surrogate's lengthscales (positions in [0, "
+                        "1]); 0: sqrt(d) for d numeric inputs."),
       schema::number<B>("min_feasibility", &B::min_feasibility, Range::closed(0, 0.5),
                         "P(feasible) below which a configuration the failure model is sure of is "
                         "not proposed; 0: propose every one."),

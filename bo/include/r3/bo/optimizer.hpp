@@ -108,6 +108,18 @@ struct Options {
   // -> 27.6, p = 0.035), 2MM 5/9 -> 5/10; a prior that keeps their lengthscales long unless
   // the data say otherwise lost the gains with the losses.
   bool constraint_quantities = false;
+  // The centre of the log-normal prior on the surrogate's lengthscales (positions in [0, 1]);
+  // 0: sqrt(d) for d numeric inputs (gp.hpp, default_lengthscale_centre). With few observations
+  // a short centre makes the fit take each value of a parameter that does not matter (a
+  // register limit, a cache switch) for a function of its own, which the search then measures
+  // value by value. bench/bo_sim (evaluations to within 5% / 1%, medians over seeds 1-500;
+  // Mann-Whitney p), the earlier fixed 0.5 -> sqrt(d): SYRK 12/24 -> 11/22 (1%: p < 0.001),
+  // matmul 16/24 -> 13/22 (p < 0.001, 0.002), SYR2K 9/18, GEMM 12/13, 2MM 5/9 unchanged,
+  // stencil 21/24 -> 22/23 (p = 0.32, 0.79); but slower where every parameter matters and the
+  // function is smooth: Branin 16/38 -> 18/40 (200 seeds; 5%: p < 0.001), Rosenbrock-4D 215 ->
+  // 237 (150 seeds; p = 0.005). Fixed centres of 1 and 2 gave the GPU tables' gains only in
+  // part (1: matmul alone) and lost Branin as much.
+  double lengthscale_centre = 0;
   BatchStrategy batch = BatchStrategy::kriging_believer;
   // A configuration the feasibility model is sure fails is not proposed: P(feasible) below
   // this where the model has seen enough around it (its variance there under a quarter of what
