@@ -129,9 +129,10 @@ WarpedTimes warp_times(const std::vector<double>& times, double rank_half = 0);
 // Nardi, "Vanilla Bayesian optimization performs great in high dimensions" (ICML 2024). With
 // few observations a fit cannot tell a parameter that does not matter (a register limit, a
 // cache switch) from one it has not yet seen vary, and a short centre makes it take each value
-// of such a parameter for a function of its own; in d dimensions a point's distance to its
-// neighbours grows as sqrt(d), and so must the lengthscale for the model to say anything between
-// them (Options::lengthscale_centre has the measurements).
+// of such a parameter for a function of its own; and in d dimensions the distance between
+// random points grows as sqrt(d), so a fixed centre leaves the model less to say between its
+// observations the more parameters there are. The feasibility classifier's fit has the same
+// prior (Options::lengthscale_centre has the measurements).
 double default_lengthscale_centre(std::size_t dimensions);
 
 class GaussianProcess {
