@@ -5,7 +5,7 @@
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--initial N] [--trend V]
 //               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
-//               [--lengthscale-centre C]
+//               [--lengthscale-centre C] [--inert-tolerance T]
 //               [--candidates N] [--local-starts N]
 //               [--local-points N] [--fit-evaluations N] [--fit-lag N]
 //               [--gp-points N]
@@ -130,6 +130,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.constraint_quantities = true;
     else if (a == "--lengthscale-centre")
       s.defaults.lengthscale_centre = number(std::numeric_limits<double>::infinity());
+    else if (a == "--inert-tolerance")
+      s.defaults.inert_tolerance = number(1);
     else if (a == "--acquisition") {
       const std::string name = next();
       const auto* known = std::find_if(std::begin(kAcquisitions), std::end(kAcquisitions),
@@ -190,6 +192,10 @@ Settings parse(int argc, char** argv) {
           "                        constraints bound (BX*BY of BX*BY<=1024) as inputs\n"
           "  --lengthscale-centre C  centre of the prior on the surrogate's lengthscales;\n"
           "                        0: sqrt(d) for d numeric inputs (default)\n"
+          "  --inert-tolerance T   an input whose every change alone among the best quarter\n"
+          "                        of the points moved the time by at most T (relative) is\n"
+          "                        made irrelevant where the fit loses little; 0: off\n"
+          "                        (default %g)\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --local-points N      points the local searches score per proposal at 128\n"
@@ -208,7 +214,7 @@ Settings parse(int argc, char** argv) {
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
           Options{}.ucb_beta, Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
-          Options{}.known_correlation, Options{}.min_feasibility);
+          Options{}.known_correlation, Options{}.inert_tolerance, Options{}.min_feasibility);
       std::exit(0);
     } else
       s.tables.push_back(a);

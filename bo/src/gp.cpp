@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -476,13 +477,48 @@ double GaussianProcess::log_marginal_likelihood(const std::vector<Encoded>& x,
   return log_marginal_likelihood_of(PairTable(x), y, h);
 }
 
+std::vector<std::size_t> inert_inputs(const std::vector<Encoded>& x,
+                                      const std::vector<double>& times, double tolerance) {
+  if (x.size() < 2 || tolerance <= 0) return {};
+  std::vector<std::size_t> order(x.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return times[a] < times[b]; });
+  order.resize(std::min(x.size(), x.size() / 4 + 1));
+  const std::size_t numeric = x[0].numeric.size(), categorical = x[0].categorical.size();
+  // Per input: 0 no lone pair, 1 every lone pair within tolerance, 2 one beyond it.
+  std::vector<int> verdict(numeric + categorical, 0);
+  for (std::size_t a = 0; a < order.size(); ++a) {
+    for (std::size_t b = 0; b < a; ++b) {
+      const Encoded &p = x[order[a]], &q = x[order[b]];
+      std::size_t differing = 0, input = 0;
+      for (std::size_t d = 0; d < numeric; ++d)
+        if (numeric_difference(p, q, d) != 0) ++differing, input = d;
+      for (std::size_t d = 0; d < categorical; ++d)
+        if (p.categorical[d] != q.categorical[d]) ++differing, input = numeric + d;
+      for (std::size_t d = 0; d < p.sequences.size(); ++d)
+        if (p.sequence_active[d] != q.sequence_active[d] || p.sequences[d] != q.sequences[d])
+          differing += 2;  // never a lone change of an input the check covers
+      if (differing != 1) continue;
+      const double ta = times[order[a]], tb = times[order[b]];
+      const bool within = std::abs(ta - tb) <= tolerance * std::min(ta, tb);
+      verdict[input] = std::max(verdict[input], within ? 1 : 2);
+    }
+  }
+  std::vector<std::size_t> inert;
+  for (std::size_t d = 0; d < verdict.size(); ++d)
+    if (verdict[d] == 1) inert.push_back(d);
+  return inert;
+}
+
 double default_lengthscale_centre(std::size_t dimensions) {
   return std::sqrt(static_cast<double>(std::max<std::size_t>(dimensions, 1)));
 }
 
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                      const Encoder& encoder, int max_evaluations, double trend,
-                                     double lengthscale_centre) {
+                                     double lengthscale_centre,
+                                     const std::vector<std::size_t>& inert) {
   if (!(lengthscale_centre > 0))
     lengthscale_centre = default_lengthscale_centre(encoder.numeric_count());
   Hyperparameters start = Hyperparameters::defaults(encoder, trend);
@@ -521,6 +557,17 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
   nlopt_result result = nlopt_optimize(optimiser, values.data(), &best);
   nlopt_destroy(optimiser);
   if (result < 0) return start;  // a failed fit keeps the defaults rather than stopping the search
+  // Each inert input in turn at its irrelevant bound, kept where the fit loses little by it;
+  // measured against the unconstrained fit, so that the losses do not add up past the limit.
+  const double unconstrained = best;
+  for (const std::size_t input : inert) {
+    const std::size_t slot = 1 + input;  // after the signal variance
+    if (input >= encoder.numeric_count() + encoder.categorical_count()) continue;
+    std::vector<double> trial = values;
+    trial[slot] = input < encoder.numeric_count() ? upper[slot] : lower[slot];
+    const double value = objective(n, trial.data(), nullptr, &problem);
+    if (value >= unconstrained - kInertNats) values = std::move(trial);
+  }
   return Hyperparameters::from_log(values, encoder);
 }
 

@@ -135,6 +135,17 @@ WarpedTimes warp_times(const std::vector<double>& times, double rank_half = 0);
 // prior (Options::lengthscale_centre has the measurements).
 double default_lengthscale_centre(std::size_t dimensions);
 
+// How much log posterior GaussianProcess::fit gives up to make an inert input irrelevant.
+inline constexpr double kInertNats = 1.0;
+
+// The inputs (numeric, then categorical) that look inert in the points `x` measured at `times`:
+// among the best quarter of the points (at least two), some pairs differ in that input alone,
+// and every such pair's times are within `tolerance` (relative) of each other. A register
+// limit above what a kernel uses, or a cache switch it does not touch, changes nothing; the
+// fit cannot tell that from a lengthscale of its own until it has seen many such pairs.
+std::vector<std::size_t> inert_inputs(const std::vector<Encoded>& x,
+                                      const std::vector<double>& times, double tolerance);
+
 class GaussianProcess {
  public:
   // `y` is standardised (zero mean, unit variance); the prior mean is 0.
@@ -145,9 +156,15 @@ class GaussianProcess {
   // `trend` > 0 the slopes' variances are fitted too, their prior centred on `trend`. The
   // lengthscales' prior is centred on `lengthscale_centre`, or with 0 on
   // default_lengthscale_centre() of the encoder's numeric dimensions.
+  //
+  // `inert`: inputs (numeric first, then categorical, as in Hyperparameters) that the data
+  // suggest have no effect (inert_inputs()). Each in turn is made irrelevant (its lengthscale at
+  // the upper bound, or its categorical weight at the lower) where that costs the fit at most
+  // kInertNats of log posterior against the unconstrained fit.
   static Hyperparameters fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                              const Encoder& encoder, int max_evaluations = 150, double trend = 0,
-                             double lengthscale_centre = 0);
+                             double lengthscale_centre = 0,
+                             const std::vector<std::size_t>& inert = {});
   static double log_marginal_likelihood(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                         const Hyperparameters& h);
 

@@ -209,6 +209,7 @@ void condition(Posterior& posterior, std::vector<std::size_t>& rows, std::size_t
 struct FitData {
   std::vector<Encoded> x;
   Eigen::VectorXd y;
+  std::vector<std::size_t> inert;  // inert_inputs(), for the time model
 };
 
 // The successes as they were when there were `at` of them, their times warped alone.
@@ -226,10 +227,14 @@ FitData gp_fit_data(const Encoder& encoder, const std::vector<Observation>& obse
   FitData fit;
   const std::vector<std::size_t> rows = subset(then, options.max_fit_points);
   fit.y.resize(static_cast<Eigen::Index>(rows.size()));
+  std::vector<double> times;
   for (std::size_t k = 0; k < rows.size(); ++k) {
-    fit.x.push_back(encoder.encode(observations[then.successes[rows[k]]].configuration));
+    const Observation& observation = observations[then.successes[rows[k]]];
+    fit.x.push_back(encoder.encode(observation.configuration));
     fit.y(static_cast<Eigen::Index>(k)) = then.target[rows[k]];
+    times.push_back(observation.outcome.time);
   }
+  fit.inert = inert_inputs(fit.x, times, options.inert_tolerance);
   return fit;
 }
 
@@ -286,7 +291,8 @@ void start_fit(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::siz
                             centre = options.lengthscale_centre] {
     if (claimed->exchange(true)) return;  // fitted in place, or not needed any more
     try {
-      promise->set_value(GaussianProcess::fit(fit.x, fit.y, encoder, evaluations, trend, centre));
+      promise->set_value(
+          GaussianProcess::fit(fit.x, fit.y, encoder, evaluations, trend, centre, fit.inert));
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
@@ -308,7 +314,7 @@ Hyperparameters fitted(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, 
   }
   const FitData fit = make_data();
   return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations, trend,
-                              options.lengthscale_centre);
+                              options.lengthscale_centre, fit.inert);
 }
 
 // What the optimiser's failures cost over its successes (Outcome::cost, mean over those that

@@ -392,6 +392,11 @@ SectionPtr<bo::Options> bo_section() {
       schema::number<B>("lengthscale_centre", &B::lengthscale_centre, Range::closed(0, 20),
                         "Centre of the prior on the surrogate's lengthscales (positions in [0, "
                         "1]); 0: sqrt(d) for d numeric inputs."),
+      schema::number<B>("inert_tolerance", &B::inert_tolerance, Range::closed(0, 1),
+                        "Relative change of time within which a parameter's every change alone "
+                        "among the best quarter of the measured configurations counts as none: "
+                        "the surrogate then treats it as irrelevant where its fit loses little; "
+                        "0: off."),
       schema::number<B>("min_feasibility", &B::min_feasibility, Range::closed(0, 0.5),
                         "P(feasible) below which a configuration the failure model is sure of is "
                         "not proposed; 0: propose every one."),
