@@ -97,9 +97,11 @@ struct Options {
   // 69 failures within the room, 131 -> 119 in every slot. 0: off.
   double known_correlation = 0.995;
   // A parameter whose every change alone among the best quarter of the measured points (pairs
-  // that differ in it and nothing else) moved the time by at most this fraction counts as inert:
-  // the time model's fit puts its lengthscale at the bound (irrelevant) where that costs the fit
-  // at most kInertNats of log posterior (inert_inputs(), GaussianProcess::fit in src/gp.hpp).
+  // that differ in it and nothing else; of the max_fit_points the fit takes, which hold the best
+  // half of that many: past 128 successes, the best 33) moved the time by at most this fraction
+  // counts as inert: the time model's fit puts its lengthscale at the bound (irrelevant) where
+  // that costs the fit at most kInertNats of log posterior (inert_inputs(), GaussianProcess::fit
+  // in src/gp.hpp).
   // A register limit above what the kernel uses changes nothing, but with a few dozen points the
   // fit does not learn that alone: it keeps the limit's lengthscale short, every value a function
   // of its own, and the search measures the limit's variants of its best shapes, one by one,
