@@ -516,11 +516,12 @@ double default_lengthscale_centre(std::size_t dimensions) {
 }
 
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
-                                     const Encoder& encoder, int max_evaluations, double trend,
-                                     double lengthscale_centre,
+                                     const Encoder& encoder, const FitSettings& settings,
                                      const std::vector<std::size_t>& inert) {
-  if (!(lengthscale_centre > 0))
-    lengthscale_centre = default_lengthscale_centre(encoder.numeric_count());
+  const double trend = settings.trend;
+  const double lengthscale_centre = settings.lengthscale_centre > 0
+                                        ? settings.lengthscale_centre
+                                        : default_lengthscale_centre(encoder.numeric_count());
   Hyperparameters start = Hyperparameters::defaults(encoder, trend);
   std::vector<double> values = start.to_log();
   const unsigned n = static_cast<unsigned>(values.size());
@@ -551,7 +552,7 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
   nlopt_set_lower_bounds(optimiser, lower.data());
   nlopt_set_upper_bounds(optimiser, upper.data());
   nlopt_set_max_objective(optimiser, objective, &problem);
-  nlopt_set_maxeval(optimiser, max_evaluations);
+  nlopt_set_maxeval(optimiser, settings.max_evaluations);
   nlopt_set_xtol_rel(optimiser, 1e-4);
   double best = 0;
   nlopt_result result = nlopt_optimize(optimiser, values.data(), &best);

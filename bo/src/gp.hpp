@@ -146,24 +146,31 @@ inline constexpr double kInertNats = 1.0;
 std::vector<std::size_t> inert_inputs(const std::vector<Encoded>& x,
                                       const std::vector<double>& times, double tolerance);
 
+// How GaussianProcess::fit searches: one set per model (the time model's, the classifier's).
+struct FitSettings {
+  int max_evaluations = 150;  // log marginal likelihood evaluations
+  // The prior variance the slopes' variances are centred on; 0: no trend.
+  double trend = 0;
+  // The centre of the lengthscales' prior; 0: default_lengthscale_centre() of the encoder's
+  // numeric dimensions.
+  double lengthscale_centre = 0;
+};
+
 class GaussianProcess {
  public:
   // `y` is standardised (zero mean, unit variance); the prior mean is 0.
   GaussianProcess(std::vector<Encoded> x, Eigen::VectorXd y, Hyperparameters h);
 
   // Maximises the log marginal likelihood plus weak log-normal priors, from the defaults
-  // (deterministic for given data). At most `max_evaluations` likelihood evaluations. With
-  // `trend` > 0 the slopes' variances are fitted too, their prior centred on `trend`. The
-  // lengthscales' prior is centred on `lengthscale_centre`, or with 0 on
-  // default_lengthscale_centre() of the encoder's numeric dimensions.
+  // (deterministic for given data), as `settings` say (FitSettings); with a trend the slopes'
+  // variances are fitted too.
   //
   // `inert`: inputs (numeric first, then categorical, as in Hyperparameters) that the data
   // suggest have no effect (inert_inputs()). Each in turn is made irrelevant (its lengthscale at
   // the upper bound, or its categorical weight at the lower) where that costs the fit at most
   // kInertNats of log posterior against the unconstrained fit.
   static Hyperparameters fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
-                             const Encoder& encoder, int max_evaluations = 150, double trend = 0,
-                             double lengthscale_centre = 0,
+                             const Encoder& encoder, const FitSettings& settings = {},
                              const std::vector<std::size_t>& inert = {});
   static double log_marginal_likelihood(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                         const Hyperparameters& h);

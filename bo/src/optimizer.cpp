@@ -262,10 +262,23 @@ FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observatio
   return fit;
 }
 
-// The feasibility classifier keeps the stationary kernel alone: Options::trend was measured on
-// the time model only (bench/bo_sim's GPU tables have no failures left once their constraints
-// are known), and a label near a failure region is not a time falling along a range.
-constexpr double kNoTrend = 0;
+// How the time model's hyperparameters are fitted.
+FitSettings gp_fit_settings(const Options& options) {
+  return {options.fit_evaluations, options.trend, options.lengthscale_centre};
+}
+
+// How the feasibility classifier's are: with the stationary kernel alone. Options::trend was
+// measured on the time model only (bench/bo_sim's GPU tables have no failures left once their
+// constraints are known), and a label near a failure region is not a time falling along a range.
+FitSettings classifier_fit_settings(const Options& options) {
+  constexpr double kNoTrend = 0;
+  return {options.fit_evaluations, kNoTrend, options.lengthscale_centre};
+}
+
+Hyperparameters fit_hyperparameters(const FitData& fit, const Encoder& encoder,
+                                    const FitSettings& settings) {
+  return GaussianProcess::fit(fit.x, fit.y, encoder, settings, fit.inert);
+}
 
 // Marks the fits for points before `at` as useless (a fit not started yet is then not run).
 void drop_before(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::size_t at) {
@@ -279,20 +292,18 @@ void drop_before(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::s
 // for `at` (then the data is not made again).
 template <typename MakeData>
 void start_fit(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::size_t at,
-               const Encoder& encoder, const Options& options, double trend, MakeData make_data) {
+               const Encoder& encoder, FitPool& pool, const FitSettings& settings,
+               MakeData make_data) {
   if (ahead.contains(at)) return;
   auto promise = std::make_shared<std::promise<Hyperparameters>>();
   auto claimed = std::make_shared<std::atomic<bool>>(false);
   ahead.emplace(at, Optimizer::Memo::AheadFit{promise->get_future().share(), claimed});
   // The task owns what it reads: the data, and the encoder's dimension counts (the copy's space
   // pointer is not followed by a fit).
-  options.fit_pool->submit([promise, claimed, fit = make_data(), encoder,
-                            evaluations = options.fit_evaluations, trend,
-                            centre = options.lengthscale_centre] {
+  pool.submit([promise, claimed, fit = make_data(), encoder, settings] {
     if (claimed->exchange(true)) return;  // fitted in place, or not needed any more
     try {
-      promise->set_value(
-          GaussianProcess::fit(fit.x, fit.y, encoder, evaluations, trend, centre, fit.inert));
+      promise->set_value(fit_hyperparameters(fit, encoder, settings));
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
@@ -303,8 +314,7 @@ void start_fit(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::siz
 // earlier points are no longer needed (the history only grows); later ones are kept.
 template <typename MakeData>
 Hyperparameters fitted(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, std::size_t at,
-                       const Encoder& encoder, const Options& options, double trend,
-                       MakeData make_data) {
+                       const Encoder& encoder, const FitSettings& settings, MakeData make_data) {
   drop_before(ahead, at);
   if (auto it = ahead.find(at); it != ahead.end()) {
     const Optimizer::Memo::AheadFit fit = it->second;
@@ -312,9 +322,7 @@ Hyperparameters fitted(std::map<std::size_t, Optimizer::Memo::AheadFit>& ahead, 
     // Under way on a pool thread: wait for it. Still queued: fitted here, to the same data.
     if (fit.claimed->exchange(true)) return fit.result.get();
   }
-  const FitData fit = make_data();
-  return GaussianProcess::fit(fit.x, fit.y, encoder, options.fit_evaluations, trend,
-                              options.lengthscale_centre, fit.inert);
+  return fit_hyperparameters(make_data(), encoder, settings);
 }
 
 // What the optimiser's failures cost over its successes (Outcome::cost, mean over those that
@@ -394,7 +402,7 @@ class Model {
     if (!memo.gp || memo.gp_at != gp_at) {
       // The data as it was when there were `gp_at` successes.
       const Data then = data_then(data, times, gp_at, options);
-      memo.gp = fitted(memo.gp_ahead, gp_at, encoder_, options, options.trend,
+      memo.gp = fitted(memo.gp_ahead, gp_at, encoder_, gp_fit_settings(options),
                        [&] { return gp_fit_data(encoder_, observations, then, options); });
       memo.gp_at = gp_at;
       // The GP conditions on the subset of the data then, and on every success after it.
@@ -438,7 +446,7 @@ class Model {
                                           observations.begin() + static_cast<long>(classifier_at));
       const std::vector<std::size_t> then_rows = classifier_rows(then, options.max_fit_points * 2);
       memo.classifier =
-          fitted(memo.classifier_ahead, classifier_at, encoder_, options, kNoTrend,
+          fitted(memo.classifier_ahead, classifier_at, encoder_, classifier_fit_settings(options),
                  [&] { return classifier_fit_data(encoder_, then, then_rows, options); });
       memo.classifier_at = classifier_at;
       memo.classifier_posterior.emplace(*memo.classifier);
@@ -692,7 +700,7 @@ void Optimizer::fit_ahead() {
   drop_before(memo.gp_ahead, gp_next);
   for (const std::size_t at : {gp_next, fit_point(successes)}) {
     if (memo.gp && memo.gp_at == at) continue;
-    start_fit(memo.gp_ahead, at, encoder, options_, options_.trend, [&] {
+    start_fit(memo.gp_ahead, at, encoder, *options_.fit_pool, gp_fit_settings(options_), [&] {
       return gp_fit_data(encoder, observations_, data_then(data, times, at, options_), options_);
     });
   }
@@ -702,12 +710,13 @@ void Optimizer::fit_ahead() {
   drop_before(memo.classifier_ahead, classifier_next);
   for (const std::size_t at : {classifier_next, fit_point(observations_.size())}) {
     if (memo.classifier && memo.classifier_at == at) continue;
-    start_fit(memo.classifier_ahead, at, encoder, options_, kNoTrend, [&] {
-      const std::vector<Observation> then(observations_.begin(),
-                                          observations_.begin() + static_cast<long>(at));
-      return classifier_fit_data(encoder, then, classifier_rows(then, options_.max_fit_points * 2),
-                                 options_);
-    });
+    start_fit(memo.classifier_ahead, at, encoder, *options_.fit_pool,
+              classifier_fit_settings(options_), [&] {
+                const std::vector<Observation> then(observations_.begin(),
+                                                    observations_.begin() + static_cast<long>(at));
+                return classifier_fit_data(
+                    encoder, then, classifier_rows(then, options_.max_fit_points * 2), options_);
+              });
   }
 }
 

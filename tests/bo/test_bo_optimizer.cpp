@@ -108,7 +108,8 @@ TEST(BoGaussianProcess, ATrendExtrapolatesWhereAStationaryKernelRevertsToTheMean
   // sqrt(4) = 2 the stationary kernel's lengthscales come out long enough for it to carry the
   // fall on some way too (-2.25 here).
   auto predict = [&](double trend) {
-    const Hyperparameters h = GaussianProcess::fit(train, y, encoder, 150, trend, 0.5);
+    const Hyperparameters h =
+        GaussianProcess::fit(train, y, encoder, {.trend = trend, .lengthscale_centre = 0.5});
     EXPECT_EQ(h.trend_weights.size(), trend > 0 ? 4u : 0u);
     Eigen::VectorXd m, v;
     GaussianProcess(train, y, h).predict({corner}, m, v);
@@ -872,8 +873,9 @@ TEST(BoGaussianProcess, TheLengthscalesPriorGrowsWithTheDimension) {
   }
   const std::vector<double> warped = warp_times(times).values;
   const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(warped.data(), 8);
-  const Hyperparameters wide = GaussianProcess::fit(train, y, encoder, 150, 0.1);
-  const Hyperparameters narrow = GaussianProcess::fit(train, y, encoder, 150, 0.1, 0.5);
+  const Hyperparameters wide = GaussianProcess::fit(train, y, encoder, {.trend = 0.1});
+  const Hyperparameters narrow =
+      GaussianProcess::fit(train, y, encoder, {.trend = 0.1, .lengthscale_centre = 0.5});
   const std::size_t r = space.find("r").value();
   EXPECT_GT(wide.lengthscales[r], 2 * narrow.lengthscales[r])
       << wide.lengthscales[r] << " against " << narrow.lengthscales[r];
@@ -942,7 +944,7 @@ TEST(BoGaussianProcess, TheFitMakesAnInertInputIrrelevantUnlessTheDataSayOtherwi
     const std::vector<double> warped = warp_times(times).values;
     const Eigen::VectorXd y =
         Eigen::Map<const Eigen::VectorXd>(warped.data(), static_cast<Eigen::Index>(times.size()));
-    return GaussianProcess::fit(x, y, encoder, 150, 0.1, 0,
+    return GaussianProcess::fit(x, y, encoder, {.trend = 0.1},
                                 told ? std::vector<std::size_t>{r} : std::vector<std::size_t>{});
   };
   // One point per shape, r alternating, and the best shape's pair: the data hardly say whether
