@@ -3,7 +3,8 @@
 // batch of 64 takes with 1000 observations. Every figure is measured in this one run.
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
-//               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--initial N] [--trend V]
+//               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
+//               [--handover-beta B] [--handover-stall N] [--initial N] [--trend V]
 //               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
 //               [--lengthscale-centre C] [--inert-tolerance T]
 //               [--candidates N] [--local-starts N]
@@ -124,6 +125,12 @@ Settings parse(int argc, char** argv) {
       s.defaults.rank_warp = number(std::numeric_limits<double>::infinity());
     else if (a == "--ucb-beta")
       s.defaults.ucb_beta = number(std::numeric_limits<double>::infinity());
+    else if (a == "--handover")
+      s.defaults.handover_improvement = number(std::numeric_limits<double>::infinity());
+    else if (a == "--handover-beta")
+      s.defaults.handover_ucb_beta = number(std::numeric_limits<double>::infinity());
+    else if (a == "--handover-stall")
+      s.defaults.handover_stall = count();
     else if (a == "--known-correlation")
       s.defaults.known_correlation = number(1);
     else if (a == "--constraint-quantities")
@@ -179,6 +186,12 @@ Settings parse(int argc, char** argv) {
           "  --batch Q             proposals per BO step (default 1)\n"
           "  --acquisition A       log_ei, ucb or portfolio (the two in turn; default)\n"
           "  --ucb-beta B          exploration weight of UCB (default %g)\n"
+          "  --handover E          where the best expected improvement is below E (target\n"
+          "                        standard deviations), log-EI's turn goes to UCB with\n"
+          "                        --handover-beta; 0: off (default %g)\n"
+          "  --handover-beta B     that UCB's exploration weight (default %g)\n"
+          "  --handover-stall N    not after N observations without a new best\n"
+          "                        (default %zu)\n"
           "  --initial N           initial design points (default %zu)\n"
           "  --trend V             prior variance of the surrogate's linear trend per\n"
           "                        parameter; 0: none (default %g)\n"
@@ -213,7 +226,8 @@ Settings parse(int argc, char** argv) {
           "                        tune.yaml (repeatable; e.g. 'block_size_x*block_size_y>=64')\n"
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
-          Options{}.ucb_beta, Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
+          Options{}.ucb_beta, Options{}.handover_improvement, Options{}.handover_ucb_beta,
+          Options{}.handover_stall, Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
           Options{}.known_correlation, Options{}.inert_tolerance, Options{}.min_feasibility);
       std::exit(0);
     } else

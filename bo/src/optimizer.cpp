@@ -169,6 +169,16 @@ std::size_t through_first_failure(const std::vector<Observation>& observations) 
   return observations.size() + 1;
 }
 
+// Observations since the fastest success (Options::handover_stall); all of them without one.
+std::size_t observations_since_best(const std::vector<Observation>& observations) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < observations.size(); ++i) {
+    const Outcome& o = observations[i].outcome;
+    if (o.ok && (!best || o.time < observations[*best].outcome.time)) best = i;
+  }
+  return best ? observations.size() - 1 - *best : observations.size();
+}
+
 // How many of the data at a fit point the GP conditions on: with the successes that come before
 // the next fit point, never more than `limit` rows (the cost of a column grows with the square of
 // the rows: a proposal costs the same at 500 observations as at 5000), and at least half of them.
@@ -545,13 +555,13 @@ class Model {
   // point that probably does not. Multiplying alone is not enough: once the surrogate has found
   // the optimum, the only places left with expected improvement are those it has no times for,
   // which are exactly where everything fails. A point the model already knows
-  // (Options::known_correlation) ranks below every other that probably does not fail.
-  double acquisition(Acquisition kind, double mean, double variance, double log_feasible,
-                     bool known) const {
+  // (Options::known_correlation) ranks below every other that probably does not fail. UCB weighs
+  // the spread by `ucb_beta` (Options::ucb_beta, or handover_ucb_beta for log-EI's turn).
+  double acquisition(Acquisition kind, double ucb_beta, double mean, double variance,
+                     double log_feasible, bool known) const {
     const double sd = std::sqrt(variance);
-    const double value = kind == Acquisition::log_ei
-                             ? log_expected_improvement(mean, sd, best_)
-                             : std::sqrt(options_.ucb_beta) * sd - mean;
+    const double value = kind == Acquisition::log_ei ? log_expected_improvement(mean, sd, best_)
+                                                     : std::sqrt(ucb_beta) * sd - mean;
     constexpr double kProbablyFails = -1e6, kKnown = -1e5;
     // Per unit of expected cost (Options::cost_aware): a success costs 1, a failure
     // failure_cost_; nothing changes while failures cost what successes do.
@@ -917,8 +927,8 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (std::size_t k = 0; k < scored.size(); ++k) {
         scored[k].resize(pool.size());
         for (std::size_t i = from; i < pool.size(); ++i)
-          scored[k][i] = model.acquisition(kind(k), pool.mean[i], pool.variance[i],
-                                           pool.log_feasible[i], pool.known[i]);
+          scored[k][i] = model.acquisition(kind(k), options_.ucb_beta, pool.mean[i],
+                                           pool.variance[i], pool.log_feasible[i], pool.known[i]);
       }
     };
     score(0);
@@ -960,6 +970,13 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         current = best;
       }
     }
+    // Options::handover_improvement: whether log-EI has nothing left to offer, its turns then
+    // going to UCB with handover_ucb_beta (decided on the pool as scored, once per proposal).
+    const std::vector<double>& log_ei_scores = scored[kind(0) == Acquisition::log_ei ? 0 : 1];
+    const bool hand_over = both && !log_ei_scores.empty() && options_.handover_improvement > 0 &&
+                           observations_since_best(observations_) < options_.handover_stall &&
+                           *std::max_element(log_ei_scores.begin(), log_ei_scores.end()) <
+                               std::log(options_.handover_improvement);
     std::vector<double>& acquisition = scored[0];
     timing_.candidates = seconds_since(start);
     timing_.pool = pool.size();
@@ -978,11 +995,16 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     bool rescore = true;  // after a pick was taken (a declined one changes nothing)
     while (chosen.size() < count) {
       std::optional<std::size_t> best;
-      const Acquisition pick_kind = kind(chosen.size() - chosen_before);
+      Acquisition pick_kind = kind(chosen.size() - chosen_before);
+      double ucb_beta = options_.ucb_beta;
+      if (hand_over && pick_kind == Acquisition::log_ei) {
+        pick_kind = Acquisition::ucb;
+        ucb_beta = options_.handover_ucb_beta;
+      }
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
         if (rescore)
-          acquisition[i] = model.acquisition(pick_kind, pool.mean[i], variance[i],
+          acquisition[i] = model.acquisition(pick_kind, ucb_beta, pool.mean[i], variance[i],
                                              pool.log_feasible[i], pool.known[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
       }

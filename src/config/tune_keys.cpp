@@ -379,6 +379,15 @@ SectionPtr<bo::Options> bo_section() {
       schema::integer<B>("initial_samples", &B::initial_samples, 1, 1 << 16, "How many."),
       schema::choice<B>("acquisition", &B::acquisition, kAcquisitions, "Acquisition function."),
       schema::number<B>("ucb_beta", &B::ucb_beta, Range::positive(), "Exploration weight of UCB."),
+      schema::number<B>("handover_improvement", &B::handover_improvement, Range::closed(0, 10),
+                        "Portfolio: where the best expected improvement is below this (in the "
+                        "surrogate's target standard deviations), log-EI's turn goes to UCB with "
+                        "handover_ucb_beta; 0: off."),
+      schema::number<B>("handover_ucb_beta", &B::handover_ucb_beta, Range::positive(),
+                        "Exploration weight of UCB when it takes log-EI's turn."),
+      schema::integer<B>("handover_stall", &B::handover_stall, 0, 1 << 16,
+                         "Observations without a new best after which log-EI keeps its turns "
+                         "(its far picks leave a local optimum)."),
       schema::number<B>("trend", &B::trend, Range::closed(0, 10),
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),

@@ -548,6 +548,43 @@ TEST(BoOptimizer, ThePortfolioTakesLogEiAndUcbInTurn) {
   EXPECT_GT(differed, 0u) << "log-EI and UCB always agreed: the test tells nothing";
 }
 
+// Options::handover_improvement: where log-EI has nothing left (here always: a threshold no
+// expected improvement reaches), the portfolio's log-EI turn is UCB's pick with
+// handover_ucb_beta; with the hand-over off, or past handover_stall observations without a new
+// best, it is log-EI's own. (The whole 144-point space is the pool, so every acquisition ranks
+// the same points.)
+TEST(BoOptimizer, ThePortfolioHandsLogEisTurnToUcbWhereLogEiHasNothingLeft) {
+  Problem problem;
+  std::size_t differed = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto pick = [&](Acquisition acquisition, double handover, std::size_t stall) {
+      Options options;
+      options.seed = seed;
+      options.acquisition = acquisition;
+      options.ucb_beta = acquisition == Acquisition::ucb ? 16 : 2;
+      options.handover_improvement = handover;
+      options.handover_ucb_beta = 16;  // exploring far more than log-EI, so that picks differ
+      options.handover_stall = stall;
+      Optimizer optimizer(problem.space, options);
+      for (int x = 1; x < 12; x += 4)
+        for (int y = 0; y < 12; y += 6) {  // 6 known: log-EI's turn
+          Configuration c{{{x}, {y}}};
+          optimizer.observe(c, problem.evaluate(c));
+        }
+      return optimizer.propose(1).at(0);
+    };
+    const Configuration log_ei = pick(Acquisition::log_ei, 0, 8);
+    const Configuration ucb = pick(Acquisition::ucb, 0, 8);
+    EXPECT_EQ(pick(Acquisition::portfolio, 1e9, 1 << 16), ucb);
+    EXPECT_EQ(pick(Acquisition::portfolio, 0, 1 << 16), log_ei);
+    // The best of the six came 0 to 5 observations ago: a stall limit of 0 keeps log-EI.
+    EXPECT_EQ(pick(Acquisition::portfolio, 1e9, 0), log_ei);
+    differed += log_ei != ucb ? 1 : 0;
+  }
+  EXPECT_GT(differed, 0u) << "log-EI and UCB always agreed: the test tells nothing";
+}
+
 // A small constrained space is proposed until it is spent: every valid configuration once, then
 // nothing, and quickly (drawing at random gets slower the fewer points are left).
 TEST(BoOptimizer, ASmallConstrainedSpaceIsProposedWholeThenNothing) {

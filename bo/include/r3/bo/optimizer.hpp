@@ -60,6 +60,27 @@ struct Options {
   InitialDesign initial_design = InitialDesign::sobol;
   Acquisition acquisition = Acquisition::portfolio;
   double ucb_beta = 2.0;
+  // The portfolio's hand-over: where the best log-EI of a proposal's pool is below
+  // log(handover_improvement) (an expected improvement of that many of the target's standard
+  // deviations), log-EI's turn goes to UCB with weight handover_ucb_beta, which stays nearer the
+  // model's mean than the UCB turn. Once EI has nothing left near what the model knows, its pick
+  // is a gamble on the far tails of the least known points: on the PolyBench tables the search
+  // had found the fast block width and measured the neighbours its model could rank, and the 1%
+  // configuration (a dip of 2% at one BY the model smoothed over) came from the UCB turns alone,
+  // its log-EI turns going to corners 10-45x slower. Only while fewer than handover_stall
+  // observations have passed without a new best: EI's far picks are how the search leaves a
+  // local optimum, and on Hartmann-6 (a 6^6 grid) the seeds caught in one escaped after about
+  // 200 evaluations with them and not within 500 without (a prototype with no stall limit,
+  // median to 5% over 200 seeds 219.5 -> 483.5; with it 100 seeds, 219.5 -> 224).
+  // bench/bo_sim, evaluations to within 5% / 1% (medians over seeds 1-500, Mann-Whitney p of
+  // off against on), off -> 0.05: SYRK 1% 20 -> 19 (means 21.3 -> 19.8, p < 0.001), SYR2K 1%
+  // 16 -> 15 (16.2 -> 15.3, p < 0.001), GEMM 1% 13 -> 12 (p = 0.6), matmul 1% 22 -> 21 (23.2 ->
+  // 22.2, p = 0.27), 2MM and every 5% median unchanged; stencil 1% 23 -> 24 (p = 0.59), its
+  // slowest tenth slower (90th percentile to 5% 49 -> 65). Thresholds of 0.03 to 0.1 gave the
+  // same; UCB's own weight (2) for the hand-over kept SYR2K at 16. 0: off.
+  double handover_improvement = 0.05;
+  double handover_ucb_beta = 1.0;
+  std::size_t handover_stall = 8;
   // The surrogate's linear trend over the numeric parameters: the prior variance of each slope
   // (fitted per parameter from there); 0: no trend. bench/bo_sim measured 0.1 (with 5 initial
   // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
