@@ -169,16 +169,6 @@ std::size_t through_first_failure(const std::vector<Observation>& observations) 
   return observations.size() + 1;
 }
 
-// Observations since the fastest success (Options::handover_stall); all of them without one.
-std::size_t observations_since_best(const std::vector<Observation>& observations) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < observations.size(); ++i) {
-    const Outcome& o = observations[i].outcome;
-    if (o.ok && (!best || o.time < observations[*best].outcome.time)) best = i;
-  }
-  return best ? observations.size() - 1 - *best : observations.size();
-}
-
 // How many of the data at a fit point the GP conditions on: with the successes that come before
 // the next fit point, never more than `limit` rows (the cost of a column grows with the square of
 // the rows: a proposal costs the same at 500 observations as at 5000), and at least half of them.
@@ -974,7 +964,8 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     // going to UCB with handover_ucb_beta (decided on the pool as scored, once per proposal).
     const std::vector<double>& log_ei_scores = scored[kind(0) == Acquisition::log_ei ? 0 : 1];
     const bool hand_over = both && !log_ei_scores.empty() && options_.handover_improvement > 0 &&
-                           observations_since_best(observations_) < options_.handover_stall &&
+                           // observations since the fastest success (the first of equals)
+                           observations_.size() - 1 - by_time.front() < options_.handover_stall &&
                            *std::max_element(log_ei_scores.begin(), log_ei_scores.end()) <
                                std::log(options_.handover_improvement);
     std::vector<double>& acquisition = scored[0];
