@@ -323,7 +323,10 @@ std::string Space::describe(const Configuration& c) const {
     out += p.name + "=";
     if (p.kind == Kind::sequence) {
       out += '[';
-      for (std::size_t k = 0; k < v.size(); ++k) out += (k ? "," : "") + item(p.pool, v[k]);
+      for (std::size_t k = 0; k < v.size(); ++k) {
+        if (k > 0) out += ',';
+        out += item(p.pool, v[k]);
+      }
       out += ']';
     } else {
       out += item(p.labels, v[0]);

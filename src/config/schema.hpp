@@ -89,11 +89,22 @@ struct Section;
 
 template <class S>
 struct Key {
+  using Read = std::function<void(yaml::Map&, S&, const Context&)>;
+  using Write = std::function<void(YAML::Emitter&, const S&)>;
+  // Constructors rather than aggregates (Key, Section): the members after these are set
+  // afterwards or not at all, and GCC 12 warns (-Wmissing-field-initializers) about every
+  // aggregate initialisation that leaves them out.
+  Key(std::string name, std::string type, std::string doc, Read read, Write write)
+      : name(std::move(name)),
+        type(std::move(type)),
+        doc(std::move(doc)),
+        read(std::move(read)),
+        write(std::move(write)) {}
   std::string name;
   std::string type;  // as the docs' "type" column writes it
   std::string doc;   // one line
-  std::function<void(yaml::Map&, S&, const Context&)> read;
-  std::function<void(YAML::Emitter&, const S&)> write;  // the value, after the key
+  Read read;
+  Write write;  // the value, after the key
   // The default as the docs write it; empty: the value of a default-made S, as written.
   std::string default_text;
   std::function<bool(const S&)> written;  // unset: always written
@@ -109,9 +120,12 @@ struct Key {
 // The keys of one mapping, in the order they are written back, and what ties them together.
 template <class S>
 struct Section {
+  using Check = std::function<void(yaml::Map&, S&, const Context&)>;
+  Section(std::vector<Key<S>> keys, Check check = {})
+      : keys(std::move(keys)), check(std::move(check)) {}
   std::vector<Key<S>> keys;
   // After every key was read: the checks that involve more than one key.
-  std::function<void(yaml::Map&, S&, const Context&)> check;
+  Check check;
 };
 
 // Reads every declared key of `map` into `value`, runs the section's check, and refuses keys

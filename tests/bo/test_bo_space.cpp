@@ -220,9 +220,11 @@ TEST(BoSpace, SwitchingTheCompilerTurnsTheSequenceOnAndOff) {
 
 TEST(BoSpace, HugeSpacesAreSampledNotEnumerated) {
   std::vector<Parameter> parameters;
-  for (int i = 0; i < 12; ++i)
-    parameters.push_back(
-        Parameter::ordinal("p" + std::to_string(i), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  for (int i = 0; i < 12; ++i) {
+    std::string name = "p";
+    name += std::to_string(i);
+    parameters.push_back(Parameter::ordinal(name, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  }
   parameters.push_back(
       Parameter::sequence("passes", {"a", "b", "c", "d", "e", "f", "g", "h"}, 8, true));
   Space space(parameters, {"p0 + p1 <= 15"});

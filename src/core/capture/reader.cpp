@@ -257,8 +257,10 @@ std::string kokkos_choices_text(const std::map<std::string, std::vector<std::int
   for (const auto& [name, values] : choices) {
     if (!text.empty()) text += ';';
     text += name + '=';
-    for (std::size_t i = 0; i < values.size(); ++i)
-      text += (i ? "," : "") + std::to_string(values[i]);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) text += ',';
+      text += std::to_string(values[i]);
+    }
   }
   return text;
 }

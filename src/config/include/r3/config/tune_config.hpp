@@ -106,9 +106,8 @@ struct SearchConfig {
   LaunchLevel launch;
   ParameterLevel parameters;
   evolve::ArchiveOptions archive;
-  // search.bo's keys set initial_design, initial_samples, acquisition, ucb_beta, trend,
-  // min_feasibility and batch; the search gives each source and level its own seed and the
-  // job's fit pool.
+  // search.bo's keys (declared in tune_keys.cpp, listed in docs/tune-yaml.md) set its members;
+  // the search gives each source and level its own seed and the job's fit pool.
   bo::Options bo;
 };
 
