@@ -18,6 +18,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nvrtc_check.hpp"
@@ -29,6 +30,10 @@ namespace {
 using namespace r3::evolve;
 
 struct Kernel {
+  // A constructor rather than an aggregate: GCC 12 warns (-Wmissing-field-initializers) about
+  // every aggregate initialisation that leaves out the members read_instance() sets.
+  Kernel(std::string path, std::string entry, std::array<std::uint32_t, 3> block = {0, 0, 0})
+      : path(std::move(path)), entry(std::move(entry)), block(block) {}
   std::string path, entry;
   std::array<std::uint32_t, 3> block{0, 0, 0};  // as recorded; 0: unknown
   // A template kernel's recorded instance, as its demangled name writes it
@@ -50,12 +55,13 @@ void read_instance(const std::string& text, Kernel& kernel) {
 
 std::vector<Kernel> default_kernels() {
   const std::string root = R3_BENCH_SOURCE_DIR;
-  std::vector<Kernel> kernels = {{root + "/examples/demo/stencil.cpp", "stencil2d"},
-                                 {root + "/examples/spmv/spmv.cpp", "spmv_csr"},
-                                 {root + "/examples/particles/particles.cpp", "push_particles"}};
+  std::vector<Kernel> kernels = {
+      Kernel(root + "/examples/demo/stencil.cpp", "stencil2d"),
+      Kernel(root + "/examples/spmv/spmv.cpp", "spmv_csr"),
+      Kernel(root + "/examples/particles/particles.cpp", "push_particles")};
   for (const char* name :
        {"saxpy", "stencil2d", "spmv_csr", "matvec", "reduce_sum", "matmul_tiled"}) {
-    kernels.push_back({root + "/tests/data/kernels/" + name + ".cu", name});
+    kernels.emplace_back(root + "/tests/data/kernels/" + name + ".cu", name);
   }
   return kernels;
 }

@@ -8,7 +8,7 @@ std::string to_string(const capture::Dim3& dim) {
 
 LaunchShape derive_shape(const capture::Launch& recorded,
                          const std::optional<capture::Dim3>& block, bool keep_grid) {
-  LaunchShape shape{recorded.grid, recorded.block, recorded.shared_memory_bytes};
+  LaunchShape shape{recorded.grid, recorded.block, recorded.shared_memory_bytes, {}};
   if (!block || *block == recorded.block) return shape;
   shape.block = *block;
   if (keep_grid) return shape;

@@ -98,7 +98,9 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
     const double cpu = std::stod((*it)[2]), proposals = std::stod((*it)[3]),
                  results = std::stod((*it)[4]), write = std::stod((*it)[5]);
     EXPECT_NEAR(proposals + results + write, cpu, 0.002 * cpu + 0.02) << (*it)[0];
-    if (std::stoi((*it)[1]) < 10) EXPECT_GT(write, 0) << (*it)[0];
+    if (std::stoi((*it)[1]) < 10) {
+      EXPECT_GT(write, 0) << (*it)[0];
+    }
   }
   EXPECT_GE(progress_lines, 3) << result.err;
   r3::run::RunRecord run = database();

@@ -62,7 +62,9 @@ TEST(KokkosTeamTuner, EveryTeamKokkosOffersIsChosenByTheFractionsAnswered) {
             if (!f) {
               EXPECT_FALSE(why.empty());
               // Only what Kokkos would never offer is refused.
-              if (auto_team && auto_vector) EXPECT_GT(t * v, std::int64_t(threads)) << why;
+              if (auto_team && auto_vector) {
+                EXPECT_GT(t * v, std::int64_t(threads)) << why;
+              }
               continue;
             }
             EXPECT_GE(f->vector_length, 0.0);

@@ -36,20 +36,20 @@ TEST(LaunchShape, LimitsNameWhatIsExceeded) {
   limits.registers = 128;
   limits.static_shared_bytes = 40000;
   limits.max_shared_bytes = 48 * 1024;
-  LaunchShape ok{{8, 8, 1}, {16, 16, 1}, 0};
+  LaunchShape ok{{8, 8, 1}, {16, 16, 1}, 0, {}};
   EXPECT_EQ(check_shape(ok, limits), "");
-  LaunchShape too_many{{8, 8, 1}, {64, 32, 1}, 0};
+  LaunchShape too_many{{8, 8, 1}, {64, 32, 1}, 0, {}};
   EXPECT_NE(check_shape(too_many, limits).find("2048 threads exceeds the device's 1024"),
             std::string::npos);
-  LaunchShape registers{{8, 8, 1}, {32, 32, 1}, 0};
+  LaunchShape registers{{8, 8, 1}, {32, 32, 1}, 0, {}};
   EXPECT_NE(check_shape(registers, limits).find("128 registers per thread"), std::string::npos);
-  LaunchShape deep{{8, 8, 1}, {1, 1, 128}, 0};
+  LaunchShape deep{{8, 8, 1}, {1, 1, 128}, 0, {}};
   EXPECT_NE(check_shape(deep, limits).find("maximum block dimensions 1024x1024x64"),
             std::string::npos);
-  LaunchShape shared{{8, 8, 1}, {16, 16, 1}, 10000};
+  LaunchShape shared{{8, 8, 1}, {16, 16, 1}, 10000, {}};
   EXPECT_NE(check_shape(shared, limits).find("10000 bytes of dynamic shared memory"),
             std::string::npos);
-  LaunchShape empty{{0, 8, 1}, {16, 16, 1}, 0};
+  LaunchShape empty{{0, 8, 1}, {16, 16, 1}, 0, {}};
   EXPECT_NE(check_shape(empty, limits).find("empty launch shape"), std::string::npos);
 }
 

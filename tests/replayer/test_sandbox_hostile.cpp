@@ -171,9 +171,10 @@ TEST_P(HostileCandidates, AreContainedAndClassified) {
   // Stopped (a crash naming the system call) or refused (the stencil then comes out right);
   // never a wrong result, which is what an attempt that worked looks like.
   EXPECT_TRUE(e.outcome == Outcome::ok || e.outcome == Outcome::crash);
-  if (e.outcome == Outcome::crash)
+  if (e.outcome == Outcome::crash) {
     EXPECT_TRUE(e.message.find("a system call that candidates may not make") != std::string::npos ||
                 e.message.find("ended its process before it returned") != std::string::npos);
+  }
   EXPECT_EQ(e.message.find(kSecret), std::string::npos);
   EXPECT_LT(e.message.size(), 2000u);
   // The sandbox child lives on and the next candidate is unaffected.
