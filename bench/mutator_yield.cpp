@@ -35,7 +35,7 @@ struct Kernel {
   Kernel(std::string path, std::string entry, std::array<std::uint32_t, 3> block = {0, 0, 0})
       : path(std::move(path)), entry(std::move(entry)), block(block) {}
   std::string path, entry;
-  std::array<std::uint32_t, 3> block{0, 0, 0};  // as recorded; 0: unknown
+  std::array<std::uint32_t, 3> block;  // as recorded; 0: unknown (the constructor's default)
   // A template kernel's recorded instance, as its demangled name writes it
   // ("reduce<float, 256>(float const*, float*, unsigned int)"): the template arguments are the
   // defaults of its integer parameters, and every compile instantiates it.
