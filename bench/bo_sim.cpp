@@ -5,6 +5,7 @@
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
 //               [--handover-beta B] [--handover-stall N] [--initial N] [--trend V]
+//               [--draws K] [--draws-until N]
 //               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
 //               [--lengthscale-centre C] [--inert-tolerance T]
 //               [--candidates N] [--local-starts N]
@@ -139,6 +140,10 @@ Settings parse(int argc, char** argv) {
       s.defaults.lengthscale_centre = number(std::numeric_limits<double>::infinity());
     else if (a == "--inert-tolerance")
       s.defaults.inert_tolerance = number(1);
+    else if (a == "--draws")
+      s.defaults.hyperparameter_draws = count();
+    else if (a == "--draws-until")
+      s.defaults.hyperparameter_draws_until = count();
     else if (a == "--acquisition") {
       const std::string name = next();
       const auto* known = std::find_if(std::begin(kAcquisitions), std::end(kAcquisitions),
@@ -209,6 +214,10 @@ Settings parse(int argc, char** argv) {
           "                        of the points moved the time by at most T (relative) is\n"
           "                        made irrelevant where the fit loses little; 0: off\n"
           "                        (default %g)\n"
+          "  --draws K             while at most --draws-until successes are in, the\n"
+          "                        acquisition is averaged over K draws of the\n"
+          "                        surrogate's lengthscales; 0: the fit alone (default %zu)\n"
+          "  --draws-until N       (default %zu)\n"
           "  --candidates N        random candidates per proposal (default 512)\n"
           "  --local-starts N      local searches per proposal (default 8)\n"
           "  --local-points N      points the local searches score per proposal at 128\n"
@@ -228,7 +237,8 @@ Settings parse(int argc, char** argv) {
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
           Options{}.ucb_beta, Options{}.handover_improvement, Options{}.handover_ucb_beta,
           Options{}.handover_stall, Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
-          Options{}.known_correlation, Options{}.inert_tolerance, Options{}.min_feasibility);
+          Options{}.known_correlation, Options{}.inert_tolerance, Options{}.hyperparameter_draws,
+          Options{}.hyperparameter_draws_until, Options{}.min_feasibility);
       std::exit(0);
     } else
       s.tables.push_back(a);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <random>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -429,23 +430,52 @@ double log_marginal_likelihood_of(const PairTable& pairs, const Eigen::VectorXd&
 }
 
 // Weak log-normal priors that keep the fit away from degenerate corners with little data; the
-// lengthscales' centred on `lengthscale_centre` (> 0).
+// lengthscales' centred on `lengthscale_centre` (> 0). Normal in log space: per log value, in
+// to_log()'s order.
+struct NormalPrior {
+  double mean, sd;
+};
+std::vector<NormalPrior> log_priors(const Encoder& encoder, std::size_t values, double trend,
+                                    double lengthscale_centre) {
+  std::vector<NormalPrior> priors{{0.0, 1.5}};  // signal variance
+  for (std::size_t i = 0; i < encoder.numeric_count(); ++i)
+    priors.push_back({std::log(lengthscale_centre), 1.5});
+  for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i)
+    priors.push_back({0.0, 1.5});
+  priors.push_back({std::log(1e-3), 2.5});  // noise variance
+  while (priors.size() < values) priors.push_back({std::log(trend), 2.0});
+  return priors;
+}
+
 double log_prior(const std::vector<double>& log_values, const Encoder& encoder, double trend,
                  double lengthscale_centre) {
-  auto normal = [](double x, double mean, double sd) {
-    const double z = (x - mean) / sd;
-    return -0.5 * z * z;
-  };
-  std::size_t k = 0;
-  double total = normal(log_values[k++], 0.0, 1.5);
-  for (std::size_t i = 0; i < encoder.numeric_count(); ++i)
-    total += normal(log_values[k++], std::log(lengthscale_centre), 1.5);
-  for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i) {
-    total += normal(log_values[k++], 0.0, 1.5);
+  const std::vector<NormalPrior> priors =
+      log_priors(encoder, log_values.size(), trend, lengthscale_centre);
+  double total = 0;
+  for (std::size_t k = 0; k < log_values.size(); ++k) {
+    const double z = (log_values[k] - priors[k].mean) / priors[k].sd;
+    total -= 0.5 * z * z;
   }
-  total += normal(log_values[k++], std::log(1e-3), 2.5);
-  while (k < log_values.size()) total += normal(log_values[k++], std::log(trend), 2.0);
   return total;
+}
+
+// The fit's box in log space, in to_log()'s order.
+struct LogBounds {
+  std::vector<double> lower, upper;
+};
+LogBounds log_bounds(const Encoder& encoder, std::size_t trend_count) {
+  LogBounds b;
+  auto add = [&](double lower, double upper) {
+    b.lower.push_back(std::log(lower));
+    b.upper.push_back(std::log(upper));
+  };
+  add(1e-2, 50.0);  // signal variance (y is standardised)
+  for (std::size_t i = 0; i < encoder.numeric_count(); ++i) add(1e-2, 20.0);
+  for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i)
+    add(1e-3, 20.0);
+  add(1e-6, 1.0);                                                 // noise variance
+  for (std::size_t i = 0; i < trend_count; ++i) add(1e-5, 10.0);  // the slopes' variances
+  return b;
 }
 
 struct FitProblem {
@@ -525,23 +555,8 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
   Hyperparameters start = Hyperparameters::defaults(encoder, trend);
   std::vector<double> values = start.to_log();
   const unsigned n = static_cast<unsigned>(values.size());
-  std::vector<double> lower, upper;
-  lower.push_back(std::log(1e-2));  // signal variance (y is standardised)
-  upper.push_back(std::log(50.0));
-  for (std::size_t i = 0; i < encoder.numeric_count(); ++i) {
-    lower.push_back(std::log(1e-2));
-    upper.push_back(std::log(20.0));
-  }
-  for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i) {
-    lower.push_back(std::log(1e-3));
-    upper.push_back(std::log(20.0));
-  }
-  lower.push_back(std::log(1e-6));  // noise variance
-  upper.push_back(std::log(1.0));
-  for (std::size_t i = 0; i < start.trend_weights.size(); ++i) {  // the slopes' variances
-    lower.push_back(std::log(1e-5));
-    upper.push_back(std::log(10.0));
-  }
+  const LogBounds bounds = log_bounds(encoder, start.trend_weights.size());
+  const std::vector<double>&lower = bounds.lower, &upper = bounds.upper;
 
   nlopt_opt optimiser = nlopt_create(NLOPT_LN_BOBYQA, n);
   if (optimiser == nullptr) throw Error("NLopt could not create a BOBYQA optimiser");
@@ -570,6 +585,71 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
     if (value >= unconstrained - kInertNats) values = std::move(trial);
   }
   return Hyperparameters::from_log(values, encoder);
+}
+
+std::vector<Hyperparameters> GaussianProcess::draw(const std::vector<Encoded>& x,
+                                                   const Eigen::VectorXd& y, const Encoder& encoder,
+                                                   const FitSettings& settings,
+                                                   const Hyperparameters& fitted, std::size_t count,
+                                                   std::uint64_t seed) {
+  const double lengthscale_centre = settings.lengthscale_centre > 0
+                                        ? settings.lengthscale_centre
+                                        : default_lengthscale_centre(encoder.numeric_count());
+  std::vector<double> current = fitted.to_log();
+  const std::size_t n = current.size();
+  const LogBounds bounds = log_bounds(encoder, fitted.trend_weights.size());
+  const std::vector<NormalPrior> priors =
+      log_priors(encoder, n, settings.trend, lengthscale_centre);
+  // What is drawn: the lengthscales and weights (after the signal variance), each unless the
+  // fit left it at a bound (an inert input made irrelevant, or one the data push past the box).
+  const std::size_t first = 1, last = 1 + encoder.numeric_count() + encoder.categorical_count() +
+                                      encoder.sequence_count();
+  std::vector<char> drawn(n, 0);
+  for (std::size_t k = first; k < last; ++k)
+    drawn[k] = current[k] > bounds.lower[k] + 1e-9 && current[k] < bounds.upper[k] - 1e-9;
+  const PairTable pairs(x);
+  // The likelihood alone: the ellipse carries the (normal) prior. Outside the box: rejected.
+  auto log_likelihood = [&](const std::vector<double>& values) {
+    for (std::size_t k = 0; k < n; ++k)
+      if (values[k] < bounds.lower[k] || values[k] > bounds.upper[k])
+        return -std::numeric_limits<double>::infinity();
+    return log_marginal_likelihood_of(pairs, y, Hyperparameters::from_log(values, encoder));
+  };
+  // Steps before the first draw and between draws: each step moves every drawn value at once,
+  // and the start (the maximum) is already where the posterior is high.
+  constexpr std::size_t kBurnIn = 10, kThinning = 3, kMostShrinks = 100;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  double current_likelihood = log_likelihood(current);
+  std::vector<Hyperparameters> draws;
+  std::vector<double> direction(n, 0.0), proposal(n);
+  for (std::size_t step = 0; draws.size() < count; ++step) {
+    for (std::size_t k = 0; k < n; ++k) direction[k] = drawn[k] ? priors[k].sd * normal(rng) : 0;
+    const double level = current_likelihood + std::log(uniform(rng));
+    double angle = uniform(rng) * 2 * M_PI;
+    double low = angle - 2 * M_PI, high = angle;
+    // The ellipse through the current point and the direction, around the prior's mean, shrunk
+    // towards the current point (angle 0, always accepted) until a point is above the level.
+    for (std::size_t shrink = 0; shrink < kMostShrinks; ++shrink) {
+      for (std::size_t k = 0; k < n; ++k) {
+        proposal[k] = drawn[k] ? priors[k].mean + (current[k] - priors[k].mean) * std::cos(angle) +
+                                     direction[k] * std::sin(angle)
+                               : current[k];
+      }
+      const double value = log_likelihood(proposal);
+      if (value > level) {
+        current.swap(proposal);
+        current_likelihood = value;
+        break;
+      }
+      (angle < 0 ? low : high) = angle;
+      angle = low + (high - low) * uniform(rng);
+    }
+    if (step >= kBurnIn && (step - kBurnIn) % kThinning == 0)
+      draws.push_back(Hyperparameters::from_log(current, encoder));
+  }
+  return draws;
 }
 
 GaussianProcess::GaussianProcess(std::vector<Encoded> x, Eigen::VectorXd y, Hyperparameters h)

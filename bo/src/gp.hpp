@@ -175,6 +175,18 @@ class GaussianProcess {
   static double log_marginal_likelihood(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                         const Hyperparameters& h);
 
+  // `count` draws from the posterior of the lengthscales and categorical / sequence weights given
+  // the data (the fit's priors and bounds), the other hyperparameters (signal, noise, trend)
+  // kept as `fitted` has them, as do inputs the fit left at a bound (inert ones). Elliptical
+  // slice sampling (Murray, Adams and MacKay 2010) in log space, where the priors are normal:
+  // no step size to tune, every step a valid point. Starts at `fitted`; deterministic for a
+  // given seed. With a handful of observations the maximum is one guess among many that fit
+  // as well: Options::hyperparameter_draws averages the acquisition over these instead.
+  static std::vector<Hyperparameters> draw(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
+                                           const Encoder& encoder, const FitSettings& settings,
+                                           const Hyperparameters& fitted, std::size_t count,
+                                           std::uint64_t seed);
+
   const Hyperparameters& hyperparameters() const { return h_; }
   std::size_t size() const { return x_.size(); }
   const std::vector<Encoded>& points() const { return x_; }

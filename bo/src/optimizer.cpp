@@ -130,6 +130,8 @@ struct Pool {
   std::vector<const Posterior::Column*> columns;  // in the GP's posterior
   std::vector<double> mean, variance, log_feasible;
   std::vector<char> known;  // Options::known_correlation
+  // Per hyperparameter draw (Options::hyperparameter_draws), per point: that draw's posterior.
+  std::vector<std::vector<double>> drawn_mean, drawn_variance;
   std::unordered_set<Hash128> hashes;
   std::size_t size() const { return configurations.size(); }
 };
@@ -424,6 +426,22 @@ class Model {
     gp_whitened_ = gp_->whiten(y);
     timing.condition = seconds_since(start);
     timing.gp_rows = memo.gp_rows.size();
+    if (options.hyperparameter_draws > 0 &&
+        data.successes.size() <= options.hyperparameter_draws_until) {
+      // Few rows (at most hyperparameter_draws_until): each draw's GP is made whole.
+      std::vector<Encoded> x;
+      Eigen::VectorXd target(static_cast<Eigen::Index>(y.size()));
+      for (std::size_t r = 0; r < memo.gp_rows.size(); ++r) {
+        x.push_back(success_row(memo.gp_rows[r]).first);
+        target(static_cast<Eigen::Index>(r)) = y[r];
+      }
+      // A function of the history, as the fit is: a resumed run draws the same.
+      const std::uint64_t seed =
+          options.seed ^ (0x9e3779b97f4a7c15ull * (data.successes.size() + 7));
+      for (Hyperparameters& h : GaussianProcess::draw(x, target, encoder_, gp_fit_settings(options),
+                                                      *memo.gp, options.hyperparameter_draws, seed))
+        drawn_.emplace_back(x, target, std::move(h));
+    }
 
     // The feasibility model: a least-squares GP classifier on the observations (+1 success,
     // -1 failure, around the observed rate), with its own fitted kernel, so that it learns which
@@ -487,6 +505,14 @@ class Model {
         pool.columns.begin() + static_cast<long>(first), pool.columns.end());
     gp_->means(added, gp_whitened_, pool.mean.data() + first);
     const std::vector<double> labels = feasibility_labels(encoded, hashes);
+    pool.drawn_mean.resize(drawn_.size());
+    pool.drawn_variance.resize(drawn_.size());
+    for (std::size_t d = 0; d < drawn_.size(); ++d) {
+      Eigen::VectorXd mean, variance;
+      drawn_[d].predict(encoded, mean, variance);
+      pool.drawn_mean[d].insert(pool.drawn_mean[d].end(), mean.begin(), mean.end());
+      pool.drawn_variance[d].insert(pool.drawn_variance[d].end(), variance.begin(), variance.end());
+    }
     for (std::size_t k = 0; k < count; ++k) {
       pool.variance.push_back(gp_->variance(*pool.columns[first + k]));
       pool.log_feasible.push_back(std::log(feasibility(labels[k])));
@@ -547,17 +573,43 @@ class Model {
   // which are exactly where everything fails. A point the model already knows
   // (Options::known_correlation) ranks below every other that probably does not fail. UCB weighs
   // the spread by `ucb_beta` (Options::ucb_beta, or handover_ucb_beta for log-EI's turn).
-  double acquisition(Acquisition kind, double ucb_beta, double mean, double variance,
-                     double log_feasible, bool known) const {
-    const double sd = std::sqrt(variance);
-    const double value = kind == Acquisition::log_ei ? log_expected_improvement(mean, sd, best_)
-                                                     : std::sqrt(ucb_beta) * sd - mean;
+  //
+  // Pool point i with `variance` (its variance in the fitted model, less what the batch's
+  // picks took from it). With hyperparameter draws, the value is the mean over the draws of
+  // each one's (of expected improvement for log-EI: the log of the mean), each draw's variance
+  // shrunk by the same factor as the fitted model's.
+  double acquisition(const Pool& pool, std::size_t i, Acquisition kind, double ucb_beta,
+                     double variance) const {
+    auto value_of = [&](double mean, double v) {
+      const double sd = std::sqrt(v);
+      return kind == Acquisition::log_ei ? log_expected_improvement(mean, sd, best_)
+                                         : std::sqrt(ucb_beta) * sd - mean;
+    };
+    double value = 0;
+    if (drawn_.empty()) {
+      value = value_of(pool.mean[i], variance);
+    } else {
+      const double shrink = variance / pool.variance[i];
+      const auto draws = static_cast<double>(drawn_.size());
+      std::vector<double> values(drawn_.size());
+      for (std::size_t d = 0; d < drawn_.size(); ++d)
+        values[d] = value_of(pool.drawn_mean[d][i], pool.drawn_variance[d][i] * shrink);
+      if (kind == Acquisition::log_ei) {  // log of the mean of exp, without overflow
+        const double top = *std::max_element(values.begin(), values.end());
+        double sum = 0;
+        for (double v : values) sum += std::exp(v - top);
+        value = top + std::log(sum / draws);
+      } else {
+        for (double v : values) value += v / draws;
+      }
+    }
+    const double log_feasible = pool.log_feasible[i];
     constexpr double kProbablyFails = -1e6, kKnown = -1e5;
     // Per unit of expected cost (Options::cost_aware): a success costs 1, a failure
     // failure_cost_; nothing changes while failures cost what successes do.
     const double p = std::exp(log_feasible);
     const double log_cost = failure_cost_ > 1 ? std::log(p + (1 - p) * failure_cost_) : 0.0;
-    return value + log_feasible - log_cost + (known ? kKnown : 0.0) +
+    return value + log_feasible - log_cost + (pool.known[i] ? kKnown : 0.0) +
            (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
   }
 
@@ -602,6 +654,9 @@ class Model {
   std::vector<double> classifier_weights_;
   double prior_label_ = 1;
   std::vector<Encoded> told_;  // tell()
+  // The time model under each hyperparameter draw (Options::hyperparameter_draws); empty past
+  // hyperparameter_draws_until successes.
+  std::vector<GaussianProcess> drawn_;
 };
 
 }  // namespace
@@ -917,8 +972,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (std::size_t k = 0; k < scored.size(); ++k) {
         scored[k].resize(pool.size());
         for (std::size_t i = from; i < pool.size(); ++i)
-          scored[k][i] = model.acquisition(kind(k), options_.ucb_beta, pool.mean[i],
-                                           pool.variance[i], pool.log_feasible[i], pool.known[i]);
+          scored[k][i] = model.acquisition(pool, i, kind(k), options_.ucb_beta, pool.variance[i]);
       }
     };
     score(0);
@@ -994,9 +1048,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       }
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
-        if (rescore)
-          acquisition[i] = model.acquisition(pick_kind, ucb_beta, pool.mean[i], variance[i],
-                                             pool.log_feasible[i], pool.known[i]);
+        if (rescore) acquisition[i] = model.acquisition(pool, i, pick_kind, ucb_beta, variance[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
       }
       rescore = false;

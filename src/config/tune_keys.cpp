@@ -406,6 +406,14 @@ SectionPtr<bo::Options> bo_section() {
                         "among the best quarter of the measured configurations counts as none: "
                         "the surrogate then treats it as irrelevant where its fit loses little; "
                         "0: off."),
+      schema::integer<B>("hyperparameter_draws", &B::hyperparameter_draws, 0, 256,
+                         "While the surrogate has at most hyperparameter_draws_until times, the "
+                         "acquisition is averaged over this many draws of its lengthscales' "
+                         "posterior; 0: the fitted ones alone."),
+      schema::integer<B>("hyperparameter_draws_until", &B::hyperparameter_draws_until, 0, 128,
+                         "Successful configurations of a source and level until which the "
+                         "acquisition is averaged over hyperparameter_draws (each draw's model "
+                         "is made whole at each proposal)."),
       schema::number<B>("min_feasibility", &B::min_feasibility, Range::closed(0, 0.5),
                         "P(feasible) below which a configuration the failure model is sure of is "
                         "not proposed; 0: propose every one."),

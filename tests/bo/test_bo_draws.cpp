@@ -1,0 +1,140 @@
+// bo/: draws from the posterior of the surrogate's lengthscales (GaussianProcess::draw) and the
+// acquisition averaged over them (Options::hyperparameter_draws).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "gp.hpp"
+#include "r3/bo/optimizer.hpp"
+
+namespace {
+
+using namespace r3::bo;
+
+std::vector<double> grid(double low, double high, int n) {
+  std::vector<double> values;
+  for (int i = 0; i < n; ++i) values.push_back(low + (high - low) * i / (n - 1));
+  return values;
+}
+
+double value(const Space& space, const Configuration& c, std::size_t i) {
+  return std::get<double>(*space.value(c, i));
+}
+
+struct Spread {
+  double mean = 0, sd = 0;
+};
+Spread log_spread(const std::vector<Hyperparameters>& draws, std::size_t dimension) {
+  Spread s;
+  for (const Hyperparameters& h : draws) s.mean += std::log(h.lengthscales[dimension]);
+  s.mean /= static_cast<double>(draws.size());
+  for (const Hyperparameters& h : draws) {
+    const double d = std::log(h.lengthscales[dimension]) - s.mean;
+    s.sd += d * d;
+  }
+  s.sd = std::sqrt(s.sd / static_cast<double>(draws.size() - 1));
+  return s;
+}
+
+TEST(BoGaussianProcess, LengthscaleDrawsSpreadWhereTheDataSayLittleAndStayWhereTheySayMuch) {
+  // Time varies along x alone; 8 points say little about either lengthscale, 40 pin x's down.
+  const Space space(
+      {Parameter::ordinal("x", grid(0, 1, 51)), Parameter::ordinal("y", grid(0, 1, 51))});
+  const Encoder encoder(space);
+  std::mt19937_64 rng(5);
+  std::vector<Encoded> x;
+  std::vector<double> times;
+  for (int i = 0; i < 40; ++i) {
+    const Configuration c = space.sample(rng);
+    x.push_back(encoder.encode(c));
+    times.push_back(2 + std::sin(6 * value(space, c, 0)));
+  }
+  auto draws_of = [&](std::size_t points, std::size_t count, std::uint64_t seed) {
+    const std::vector<Encoded> some(x.begin(), x.begin() + static_cast<long>(points));
+    const std::vector<double> warped =
+        warp_times({times.begin(), times.begin() + static_cast<long>(points)}).values;
+    const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(warped.data(), warped.size());
+    const FitSettings settings{.trend = 0.1};
+    const Hyperparameters fitted = GaussianProcess::fit(some, y, encoder, settings);
+    return std::pair{fitted,
+                     GaussianProcess::draw(some, y, encoder, settings, fitted, count, seed)};
+  };
+  const auto [fitted, draws] = draws_of(40, 32, 1);
+  ASSERT_EQ(draws.size(), 32u);
+  std::set<double> distinct;
+  for (const Hyperparameters& h : draws) {
+    // Only the lengthscales are drawn; the rest is the fit's.
+    EXPECT_EQ(h.signal_variance, fitted.signal_variance);
+    EXPECT_EQ(h.noise_variance, fitted.noise_variance);
+    EXPECT_EQ(h.trend_weights, fitted.trend_weights);
+    for (double l : h.lengthscales) {
+      EXPECT_GE(l, 1e-2);
+      EXPECT_LE(l, 20.0);
+    }
+    distinct.insert(h.lengthscales[0]);
+  }
+  EXPECT_GT(distinct.size(), 24u) << "the chain hardly moves";
+  // y changes nothing: the fit put its lengthscale at the bound (irrelevant), where every draw
+  // keeps it. x's lengthscale is where the fit put it, give or take.
+  ASSERT_NEAR(fitted.lengthscales[1], 20.0, 1e-6);
+  for (const Hyperparameters& h : draws) EXPECT_EQ(h.lengthscales[1], fitted.lengthscales[1]);
+  const Spread along = log_spread(draws, 0);
+  EXPECT_LT(std::abs(along.mean - std::log(fitted.lengthscales[0])), 0.5)
+      << "draws around " << std::exp(along.mean) << ", fitted " << fitted.lengthscales[0];
+  // With 8 points, x's lengthscale is far less certain, and so is y's.
+  const auto [few_fitted, few] = draws_of(8, 32, 1);
+  const Spread few_along = log_spread(few, 0);
+  EXPECT_GT(few_along.sd, 3 * along.sd) << "log-lengthscale spread along x: " << few_along.sd
+                                        << " from 8 points, " << along.sd << " from 40";
+  // A seed makes the same draws; another seed others.
+  const auto [again_fitted, again] = draws_of(40, 32, 1);
+  const auto [other_fitted, other] = draws_of(40, 32, 2);
+  for (std::size_t k = 0; k < draws.size(); ++k) {
+    EXPECT_EQ(draws[k].lengthscales, again[k].lengthscales);
+  }
+  EXPECT_NE(draws.back().lengthscales, other.back().lengthscales);
+}
+
+// A bowl over three parameters, lowest (1) at (0.3, 0.6, 0.1).
+double bowl(const Space& space, const Configuration& c) {
+  const double x = value(space, c, 0), y = value(space, c, 1), z = value(space, c, 2);
+  return 1 + (x - 0.3) * (x - 0.3) + (y - 0.6) * (y - 0.6) + 0.2 * (z - 0.1) * (z - 0.1);
+}
+
+TEST(BoOptimizer, ProposalsAverageOverLengthscaleDrawsUntilTheirLimitOfSuccesses) {
+  const Space space({Parameter::ordinal("x", grid(0, 1, 11)),
+                     Parameter::ordinal("y", grid(0, 1, 11)),
+                     Parameter::ordinal("z", grid(0, 1, 11))});
+  // The next proposal after `observed` evaluations, with these options.
+  auto next_after = [&](Options options, std::size_t observed) {
+    Optimizer optimizer(space, options);
+    while (optimizer.observations().size() < observed) {
+      for (const Configuration& c : optimizer.propose(1))
+        optimizer.observe(c, Outcome::success(bowl(space, c)));
+    }
+    return optimizer.propose(1).at(0);
+  };
+  std::size_t differ = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    Options drawn, fitted, past;
+    drawn.seed = fitted.seed = past.seed = seed;
+    fitted.hyperparameter_draws = 0;
+    past.hyperparameter_draws_until = 4;  // the initial design's 5 successes are past it
+    // The initial design does not depend on the draws: the same 5 points, the same sixth
+    // proposal past the limit.
+    const Configuration with = next_after(drawn, 5), without = next_after(fitted, 5);
+    EXPECT_EQ(next_after(past, 5).hash(), without.hash()) << "seed " << seed;
+    // The draws are a function of the history: the same proposal again.
+    EXPECT_EQ(next_after(drawn, 5).hash(), with.hash()) << "seed " << seed;
+    differ += with.hash() == without.hash() ? 0 : 1;
+    // Later, past the limit, both searches go on from their own histories (no crash, a valid
+    // point): 12 successes.
+    EXPECT_TRUE(space.valid(next_after(drawn, 12)));
+  }
+  EXPECT_GE(differ, 4u) << "the draws changed " << differ << " of 8 sixth proposals";
+}
+
+}  // namespace
