@@ -7,22 +7,16 @@
 #include <random>
 #include <set>
 
+#include "bo_support.hpp"
 #include "gp.hpp"
 #include "r3/bo/optimizer.hpp"
 
 namespace {
 
 using namespace r3::bo;
-
-std::vector<double> grid(double low, double high, int n) {
-  std::vector<double> values;
-  for (int i = 0; i < n; ++i) values.push_back(low + (high - low) * i / (n - 1));
-  return values;
-}
-
-double value(const Space& space, const Configuration& c, std::size_t i) {
-  return std::get<double>(*space.value(c, i));
-}
+using r3::bo::test::grid;
+using r3::bo::test::sample_times;
+using r3::bo::test::value;
 
 struct Spread {
   double mean = 0, sd = 0;
@@ -45,13 +39,9 @@ TEST(BoGaussianProcess, LengthscaleDrawsSpreadWhereTheDataSayLittleAndStayWhereT
       {Parameter::ordinal("x", grid(0, 1, 51)), Parameter::ordinal("y", grid(0, 1, 51))});
   const Encoder encoder(space);
   std::mt19937_64 rng(5);
-  std::vector<Encoded> x;
-  std::vector<double> times;
-  for (int i = 0; i < 40; ++i) {
-    const Configuration c = space.sample(rng);
-    x.push_back(encoder.encode(c));
-    times.push_back(2 + std::sin(6 * value(space, c, 0)));
-  }
+  const auto [x, times] = sample_times(space, encoder, rng, 40, [&](const Configuration& c) {
+    return 2 + std::sin(6 * value(space, c, 0));
+  });
   auto draws_of = [&](std::size_t points, std::size_t count, std::uint64_t seed) {
     const std::vector<Encoded> some(x.begin(), x.begin() + static_cast<long>(points));
     const std::vector<double> warped =

@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 
+#include "bo_support.hpp"
 #include "gp.hpp"
 #include "r3/bo/design.hpp"
 #include "r3/bo/fit_pool.hpp"
@@ -25,16 +26,9 @@
 namespace {
 
 using namespace r3::bo;
-
-std::vector<double> grid(double low, double high, int n) {
-  std::vector<double> values;
-  for (int i = 0; i < n; ++i) values.push_back(low + (high - low) * i / (n - 1));
-  return values;
-}
-
-double value(const Space& space, const Configuration& c, std::size_t i) {
-  return std::get<double>(*space.value(c, i));
-}
+using r3::bo::test::grid;
+using r3::bo::test::sample_times;
+using r3::bo::test::value;
 
 // A smooth bowl over the first two parameters, lowest (1) at x = 0.3, y = 0.6.
 double bowl(const Space& space, const Configuration& c) {
@@ -901,13 +895,8 @@ TEST(BoGaussianProcess, TheLengthscalesPriorGrowsWithTheDimension) {
   const Space& space = table.space();
   const Encoder encoder(space);
   std::mt19937_64 rng(3);
-  std::vector<Encoded> train;
-  std::vector<double> times;
-  for (int i = 0; i < 8; ++i) {
-    const Configuration c = space.sample(rng);
-    train.push_back(encoder.encode(c));
-    times.push_back(table.evaluate(c).time);
-  }
+  const auto [train, times] = sample_times(
+      space, encoder, rng, 8, [&](const Configuration& c) { return table.evaluate(c).time; });
   const std::vector<double> warped = warp_times(times).values;
   const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(warped.data(), 8);
   const Hyperparameters wide = GaussianProcess::fit(train, y, encoder, {.trend = 0.1});
