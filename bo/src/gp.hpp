@@ -177,7 +177,8 @@ class GaussianProcess {
 
   // `count` draws from the posterior of the lengthscales and categorical / sequence weights given
   // the data (the fit's priors and bounds), the other hyperparameters (signal, noise, trend)
-  // kept as `fitted` has them, as do inputs the fit left at a bound (inert ones). Elliptical
+  // kept as `fitted` has them, as are the inputs the fit left at a bound (inert ones, and any the
+  // data push to the box's edge: drawing those too changed no bo_sim figure). Elliptical
   // slice sampling (Murray, Adams and MacKay 2010) in log space, where the priors are normal:
   // no step size to tune, every step a valid point. Starts at `fitted`; deterministic for a
   // given seed. With a handful of observations the maximum is one guess among many that fit

@@ -438,9 +438,15 @@ class Model {
       // A function of the history, as the fit is: a resumed run draws the same.
       const std::uint64_t seed =
           options.seed ^ (0x9e3779b97f4a7c15ull * (data.successes.size() + 7));
-      for (Hyperparameters& h : GaussianProcess::draw(x, target, encoder_, gp_fit_settings(options),
-                                                      *memo.gp, options.hyperparameter_draws, seed))
-        drawn_.emplace_back(x, target, std::move(h));
+      for (Hyperparameters& h :
+           GaussianProcess::draw(x, target, encoder_, gp_fit_settings(options), *memo.gp,
+                                 options.hyperparameter_draws, seed)) {
+        try {
+          drawn_.emplace_back(x, target, std::move(h));
+        } catch (const Error&) {
+          // A draw whose covariance does not factor even with jitter: the others stand.
+        }
+      }
     }
 
     // The feasibility model: a least-squares GP classifier on the observations (+1 success,

@@ -162,8 +162,8 @@ struct Options {
   // part (1: matmul alone) and lost Branin as much.
   double lengthscale_centre = 0;
   // While the time model has at most hyperparameter_draws_until successes, the acquisition is
-  // the mean, over this many draws from the posterior of the lengthscales and categorical
-  // weights (GaussianProcess::draw; the signal, noise and trend as fitted), of each draw's
+  // the mean, over this many draws from the posterior of the lengthscales and categorical and
+  // sequence weights (GaussianProcess::draw; the signal, noise and trend as fitted), of each draw's
   // acquisition, instead of the acquisition at the fitted hyperparameters alone (Snoek,
   // Larochelle and Adams 2012 integrate theirs so). With a handful of points the maximum of the
   // likelihood is one guess among many that explain them as well, and which parameters matter
