@@ -545,13 +545,19 @@ double default_lengthscale_centre(std::size_t dimensions) {
   return std::sqrt(static_cast<double>(std::max<std::size_t>(dimensions, 1)));
 }
 
+namespace {
+// The centre `settings` give the lengthscales' prior: theirs, or the default for the encoder.
+double lengthscale_centre_of(const FitSettings& settings, const Encoder& encoder) {
+  return settings.lengthscale_centre > 0 ? settings.lengthscale_centre
+                                         : default_lengthscale_centre(encoder.numeric_count());
+}
+}  // namespace
+
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                      const Encoder& encoder, const FitSettings& settings,
                                      const std::vector<std::size_t>& inert) {
   const double trend = settings.trend;
-  const double lengthscale_centre = settings.lengthscale_centre > 0
-                                        ? settings.lengthscale_centre
-                                        : default_lengthscale_centre(encoder.numeric_count());
+  const double lengthscale_centre = lengthscale_centre_of(settings, encoder);
   Hyperparameters start = Hyperparameters::defaults(encoder, trend);
   std::vector<double> values = start.to_log();
   const unsigned n = static_cast<unsigned>(values.size());
@@ -592,9 +598,7 @@ std::vector<Hyperparameters> GaussianProcess::draw(const std::vector<Encoded>& x
                                                    const FitSettings& settings,
                                                    const Hyperparameters& fitted, std::size_t count,
                                                    std::uint64_t seed) {
-  const double lengthscale_centre = settings.lengthscale_centre > 0
-                                        ? settings.lengthscale_centre
-                                        : default_lengthscale_centre(encoder.numeric_count());
+  const double lengthscale_centre = lengthscale_centre_of(settings, encoder);
   std::vector<double> current = fitted.to_log();
   const std::size_t n = current.size();
   const LogBounds bounds = log_bounds(encoder, fitted.trend_weights.size());

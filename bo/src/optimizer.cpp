@@ -430,11 +430,9 @@ class Model {
         data.successes.size() <= options.hyperparameter_draws_until) {
       // Few rows (at most hyperparameter_draws_until): each draw's GP is made whole.
       std::vector<Encoded> x;
-      Eigen::VectorXd target(static_cast<Eigen::Index>(y.size()));
-      for (std::size_t r = 0; r < memo.gp_rows.size(); ++r) {
-        x.push_back(success_row(memo.gp_rows[r]).first);
-        target(static_cast<Eigen::Index>(r)) = y[r];
-      }
+      for (std::size_t k : memo.gp_rows) x.push_back(success_row(k).first);
+      const Eigen::VectorXd target =
+          Eigen::Map<const Eigen::VectorXd>(y.data(), static_cast<Eigen::Index>(y.size()));
       // A function of the history, as the fit is: a resumed run draws the same.
       const std::uint64_t seed =
           options.seed ^ (0x9e3779b97f4a7c15ull * (data.successes.size() + 7));
