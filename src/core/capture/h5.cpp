@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <utility>
 
@@ -44,10 +45,20 @@ Session::Session(std::string file) : lock_(hdf5_mutex()) {
 
 Session::~Session() { current_file() = std::move(previous_file_); }
 
+unsigned rehearsal_cpu_seconds(const std::string& file) {
+  // Reading the structure of a capture with 10^5 launches takes well under a second of CPU, and
+  // a 16 MiB file a small fraction of one; a file that cannot be sized gets the most.
+  constexpr std::uintmax_t kBytesPerSecond = std::uintmax_t{16} << 20;
+  std::error_code error;
+  const std::uintmax_t bytes = std::filesystem::file_size(file, error);
+  if (error) return kMostRehearsalCpuSeconds;
+  return static_cast<unsigned>(
+      std::min<std::uintmax_t>(kMostRehearsalCpuSeconds, 2 + bytes / kBytesPerSecond));
+}
+
 void rehearse_read(const std::string& file, std::string_view what, const std::function<void()>& read,
                    std::chrono::seconds limit) {
-  // Reading the structure of a capture with 10^5 launches takes well under a second of CPU.
-  constexpr rlim_t kRehearsalCpuSeconds = 10;
+  const rlim_t cpu_seconds = rehearsal_cpu_seconds(file);
   // The child holds the write end of `ended` until it exits: the parent waits on the read end.
   int ended[2];
   if (::pipe2(ended, O_CLOEXEC) != 0) return;  // no descriptors to spare: read in process
@@ -64,7 +75,7 @@ void rehearse_read(const std::string& file, std::string_view what, const std::fu
       rlimit no_core{0, 0};
       ::setrlimit(RLIMIT_CORE, &no_core);
       // A structure HDF5 loops on burns CPU; a large file on a slow file system waits instead.
-      rlimit cpu{kRehearsalCpuSeconds, kRehearsalCpuSeconds + 1};
+      rlimit cpu{cpu_seconds, cpu_seconds + 1};
       ::setrlimit(RLIMIT_CPU, &cpu);
       int status = 0;
       try {
@@ -107,7 +118,7 @@ void rehearse_read(const std::string& file, std::string_view what, const std::fu
   }
   if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL)) {
     throw FormatError(std::string(what) + " is damaged: reading it took more than " +
-                          std::to_string(kRehearsalCpuSeconds) +
+                          std::to_string(cpu_seconds) +
                           " s of CPU time (HDF5 loops on a damaged structure); nothing was read "
                           "from it",
                       in_file(file));

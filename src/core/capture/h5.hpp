@@ -36,11 +36,17 @@ class Session {
 // carries no checksum: one damaged byte there makes H5Aread/H5Dread copy past their buffers
 // (SIGSEGV) or loop. So a file is first read by `read` in a forked child; only when that child
 // ends by itself (read or threw: the caller's own read then throws the same) does the caller read
-// it in process. A child killed by a signal, past 10 s of CPU time, or still reading after `limit`
-// (a slow file system) is a FormatError naming `file` and `what`. Nothing the child read reaches
-// the caller.
+// it in process. A child killed by a signal, past rehearsal_cpu_seconds(file) of CPU time, or
+// still reading after `limit` (a slow file system) is a FormatError naming `file` and `what`.
+// Nothing the child read reaches the caller.
 void rehearse_read(const std::string& file, std::string_view what, const std::function<void()>& read,
                    std::chrono::seconds limit = std::chrono::seconds(600));
+
+// The CPU time a rehearsal of `file` may take before the file counts as damaged (HDF5 looping on
+// its structure): 2 s, and 1 s more per 16 MiB, up to kMostRehearsalCpuSeconds. A small damaged
+// file is refused within seconds; reading a sound one takes a small fraction of its limit.
+inline constexpr unsigned kMostRehearsalCpuSeconds = 10;
+unsigned rehearsal_cpu_seconds(const std::string& file);
 
 // Turns HDF5's automatic error printing off for the calling thread (thread-safe HDF5 builds keep
 // one setting per thread); r3 reports errors itself. Every Session calls it.
