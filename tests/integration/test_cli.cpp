@@ -314,7 +314,9 @@ TEST_F(Cli, DryRunRefusesWhatIsNotARegularFileAndValuesThatCannotTakeEffect) {
 TEST_F(Cli, OneProcessTunesAloneAndRefusesToOverwriteARun) {
   // Without mpirun, r3-mpi is one process that searches and evaluates.
   if (!r3::build_has_llvm()) GTEST_SKIP() << "the demo's host backend needs LLVM in this build";
-  fs::path tune = write_tune("search: {batch_size: 3}\nbudget: {evaluations: 6}\n");
+  // A short confirmation: the default's 50 timed runs per launch take a minute on 2 cores.
+  fs::path tune = write_tune(
+      "search: {batch_size: 3}\ntiming: {confirm_repeats: 5}\nbudget: {evaluations: 6}\n");
   ProcessResult result = r3_mpi({tune.string()});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.err, "1 process (searcher and evaluator)")) << result.err;
