@@ -92,6 +92,39 @@ TEST(BoGaussianProcess, LengthscaleDrawsSpreadWhereTheDataSayLittleAndStayWhereT
   EXPECT_NE(draws.back().lengthscales, other.back().lengthscales);
 }
 
+TEST(BoGaussianProcess, CategoricalWeightsAreDrawnToo) {
+  // Time depends on a categorical choice (three labels) and a little on x: the draws move the
+  // choice's weight within its bounds, and keep what is not drawn.
+  const Space space({Parameter::ordinal("x", grid(0, 1, 21)),
+                     Parameter::categorical("layout", {"rows", "columns", "tiles"})});
+  const Encoder encoder(space);
+  ASSERT_EQ(encoder.categorical_count(), 1u);
+  std::mt19937_64 rng(9);
+  const auto [x, times] = sample_times(space, encoder, rng, 12, [&](const Configuration& c) {
+    const double by_layout[] = {1.0, 3.0, 2.0};
+    return by_layout[c.values[1].at(0)] + 0.2 * value(space, c, 0);
+  });
+  const std::vector<double> warped = warp_times(times).values;
+  const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(warped.data(), warped.size());
+  const FitSettings settings{.trend = 0.1};
+  const Hyperparameters fitted = GaussianProcess::fit(x, y, encoder, settings);
+  const std::vector<Hyperparameters> draws =
+      GaussianProcess::draw(x, y, encoder, settings, fitted, 32, 3);
+  ASSERT_EQ(draws.size(), 32u);
+  std::set<double> distinct;
+  for (const Hyperparameters& h : draws) {
+    ASSERT_EQ(h.categorical_weights.size(), 1u);
+    EXPECT_GE(h.categorical_weights[0], 1e-3 * (1 - 1e-9));
+    EXPECT_LE(h.categorical_weights[0], 20.0 * (1 + 1e-9));
+    EXPECT_TRUE(h.sequence_weights.empty());
+    EXPECT_DOUBLE_EQ(h.signal_variance, fitted.signal_variance);
+    EXPECT_DOUBLE_EQ(h.noise_variance, fitted.noise_variance);
+    distinct.insert(h.categorical_weights[0]);
+  }
+  EXPECT_GT(distinct.size(), 24u) << "the categorical weight hardly moves (fitted "
+                                  << fitted.categorical_weights[0] << ")";
+}
+
 // A bowl over three parameters, lowest (1) at (0.3, 0.6, 0.1).
 double bowl(const Space& space, const Configuration& c) {
   const double x = value(space, c, 0), y = value(space, c, 1), z = value(space, c, 2);
@@ -113,14 +146,16 @@ TEST(BoOptimizer, ProposalsAverageOverLengthscaleDrawsUntilTheirLimitOfSuccesses
   };
   std::size_t differ = 0;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
-    Options drawn, fitted, past;
-    drawn.seed = fitted.seed = past.seed = seed;
+    Options drawn, fitted, past, at_limit;
+    drawn.seed = fitted.seed = past.seed = at_limit.seed = seed;
     fitted.hyperparameter_draws = 0;
     past.hyperparameter_draws_until = 4;  // the initial design's 5 successes are past it
+    at_limit.hyperparameter_draws_until = 5;  // ... and at this one, still drawn
     // The initial design does not depend on the draws: the same 5 points, the same sixth
     // proposal past the limit.
     const Configuration with = next_after(drawn, 5), without = next_after(fitted, 5);
     EXPECT_EQ(next_after(past, 5).hash(), without.hash()) << "seed " << seed;
+    EXPECT_EQ(next_after(at_limit, 5).hash(), with.hash()) << "seed " << seed;
     // The draws are a function of the history: an optimizer told the same history (as a
     // resumed run is) proposes the same again.
     EXPECT_EQ(next_after(drawn, 5).hash(), with.hash()) << "seed " << seed;
