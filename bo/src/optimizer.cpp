@@ -593,19 +593,25 @@ class Model {
     if (drawn_.empty()) {
       value = value_of(pool.mean[i], variance);
     } else {
+      // One pass, nothing allocated (this runs for every pool point): for log-EI the log of the
+      // mean of exp, kept as top + log(sum of exp(v - top)) so that nothing overflows.
       const double shrink = variance / pool.variance[i];
       const auto draws = static_cast<double>(drawn_.size());
-      std::vector<double> values(drawn_.size());
-      for (std::size_t d = 0; d < drawn_.size(); ++d)
-        values[d] = value_of(pool.drawn_mean[d][i], pool.drawn_variance[d][i] * shrink);
-      if (kind == Acquisition::log_ei) {  // log of the mean of exp, without overflow
-        const double top = *std::max_element(values.begin(), values.end());
-        double sum = 0;
-        for (double v : values) sum += std::exp(v - top);
-        value = top + std::log(sum / draws);
-      } else {
-        for (double v : values) value += v / draws;
+      double top = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (std::size_t d = 0; d < drawn_.size(); ++d) {
+        const double v = value_of(pool.drawn_mean[d][i], pool.drawn_variance[d][i] * shrink);
+        if (kind != Acquisition::log_ei) {
+          value += v / draws;
+        } else if (v == -std::numeric_limits<double>::infinity()) {
+          continue;  // no improvement under this draw: adds nothing to the mean
+        } else if (v > top) {
+          sum = sum * std::exp(top - v) + 1;
+          top = v;
+        } else {
+          sum += std::exp(v - top);
+        }
       }
+      if (kind == Acquisition::log_ei) value = top + std::log(sum / draws);
     }
     const double log_feasible = pool.log_feasible[i];
     constexpr double kProbablyFails = -1e6, kKnown = -1e5;
