@@ -137,7 +137,11 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
   EXPECT_EQ(confirming, (std::set<int>{1, 2}));
   const r3::report::KernelResult k = r3::report::analyse(run, {"stencil2d"}).at(0);
   ASSERT_TRUE(k.confirmed) << result.err;
-  EXPECT_GT(k.speedup_low, 1.5) << result.err;
+  // The loop order is worth about 1.8x. The median of the neighbouring pairs shows that; the
+  // slowest pair only that it is clearly faster, since one pair of 50-run medians on a shared
+  // 2-core machine once came out at 1.497x of a 1.86x winner.
+  EXPECT_GT(k.speedup, 1.5) << result.err;
+  EXPECT_GT(k.speedup_low, 1.25) << result.err;
   EXPECT_EQ(count(result.err, "x confirmed ("), 1) << result.err;
   fs::path results = dir_ / "r3-results";
   EXPECT_NE(result.err.find("report: " + (results / "report.html").string()), std::string::npos)
