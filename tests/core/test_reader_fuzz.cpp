@@ -109,9 +109,10 @@ Outcome outcome_of(const std::function<bool(const fs::path&)>& read, const fs::p
   }
 }
 
-// How a child that read `paths` in turn ended: the outcomes it reported (one per input, in order,
-// each sent as soon as known), and its wait status.
+// How a child that read `paths` in turn ended: whether it could be started, the outcomes it
+// reported (one per input, in order, each sent as soon as known), and its wait status.
 struct ChildEnd {
+  bool started = false;
   std::vector<Outcome> outcomes;
   int status = 0;
 };
@@ -122,9 +123,17 @@ ChildEnd read_in_child(const std::vector<fs::path>& paths,
                        const std::function<bool(const fs::path&)>& read) {
   ChildEnd end;
   int reports[2];
-  if (::pipe(reports) != 0) ADD_FAILURE() << "pipe failed";
-  pid_t child = fork();
-  if (child < 0) ADD_FAILURE() << "fork failed";
+  if (::pipe(reports) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return end;
+  }
+  const pid_t child = fork();
+  if (child < 0) {
+    ADD_FAILURE() << "fork failed";
+    ::close(reports[0]);
+    ::close(reports[1]);
+    return end;
+  }
   if (child == 0) {
     ::close(reports[0]);
     for (const fs::path& path : paths) {
@@ -134,12 +143,12 @@ ChildEnd read_in_child(const std::vector<fs::path>& paths,
     }
     _exit(0);
   }
+  end.started = true;
   ::close(reports[1]);
   char outcome = 0;
-  while (child > 0 && ::read(reports[0], &outcome, 1) == 1)
-    end.outcomes.push_back(Outcome{outcome});
+  while (::read(reports[0], &outcome, 1) == 1) end.outcomes.push_back(Outcome{outcome});
   ::close(reports[0]);
-  if (child > 0) waitpid(child, &end.status, 0);
+  waitpid(child, &end.status, 0);
   return end;
 }
 
@@ -151,7 +160,7 @@ std::string how_it_ended(int status) {
 }
 
 // Runs `read` on damaged copies of `original`, kInputsPerChild at a time in one child process: a
-// fork per input cost two thirds of the test's time, and a reader that leaves state behind (HDF5
+// fork per input was a tenth of the test's time, and a reader that leaves state behind (HDF5
 // identifiers, a lock) is a bug this way finds too. An input the child crashed or hung on is read
 // once more alone in a fresh child, so that the failure says whether the damage itself or the
 // inputs before it did it. `read` returns whether what it read equals what was written.
@@ -173,6 +182,7 @@ Tally fuzz(const std::vector<char>& original, const fs::path& dir, std::uint64_t
           .write(damaged.data(), static_cast<std::streamsize>(damaged.size()));
     }
     const ChildEnd end = read_in_child(paths, read);
+    if (!end.started) return tally;
     for (std::size_t i = 0; i < end.outcomes.size(); ++i) {
       const std::string input =
           "input " + std::to_string(first + static_cast<int>(i)) + " (" + whats[i] + ")";
@@ -187,7 +197,8 @@ Tally fuzz(const std::vector<char>& original, const fs::path& dir, std::uint64_t
       ADD_FAILURE() << "input " << first + static_cast<int>(i) << " (" << whats[i]
                     << "): the reader " << how_it_ended(end.status) << " after " << i
                     << " other inputs in the same process; read alone in a fresh process it "
-                    << (alone.outcomes.empty()             ? how_it_ended(alone.status)
+                    << (!alone.started                     ? "could not be read (no child)"
+                        : alone.outcomes.empty()           ? how_it_ended(alone.status)
                         : alone.outcomes[0] == kRefused    ? "was refused"
                         : alone.outcomes[0] == kReadIntact ? "was read intact"
                                                            : "failed too");
