@@ -33,6 +33,18 @@ Spread log_spread(const std::vector<Hyperparameters>& draws, std::size_t dimensi
   return s;
 }
 
+// The fit to `times` at `x` (warped as the optimizer warps them, with its trend) and `count`
+// draws from `seed` around it.
+std::pair<Hyperparameters, std::vector<Hyperparameters>> fit_and_draw(
+    const std::vector<Encoded>& x, const std::vector<double>& times, const Encoder& encoder,
+    std::size_t count, std::uint64_t seed) {
+  const std::vector<double> warped = warp_times(times).values;
+  const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(warped.data(), warped.size());
+  const FitSettings settings{.trend = 0.1};
+  const Hyperparameters fitted = GaussianProcess::fit(x, y, encoder, settings);
+  return {fitted, GaussianProcess::draw(x, y, encoder, settings, fitted, count, seed)};
+}
+
 TEST(BoGaussianProcess, LengthscaleDrawsSpreadWhereTheDataSayLittleAndStayWhereTheySayMuch) {
   // Time varies along x alone; 8 points say little about either lengthscale, 40 pin x's down.
   const Space space(
@@ -43,14 +55,9 @@ TEST(BoGaussianProcess, LengthscaleDrawsSpreadWhereTheDataSayLittleAndStayWhereT
     return 2 + std::sin(6 * value(space, c, 0));
   });
   auto draws_of = [&](std::size_t points, std::size_t count, std::uint64_t seed) {
-    const std::vector<Encoded> some(x.begin(), x.begin() + static_cast<long>(points));
-    const std::vector<double> warped =
-        warp_times({times.begin(), times.begin() + static_cast<long>(points)}).values;
-    const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(warped.data(), warped.size());
-    const FitSettings settings{.trend = 0.1};
-    const Hyperparameters fitted = GaussianProcess::fit(some, y, encoder, settings);
-    return std::pair{fitted,
-                     GaussianProcess::draw(some, y, encoder, settings, fitted, count, seed)};
+    const auto end = static_cast<long>(points);
+    return fit_and_draw({x.begin(), x.begin() + end}, {times.begin(), times.begin() + end}, encoder,
+                        count, seed);
   };
   const auto [fitted, draws] = draws_of(40, 32, 1);
   ASSERT_EQ(draws.size(), 32u);
@@ -104,12 +111,7 @@ TEST(BoGaussianProcess, CategoricalWeightsAreDrawnToo) {
     const double by_layout[] = {1.0, 3.0, 2.0};
     return by_layout[c.values[1].at(0)] + 0.2 * value(space, c, 0);
   });
-  const std::vector<double> warped = warp_times(times).values;
-  const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(warped.data(), warped.size());
-  const FitSettings settings{.trend = 0.1};
-  const Hyperparameters fitted = GaussianProcess::fit(x, y, encoder, settings);
-  const std::vector<Hyperparameters> draws =
-      GaussianProcess::draw(x, y, encoder, settings, fitted, 32, 3);
+  const auto [fitted, draws] = fit_and_draw(x, times, encoder, 32, 3);
   ASSERT_EQ(draws.size(), 32u);
   std::set<double> distinct;
   for (const Hyperparameters& h : draws) {
