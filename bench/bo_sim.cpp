@@ -4,7 +4,8 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
-//               [--handover-beta B] [--handover-stall N] [--initial N] [--trend V]
+//               [--handover-beta B] [--handover-stall N] [--initial N] [--no-centre-point]
+//               [--trend V]
 //               [--draws K] [--draws-until N]
 //               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
 //               [--lengthscale-centre C] [--inert-tolerance T]
@@ -120,6 +121,8 @@ Settings parse(int argc, char** argv) {
       s.batch = count();
     else if (a == "--initial")
       s.initial = count();
+    else if (a == "--no-centre-point")
+      s.defaults.centre_point = false;
     else if (a == "--trend")
       s.defaults.trend = number(std::numeric_limits<double>::infinity());
     else if (a == "--rank-warp")
@@ -198,6 +201,8 @@ Settings parse(int argc, char** argv) {
           "  --handover-stall N    not after N observations without a new best\n"
           "                        (default %zu)\n"
           "  --initial N           initial design points (default %zu)\n"
+          "  --no-centre-point     the design's first point is random like the others,\n"
+          "                        not the middle of every range\n"
           "  --trend V             prior variance of the surrogate's linear trend per\n"
           "                        parameter; 0: none (default %g)\n"
           "  --rank-warp N         successes at which the GP's target weighs the times'\n"
@@ -383,15 +388,15 @@ int main(int argc, char** argv) {
       }
     }
     std::printf(
-        "Bayesian optimisation (%s, %zu initial, trend %g, batch %zu; %zu seeds, at most %zu "
+        "Bayesian optimisation (%s, %zu initial%s, trend %g, batch %zu; %zu seeds, at most %zu "
         "evaluations)\n"
         "against random search (%zu seeds, until found); evaluations to get within 5%% and 1%%\n"
         "of the table's optimum, median over seeds. exact: the median of random search without\n"
         "replacement, computed from the table; ratio = exact / BO; s/eval: BO's time per "
         "evaluation\n\n",
         label_of(settings.acquisition), settings.initial,
-        settings.defaults.trend, settings.batch, settings.seeds, settings.budget,
-        settings.random_seeds);
+        settings.defaults.centre_point ? " from the centre" : "", settings.defaults.trend,
+        settings.batch, settings.seeds, settings.budget, settings.random_seeds);
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "", "", "", "", "",
                 "within", "5%", "", "", "within", "1%", "", "");
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "table", "points",

@@ -897,6 +897,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     auto design = options_.initial_design == InitialDesign::sobol
                       ? scrambled_sobol(options_.initial_samples, dimensions, options_.seed)
                       : latin_hypercube(options_.initial_samples, dimensions, options_.seed);
+    if (options_.centre_point && !design.empty()) design.front() = space_.centre_unit();
     for (std::size_t i = used; i < options_.initial_samples && chosen.size() < count; ++i) {
       std::mt19937_64 point_rng(options_.seed + 7919 * i);
       Configuration c = space_.from_unit(design[i], point_rng);

@@ -250,6 +250,16 @@ double Space::distance_to_unit(const Configuration& c, const std::vector<double>
   return distance;
 }
 
+std::vector<double> Space::centre_unit() const {
+  std::vector<double> centre;
+  centre.reserve(parameters_.size());
+  for (const Parameter& p : parameters_) {
+    const std::size_t places = p.kind != Kind::sequence ? p.choices() : p.max_length + 1;
+    centre.push_back((static_cast<double>((places - 1) / 2) + 0.5) / static_cast<double>(places));
+  }
+  return centre;
+}
+
 std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt19937_64& rng) const {
   std::vector<Configuration> out;
   std::unordered_set<Hash128> seen{c.hash()};

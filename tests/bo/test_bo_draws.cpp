@@ -150,6 +150,8 @@ TEST(BoOptimizer, ProposalsAverageOverLengthscaleDrawsUntilTheirLimitOfSuccesses
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     Options drawn, fitted, past, at_limit;
     drawn.seed = fitted.seed = past.seed = at_limit.seed = seed;
+    drawn.initial_samples = fitted.initial_samples = past.initial_samples =
+        at_limit.initial_samples = 5;
     fitted.hyperparameter_draws = 0;
     past.hyperparameter_draws_until = 4;  // the initial design's 5 successes are past it
     at_limit.hyperparameter_draws_until = 5;  // ... and at this one, still drawn

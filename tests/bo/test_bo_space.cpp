@@ -311,4 +311,29 @@ TEST(BoDesign, FromUnitMapsCoordinatesToValues) {
   EXPECT_EQ(space.describe(space.from_unit({0.5, 0.2}, rng)), "a=3 b=x");
 }
 
+// The centre of a space: the middle value of an odd number, the lower middle of an even one
+// (the first of two labels), half the longest sequence; each coordinate in the middle of its
+// value's stratum, so that it is as far from either neighbour's.
+TEST(BoDesign, TheCentreIsTheMiddleOfEveryRange) {
+  Space space({Parameter::ordinal("odd", {1, 2, 4, 8, 16}),
+               Parameter::ordinal("even", {0, 32, 64, 96}),
+               Parameter::categorical("two", {"x", "y"}), Parameter::categorical("one", {"z"}),
+               Parameter::sequence("passes", {"p", "q"}, 4, true)});
+  const std::vector<double> centre = space.centre_unit();
+  ASSERT_EQ(centre.size(), 5u);
+  EXPECT_DOUBLE_EQ(centre[0], 2.5 / 5);
+  EXPECT_DOUBLE_EQ(centre[1], 1.5 / 4);
+  EXPECT_DOUBLE_EQ(centre[2], 0.5 / 2);
+  EXPECT_DOUBLE_EQ(centre[3], 0.5);
+  EXPECT_DOUBLE_EQ(centre[4], 2.5 / 5);
+  std::mt19937_64 rng(1);
+  const Configuration c = space.from_unit(centre, rng);
+  EXPECT_EQ(c.values[0], std::vector<int>{2});
+  EXPECT_EQ(c.values[1], std::vector<int>{1});
+  EXPECT_EQ(c.values[2], std::vector<int>{0});
+  EXPECT_EQ(c.values[3], std::vector<int>{0});
+  EXPECT_LE(c.values[4].size(), 2u);  // from_unit: at most that long
+  EXPECT_TRUE(space.valid(c));
+}
+
 }  // namespace

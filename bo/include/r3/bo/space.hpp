@@ -89,6 +89,10 @@ class Space {
   // configuration nearest to it by this measure.
   double distance_to_unit(const Configuration& configuration,
                           const std::vector<double>& coordinates) const;
+  // The coordinates of the middle of every range: the middle value of an odd number of values,
+  // the lower of the two middle ones of an even number (the first label of two), half the
+  // longest sequence. from_unit maps them to exactly those values.
+  std::vector<double> centre_unit() const;
 
   // Configurations one step away: an ordinal value up or down, another categorical value, a
   // sequence item inserted, removed, replaced or swapped with its neighbour; only valid ones.
