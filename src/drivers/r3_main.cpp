@@ -278,9 +278,8 @@ int run_report(const ReportOptions& o) {
 }
 
 int run_inspect(const InspectArgs& args) {
-  if (r3::run::is_run_database(args.file)) {
-    r3::run::RunRecord record = r3::run::read_run_database(args.file);
-    print_run_summary(record, r3::report::analyse(record, r3::report::kernel_names(record)),
+  if (std::optional<r3::run::RunRecord> record = r3::run::read_if_run_database(args.file)) {
+    print_run_summary(*record, r3::report::analyse(*record, r3::report::kernel_names(*record)),
                       std::cout);
     return r3::exit_ok;
   }

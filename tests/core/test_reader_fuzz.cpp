@@ -233,8 +233,9 @@ TEST(ReaderFuzz, DamagedRunDatabasesAreRefusedOrReadIntactNeverACrashOrAHang) {
   const r3::run::RunRecord written = r3::test::sample_run(25);
   r3::run::write_run_database(dir / "run.h5", written);
   Tally tally = fuzz(read_file(dir / "run.h5"), dir.path(), 2027, [&](const fs::path& path) {
-    if (!r3::run::is_run_database(path)) throw r3::FormatError("not a run database");
-    r3::run::RunRecord read = r3::run::read_run_database(path);
+    std::optional<r3::run::RunRecord> maybe = r3::run::read_if_run_database(path);
+    if (!maybe) throw r3::FormatError("not a run database");
+    const r3::run::RunRecord& read = *maybe;
     return read.tune_yaml == written.tune_yaml && read.tune_file == written.tune_file &&
            read.r3_version == written.r3_version && read.generations == written.generations &&
            read.sessions == written.sessions && read.elapsed_seconds == written.elapsed_seconds &&

@@ -42,11 +42,29 @@ void expect_same_run(const RunRecord& read, const RunRecord& written) {
   EXPECT_EQ(read.codes, written.codes);
 }
 
+// r3 inspect's question, what a file is, and the run database read in the same rehearsal:
+// another HDF5 file, a text file and a missing one are not run databases.
+TEST(RunDatabase, ReadIfRunDatabaseTellsOtherFilesApart) {
+  TempDir dir;
+  const RunRecord written = sample_run(7);
+  write_run_database(dir / "run.h5", written);
+  const std::optional<RunRecord> read = read_if_run_database(dir / "run.h5");
+  ASSERT_TRUE(read.has_value());
+  expect_same_run(*read, written);
+  const hid_t other =
+      H5Fcreate((dir / "other.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(other, 0);
+  H5Fclose(other);
+  EXPECT_FALSE(read_if_run_database(dir / "other.h5").has_value());
+  std::ofstream(dir / "notes.txt") << "not HDF5\n";
+  EXPECT_FALSE(read_if_run_database(dir / "notes.txt").has_value());
+  EXPECT_FALSE(read_if_run_database(dir / "missing.h5").has_value());
+}
+
 TEST(RunDatabase, RoundTripsEveryField) {
   TempDir dir;
   RunRecord written = sample_run(41);
   write_run_database(dir / "run.h5", written);
-  EXPECT_TRUE(is_run_database(dir / "run.h5"));
   RunRecord read = read_run_database(dir / "run.h5");
   EXPECT_EQ(read.generations, 3u);
   EXPECT_EQ(read.sessions, 2u);

@@ -498,11 +498,6 @@ bool holds_run_database(const std::filesystem::path& file) {
 
 }  // namespace
 
-bool is_run_database(const std::filesystem::path& file) {
-  h5::rehearse_read(file.string(), "the file", [&] { holds_run_database(file); });
-  return holds_run_database(file);
-}
-
 namespace {
 
 RunRecord read_database(const std::filesystem::path& file) {
@@ -579,6 +574,14 @@ RunRecord read_database(const std::filesystem::path& file) {
 
 RunRecord read_run_database(const std::filesystem::path& file) {
   h5::rehearse_read(file.string(), "the run database", [&] { read_database(file); });
+  return read_database(file);
+}
+
+std::optional<RunRecord> read_if_run_database(const std::filesystem::path& file) {
+  h5::rehearse_read(file.string(), "the file", [&] {
+    if (holds_run_database(file)) read_database(file);
+  });
+  if (!holds_run_database(file)) return std::nullopt;
   return read_database(file);
 }
 

@@ -139,8 +139,10 @@ class DatabaseWriter {
 // Reads a run database; throws FormatError for a file that is not one, a newer version, or a
 // damaged one, naming the file.
 RunRecord read_run_database(const std::filesystem::path& file);
-// Whether `file` is an HDF5 file whose root says format = "r3-run". Throws FormatError when
-// reading its root crashes or loops HDF5 (a damaged file, whatever it holds).
-bool is_run_database(const std::filesystem::path& file);
+// The run database in `file` when it is one (an HDF5 file whose root says format = "r3-run"),
+// nullopt when it is not; throws as read_run_database for a damaged or newer one, and
+// FormatError when reading it crashes or loops HDF5 (a damaged file, whatever it holds). One
+// rehearsal answers both questions (each is a fork and a read of the file).
+std::optional<RunRecord> read_if_run_database(const std::filesystem::path& file);
 
 }  // namespace r3::run
