@@ -376,7 +376,8 @@ SectionPtr<bo::Options> bo_section() {
   return make<B>({{
       schema::choice<B>("initial_design", &B::initial_design, kInitialDesigns,
                         "How the first configurations of a source are chosen."),
-      schema::integer<B>("initial_samples", &B::initial_samples, 1, 1 << 16, "How many."),
+      schema::integer<B>("initial_samples", &B::initial_samples, 1, 1 << 16,
+                         "How many, the defaults included."),
       schema::choice<B>("acquisition", &B::acquisition, kAcquisitions, "Acquisition function."),
       schema::number<B>("ucb_beta", &B::ucb_beta, Range::positive(), "Exploration weight of UCB."),
       schema::number<B>("handover_improvement", &B::handover_improvement, Range::closed(0, 10),

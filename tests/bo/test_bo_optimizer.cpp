@@ -611,6 +611,7 @@ TEST(BoOptimizer, InitialDesignPointsBeyondAConstraintMoveToTheNearestValidOne) 
   Options options;
   options.initial_samples = 16;
   options.initial_design = InitialDesign::latin_hypercube;
+  options.centre_point = false;  // every point the hypercube's (the centre's repair: below)
   const std::vector<Configuration> every_valid = *small.enumerate(1 << 15);
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     options.seed = seed;
@@ -685,12 +686,13 @@ TEST(BoOptimizer, TheCentrePointLeadsTheDesign) {
   with.centre_point = true;
   Options without = with;
   without.centre_point = false;
-  const std::vector<Configuration> centred = Optimizer(space, with).propose(5);
-  const std::vector<Configuration> plain = Optimizer(space, without).propose(5);
-  ASSERT_EQ(centred.size(), 5u);
-  ASSERT_EQ(plain.size(), 5u);
+  const std::size_t n = with.initial_samples;
+  const std::vector<Configuration> centred = Optimizer(space, with).propose(n);
+  const std::vector<Configuration> plain = Optimizer(space, without).propose(n);
+  ASSERT_EQ(centred.size(), n);
+  ASSERT_EQ(plain.size(), n);
   EXPECT_EQ(space.describe(centred[0]), "bx=32 by=32 cache=ca");
-  for (std::size_t i = 1; i < 5; ++i) {
+  for (std::size_t i = 1; i < n; ++i) {
     if (plain[i] != centred[0]) {
       EXPECT_EQ(centred[i], plain[i]) << "design point " << i;
     }
@@ -884,8 +886,8 @@ std::size_t median_to_one_percent(const Table& table, const std::function<void(O
   for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
     Options options;
     options.seed = seed;
-    // These tables have their optimum at the centre of the space, which would be the first
-    // point measured: the tests compare what the model does after a random design.
+    // The valley and switch tables have their optimum at the centre of the space, which would
+    // be the first point measured: every table here is compared after a random design.
     options.centre_point = false;
     set(options);
     const Trace trace = run_bayesian(table, options, 200, 1, table.optimum() * 1.01);

@@ -297,6 +297,13 @@ TEST(RunDatabase, RefusesForeignNewerAndMissingFiles) {
     EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("run.h5"), std::string::npos) << e.what();
   }
+  // A run database that cannot be read is an error, not "some other file".
+  try {
+    read_if_run_database(dir / "run.h5");
+    FAIL() << "a newer version was taken for another file or read";
+  } catch (const r3::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DatabaseLock, ASecondHolderIsRefusedWithTheFirstNamed) {

@@ -142,9 +142,9 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
   // slowest pair the test asks what the product asks to call a winner confirmed: faster than the
   // original (otherwise the original is kept). A fixed bar above 1 is the slowest of six pairs
   // of 50-run medians on a shared 2-core machine, and CI has put that at 1.497x and at 1.249x.
+  // (keep_original restates the confirmation rule: every pair faster, else the original.)
   EXPECT_FALSE(k.keep_original) << result.err;
   EXPECT_GT(k.speedup, 1.35) << result.err;
-  EXPECT_GT(k.speedup_low, 1.0) << result.err;
   EXPECT_EQ(count(result.err, "x confirmed ("), 1) << result.err;
   fs::path results = dir_ / "r3-results";
   EXPECT_NE(result.err.find("report: " + (results / "report.html").string()), std::string::npos)

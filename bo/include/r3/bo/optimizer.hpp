@@ -56,15 +56,16 @@ enum class BatchStrategy { kriging_believer };
 
 struct Options {
   std::uint64_t seed = 1;
-  // How many configurations the design chooses before the model does, the first of them the
-  // centre (below) or the defaults a job's originals ran.
+  // How many configurations the design chooses before the model does, counting what was
+  // observed or pending before the first proposal (a job's defaults) among them.
   std::size_t initial_samples = 4;
   InitialDesign initial_design = InitialDesign::sobol;
   // The design's first point is the middle of every range (Space::centre_unit; a constraint
   // that cuts it off moves it to the nearest valid configuration) rather than a random one: a
-  // central design point, the default configuration of a tuner that knows none. A job never
-  // reaches it: the defaults its originals ran are observed (or pending) before the design
-  // begins, and take that first place. bench/bo_sim (seeds 1-400, evaluations to within 5% /
+  // central design point, the default configuration of a tuner that knows none. In a job a
+  // source's defaults are pending before its levels propose and take that first place; only a
+  // level whose defaults never run (a recorded kernel under a tune.yaml `block:`) starts from
+  // the centre. bench/bo_sim (seeds 1-400, evaluations to within 5% /
   // 1%), five random points -> the centre and three: PolyBench GEMM 13/13 -> 1/11, 2MM 5/9 ->
   // 1/1 (the centre, 32x32, is within 1.1% and 0.5% of their optima), stencil 21/23 -> 15/21
   // (p < 0.001 both); SYRK 9/18 -> 10/18 (p = 0.09), SYR2K 8/15 -> 8/14, matmul 14/23 ->

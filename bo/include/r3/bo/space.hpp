@@ -91,7 +91,7 @@ class Space {
                           const std::vector<double>& coordinates) const;
   // The coordinates of the middle of every range: the middle value of an odd number of values,
   // the lower of the two middle ones of an even number (the first label of two), half the
-  // longest sequence. from_unit maps them to exactly those values.
+  // longest sequence. from_unit maps them to those values (a sequence: at most that long).
   std::vector<double> centre_unit() const;
 
   // Configurations one step away: an ordinal value up or down, another categorical value, a
