@@ -220,7 +220,7 @@ TEST_F(MpiJob, CrashingHangingAndWrongCandidatesAreClassifiedAndTheRunFinishes) 
 
 // The wall-time stop looks one typical generation ahead: a generation slowed down by a hanging
 // candidate (MODE 7 waits for its 4 s timeout; the others take a fraction of a second) must
-// not make the run stop early. The run uses at least 90% of its wall time and not much more.
+// not make the run stop early. The run uses at least 85% of its wall time and not much more.
 // No winner confirmation: its estimate comes from candidates' times, which a loaded CI machine
 // stretches (a 12 s confirmation once ended such a run at 18.9 of 24 s); this test is about the
 // generations' look-ahead alone.
@@ -242,7 +242,10 @@ TEST_F(MpiJob, OneSlowGenerationDoesNotEndARunEarly) {
                          << result.err;
   EXPECT_NE(result.err.find("budget.wall_time"), std::string::npos)
       << "the run did not stop for its wall time: " << result.err;
-  EXPECT_GE(run.elapsed_seconds, 0.9 * wall_time) << result.err;
+  // 85%: a fresh-clone CI on a 2-core VM ended it at 20.98 s of 24 (87%, generations of 1.7-2.3
+  // s with two in flight); a run that took the 4 s generation for a typical one would stop
+  // several seconds sooner.
+  EXPECT_GE(run.elapsed_seconds, 0.85 * wall_time) << result.err;
   EXPECT_LE(run.elapsed_seconds, wall_time + 10) << result.err;
 }
 
