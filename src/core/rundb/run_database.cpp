@@ -496,10 +496,6 @@ bool holds_run_database(const std::filesystem::path& file) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 RunRecord read_database(const std::filesystem::path& file) {
   ErrorContext context = in_file(file.string());
   if (auto why = not_a_readable_file(file)) throw IoError("open", "the run database " + *why, context);
