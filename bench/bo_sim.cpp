@@ -4,7 +4,8 @@
 //
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
-//               [--handover-beta B] [--handover-stall N] [--initial N] [--no-centre-point]
+//               [--handover-beta B] [--handover-stall N] [--refine-stall N]
+//               [--initial N] [--no-centre-point]
 //               [--trend V]
 //               [--draws K] [--draws-until N]
 //               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
@@ -135,6 +136,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.handover_ucb_beta = number(std::numeric_limits<double>::infinity());
     else if (a == "--handover-stall")
       s.defaults.handover_stall = count();
+    else if (a == "--refine-stall")
+      s.defaults.refine_stall = count();
     else if (a == "--known-correlation")
       s.defaults.known_correlation = number(1);
     else if (a == "--constraint-quantities")
@@ -200,6 +203,9 @@ Settings parse(int argc, char** argv) {
           "  --handover-beta B     that UCB's exploration weight (default %g)\n"
           "  --handover-stall N    not after N observations without a new best\n"
           "                        (default %zu)\n"
+          "  --refine-stall N      after N observations without a new best, UCB's picks\n"
+          "                        try the best point's one-parameter changes (for 2 x\n"
+          "                        parameters observations); 0: off (default %zu)\n"
           "  --initial N           initial design points (default %zu)\n"
           "  --no-centre-point     the design's first point is random like the others,\n"
           "                        not the middle of every range\n"
@@ -241,8 +247,9 @@ Settings parse(int argc, char** argv) {
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
           Options{}.ucb_beta, Options{}.handover_improvement, Options{}.handover_ucb_beta,
-          Options{}.handover_stall, Options{}.initial_samples, Options{}.trend, Options{}.rank_warp,
-          Options{}.known_correlation, Options{}.inert_tolerance, Options{}.hyperparameter_draws,
+          Options{}.handover_stall, Options{}.refine_stall, Options{}.initial_samples,
+          Options{}.trend, Options{}.rank_warp, Options{}.known_correlation,
+          Options{}.inert_tolerance, Options{}.hyperparameter_draws,
           Options{}.hyperparameter_draws_until, Options{}.min_feasibility);
       std::exit(0);
     } else

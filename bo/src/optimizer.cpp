@@ -948,10 +948,10 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     // A point's neighbours (whose random items, for sequences, follow from the point and the
     // fit point): from one proposal to the next the local searches mostly meet the same points,
     // which the posterior keeps.
-    auto neighbours = [&](const Configuration& c) {
+    auto neighbours = [&](const Configuration& c, bool every_value = false) {
       std::mt19937_64 point_rng(options_.seed ^ c.hash().low ^
                                 (0x9e3779b97f4a7c15ull * memo.gp_at));
-      return space_.neighbours(c, point_rng);
+      return space_.neighbours(c, point_rng, every_value);
     };
     std::vector<std::size_t> by_time;
     for (std::size_t i = 0; i < observations_.size(); ++i) {
@@ -962,6 +962,18 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     });
     for (std::size_t k = 0; k < std::min(by_time.size(), options_.local_search_starts); ++k) {
       for (const Configuration& n : neighbours(observations_[by_time[k]].configuration)) add(n);
+    }
+    // Options::refine_stall: the best configuration's one-parameter changes, for UCB's picks
+    // over the next 2 x parameters observations (about one each: UCB has every other pick).
+    std::unordered_set<Hash128> refinement;
+    const std::size_t since_best = observations_.size() - 1 - by_time.front();
+    if (options_.refine_stall > 0 && since_best >= options_.refine_stall &&
+        since_best < options_.refine_stall + 2 * space_.parameters().size()) {
+      for (const Configuration& n :
+           neighbours(observations_[by_time.front()].configuration, /*every_value=*/true)) {
+        refinement.insert(n.hash());
+        add(n);
+      }
     }
     // What is pending, or was taken earlier in this proposal, will be measured.
     for (const std::vector<Configuration>* list : {&pending_, &chosen}) {
@@ -1046,6 +1058,9 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     std::vector<double> variance = pool.variance;
     std::vector<std::vector<double>> updates;
     std::vector<bool> picked(pool.size(), false);
+    std::vector<bool> refines(pool.size(), false);  // in `refinement`
+    for (std::size_t i = 0; i < pool.size() && !refinement.empty(); ++i)
+      refines[i] = refinement.contains(pool.configurations[i].hash());
     std::unordered_set<Hash128> declined;
     const std::size_t chosen_before = chosen.size();
     bool rescore = true;  // after a pick was taken (a declined one changes nothing)
@@ -1057,11 +1072,19 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         pick_kind = Acquisition::ucb;
         ucb_beta = options_.handover_ucb_beta;
       }
+      // Options::refine_stall: UCB's best among the variations, unless each one left is known
+      // (Options::known_correlation; a batch's earlier picks too) or probably fails.
+      const bool refining = pick_kind == Acquisition::ucb && !refinement.empty();
+      std::optional<std::size_t> best_variation;
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
         if (rescore) acquisition[i] = model.acquisition(pool, i, pick_kind, ucb_beta, variance[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
+        if (refining && refines[i] && !pool.known[i] && pool.log_feasible[i] >= std::log(0.5) &&
+            (!best_variation || acquisition[i] > acquisition[*best_variation]))
+          best_variation = i;
       }
+      if (best_variation) best = best_variation;
       rescore = false;
       if (!best) break;
       const std::size_t x = *best;

@@ -260,7 +260,8 @@ std::vector<double> Space::centre_unit() const {
   return centre;
 }
 
-std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt19937_64& rng) const {
+std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt19937_64& rng,
+                                             bool every_value) const {
   std::vector<Configuration> out;
   std::unordered_set<Hash128> seen{c.hash()};
   auto add = [&](Configuration n, std::size_t changed) {
@@ -271,7 +272,7 @@ std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt1993
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Parameter& p = parameters_[i];
     const std::vector<int>& v = c.values[i];
-    if (p.kind == Kind::ordinal && v.size() == 1) {
+    if (p.kind == Kind::ordinal && v.size() == 1 && !every_value) {
       for (int step : {-1, 1}) {
         int moved = v[0] + step;
         if (moved < 0 || moved >= static_cast<int>(p.choices())) continue;
@@ -279,7 +280,7 @@ std::vector<Configuration> Space::neighbours(const Configuration& c, std::mt1993
         n.values[i] = {moved};
         add(std::move(n), i);
       }
-    } else if (p.kind == Kind::categorical && v.size() == 1) {
+    } else if (p.kind != Kind::sequence && v.size() == 1) {  // categorical, or every value
       for (int other = 0; other < static_cast<int>(p.choices()); ++other) {
         if (other == v[0]) continue;
         Configuration n = c;

@@ -389,6 +389,10 @@ SectionPtr<bo::Options> bo_section() {
       schema::integer<B>("handover_stall", &B::handover_stall, 0, 1 << 16,
                          "Observations without a new best after which log-EI keeps its turns "
                          "(its far picks leave a local optimum)."),
+      schema::integer<B>("refine_stall", &B::refine_stall, 0, 1 << 16,
+                         "Observations without a new best after which UCB's picks try the best "
+                         "configuration's one-parameter changes, for twice as many observations "
+                         "as there are parameters; 0: off."),
       schema::number<B>("trend", &B::trend, Range::closed(0, 10),
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),

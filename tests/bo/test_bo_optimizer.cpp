@@ -579,6 +579,54 @@ TEST(BoOptimizer, ThePortfolioHandsLogEisTurnToUcbWhereLogEiHasNothingLeft) {
   EXPECT_GT(differed, 0u) << "log-EI and UCB always agreed: the test tells nothing";
 }
 
+// Options::refine_stall: once that many observations have passed without a new best, and for
+// twice as many more as there are parameters, UCB's pick is one of the best configuration's
+// one-parameter changes (any other value of one parameter); log-EI's is its own. Fewer
+// observations since the best, more, or the option off, leave UCB's pick free, which (with a
+// large exploration weight) is mostly further away.
+TEST(BoOptimizer, PastRefineStallUcbPicksAmongTheBestsOneParameterChanges) {
+  Space space({Parameter::ordinal("a", grid(1, 6, 6)), Parameter::ordinal("b", grid(1, 6, 6)),
+               Parameter::ordinal("c", grid(1, 6, 6))});
+  auto time = [&](const Configuration& c) {
+    const double a = value(space, c, 0), b = value(space, c, 1), d = value(space, c, 2);
+    return 1 + 0.3 * (a - 2) * (a - 2) + 0.2 * (b - 5) * (b - 5) + 0.1 * (d - 3) * (d - 3);
+  };
+  const Configuration best{{{1}, {4}, {2}}};  // (2, 5, 3): the optimum, observed first
+  auto changed = [&](const Configuration& c) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < c.values.size(); ++i) n += c.values[i] != best.values[i] ? 1 : 0;
+    return n;
+  };
+  std::size_t free_moved_further = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto pick = [&](Acquisition acquisition, std::size_t refine_stall) {
+      Options options;
+      options.seed = seed;
+      options.acquisition = acquisition;
+      options.ucb_beta = 16;
+      options.refine_stall = refine_stall;
+      Optimizer optimizer(space, options);
+      optimizer.observe(best, Outcome::success(time(best)));
+      std::mt19937_64 rng(seed);
+      std::set<r3::Hash128> seen{best.hash()};
+      while (seen.size() < 9) {  // 8 more, all slower
+        const Configuration c = space.sample(rng);
+        if (seen.insert(c.hash()).second) optimizer.observe(c, Outcome::success(time(c)));
+      }
+      return optimizer.propose(1).at(0);
+    };
+    const Configuration refined = pick(Acquisition::ucb, 8);
+    EXPECT_EQ(changed(refined), 1u) << space.describe(refined);
+    EXPECT_EQ(pick(Acquisition::ucb, 9), pick(Acquisition::ucb, 0)) << "8 since the best, not 9";
+    EXPECT_EQ(pick(Acquisition::ucb, 2), pick(Acquisition::ucb, 0)) << "past 2 + 2 x 3 parameters";
+    EXPECT_EQ(pick(Acquisition::log_ei, 8), pick(Acquisition::log_ei, 0)) << "log-EI's own pick";
+    free_moved_further += changed(pick(Acquisition::ucb, 0)) > 1 ? 1 : 0;
+  }
+  EXPECT_GT(free_moved_further, 0u) << "UCB's free pick was always a one-parameter change: the "
+                                       "test tells nothing";
+}
+
 // A small constrained space is proposed until it is spent: every valid configuration once, then
 // nothing, and quickly (drawing at random gets slower the fewer points are left).
 TEST(BoOptimizer, ASmallConstrainedSpaceIsProposedWholeThenNothing) {

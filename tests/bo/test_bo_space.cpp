@@ -179,6 +179,24 @@ TEST(BoSpace, ValidRefusesWhatIsNotInTheSpace) {
   EXPECT_FALSE(space.valid(Configuration{}));
 }
 
+// every_value: an ordinal parameter's every other value, so that all configurations that change
+// one ordinal or categorical parameter are there (Options::refine_stall's).
+TEST(BoSpace, NeighboursOfEveryValueChangeOneParameterToAnyOtherValue) {
+  Space space({Parameter::ordinal("bx", {8, 16, 32, 64, 128}), Parameter::ordinal("by", {1, 2, 4}),
+               Parameter::categorical("cache", {"L1", "shared"})},
+              {"bx * by <= 128"});
+  const Configuration c{{{1}, {1}, {0}}};  // bx 16, by 2, L1
+  std::mt19937_64 rng(1);
+  std::set<std::string> got;
+  for (const Configuration& n : space.neighbours(c, rng, /*every_value=*/true))
+    got.insert(space.describe(n));
+  // bx 128 with by 2 breaks the constraint.
+  EXPECT_EQ(got, (std::set<std::string>{"bx=8 by=2 cache=L1", "bx=32 by=2 cache=L1",
+                                        "bx=64 by=2 cache=L1", "bx=16 by=1 cache=L1",
+                                        "bx=16 by=4 cache=L1", "bx=16 by=2 cache=shared"}));
+  EXPECT_EQ(space.neighbours(c, rng).size(), 5u) << "one step: bx 8 or 32, by 1 or 4, shared";
+}
+
 TEST(BoSpace, NeighboursAreOneStepAwayAndValid) {
   Space space = kernel_space();
   std::mt19937_64 rng(3);

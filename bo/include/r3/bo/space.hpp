@@ -96,8 +96,10 @@ class Space {
 
   // Configurations one step away: an ordinal value up or down, another categorical value, a
   // sequence item inserted, removed, replaced or swapped with its neighbour; only valid ones.
-  std::vector<Configuration> neighbours(const Configuration& configuration,
-                                        std::mt19937_64& rng) const;
+  // every_value: an ordinal parameter takes each of its other values, not only the next ones
+  // (every configuration that changes one parameter, but for sequences' one-step moves).
+  std::vector<Configuration> neighbours(const Configuration& configuration, std::mt19937_64& rng,
+                                        bool every_value = false) const;
 
   // The value of a parameter for expressions: number, label, or a sequence's length.
   std::optional<Value> value(const Configuration& configuration, std::size_t parameter) const;
