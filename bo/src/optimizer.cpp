@@ -614,14 +614,22 @@ class Model {
       if (kind == Acquisition::log_ei) value = top + std::log(sum / draws);
     }
     const double log_feasible = pool.log_feasible[i];
-    constexpr double kProbablyFails = -1e6, kKnown = -1e5;
     // Per unit of expected cost (Options::cost_aware): a success costs 1, a failure
     // failure_cost_; nothing changes while failures cost what successes do.
     const double p = std::exp(log_feasible);
     const double log_cost = failure_cost_ > 1 ? std::log(p + (1 - p) * failure_cost_) : 0.0;
     return value + log_feasible - log_cost + (pool.known[i] ? kKnown : 0.0) +
-           (log_feasible < std::log(0.5) ? kProbablyFails : 0.0);
+           (probably_fails(pool, i) ? kProbablyFails : 0.0);
   }
+  static bool probably_fails(const Pool& pool, std::size_t i) {
+    return pool.log_feasible[i] < std::log(0.5);
+  }
+  // Whether acquisition() ranks pool point i below every point that is neither known nor
+  // probably failing, whatever its value.
+  static bool ranked_last(const Pool& pool, std::size_t i) {
+    return pool.known[i] || probably_fails(pool, i);
+  }
+  static constexpr double kProbablyFails = -1e6, kKnown = -1e5;
 
   // Whether a point is sure to fail (Options::min_feasibility): unlikely to succeed where the
   // classifier has seen enough around it (its variance there under a quarter of its prior
@@ -963,17 +971,32 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     for (std::size_t k = 0; k < std::min(by_time.size(), options_.local_search_starts); ++k) {
       for (const Configuration& n : neighbours(observations_[by_time[k]].configuration)) add(n);
     }
-    // Options::refine_stall: the best configuration's one-parameter changes, for UCB's picks
-    // over the next 2 x parameters observations (about one each: UCB has every other pick).
-    std::unordered_set<Hash128> refinement;
+    // Observations since the fastest success (the first of equals).
     const std::size_t since_best = observations_.size() - 1 - by_time.front();
-    if (options_.refine_stall > 0 && since_best >= options_.refine_stall &&
-        since_best < options_.refine_stall + 2 * space_.parameters().size()) {
-      for (const Configuration& n :
-           neighbours(observations_[by_time.front()].configuration, /*every_value=*/true)) {
-        refinement.insert(n.hash());
-        add(n);
+    // Options::refine_stall: the best configuration's one-parameter changes ("variations"), for
+    // UCB's picks, once refine_stall observations have passed without a new best and until as
+    // many variations as there are parameters were picked since the best (by either turn,
+    // measured or pending): a search caught in a local optimum spends that much on it, not
+    // the sum of its parameters' choices. A history's count, so a resumed run does the same.
+    std::unordered_set<Hash128> variations;
+    std::size_t variations_left = 0;
+    if (options_.refine_stall > 0 && since_best >= options_.refine_stall) {
+      std::vector<Configuration> changes =
+          neighbours(observations_[by_time.front()].configuration, /*every_value=*/true);
+      if (changes.size() > options_.random_candidates) {  // at most a pool's worth of columns
+        std::shuffle(changes.begin(), changes.end(), rng);
+        changes.resize(options_.random_candidates);
       }
+      for (const Configuration& n : changes) variations.insert(n.hash());
+      std::size_t picked = 0;
+      for (std::size_t i = by_time.front() + 1; i < observations_.size(); ++i)
+        picked += variations.contains(observations_[i].configuration.hash()) ? 1 : 0;
+      for (const std::vector<Configuration>* list : {&pending_, &chosen})
+        for (const Configuration& c : *list) picked += variations.contains(c.hash()) ? 1 : 0;
+      const std::size_t allowed = space_.parameters().size();
+      variations_left = picked < allowed ? allowed - picked : 0;
+      if (variations_left > 0)
+        for (const Configuration& n : changes) add(n);
     }
     // What is pending, or was taken earlier in this proposal, will be measured.
     for (const std::vector<Configuration>* list : {&pending_, &chosen}) {
@@ -1041,8 +1064,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     // going to UCB with handover_ucb_beta (decided on the pool as scored, once per proposal).
     const std::vector<double>& log_ei_scores = scored[kind(0) == Acquisition::log_ei ? 0 : 1];
     const bool hand_over = both && !log_ei_scores.empty() && options_.handover_improvement > 0 &&
-                           // observations since the fastest success (the first of equals)
-                           observations_.size() - 1 - by_time.front() < options_.handover_stall &&
+                           since_best < options_.handover_stall &&
                            *std::max_element(log_ei_scores.begin(), log_ei_scores.end()) <
                                std::log(options_.handover_improvement);
     std::vector<double>& acquisition = scored[0];
@@ -1058,9 +1080,9 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     std::vector<double> variance = pool.variance;
     std::vector<std::vector<double>> updates;
     std::vector<bool> picked(pool.size(), false);
-    std::vector<bool> refines(pool.size(), false);  // in `refinement`
-    for (std::size_t i = 0; i < pool.size() && !refinement.empty(); ++i)
-      refines[i] = refinement.contains(pool.configurations[i].hash());
+    std::vector<bool> is_variation(pool.size(), false);
+    for (std::size_t i = 0; i < pool.size() && variations_left > 0; ++i)
+      is_variation[i] = variations.contains(pool.configurations[i].hash());
     std::unordered_set<Hash128> declined;
     const std::size_t chosen_before = chosen.size();
     bool rescore = true;  // after a pick was taken (a declined one changes nothing)
@@ -1072,15 +1094,16 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         pick_kind = Acquisition::ucb;
         ucb_beta = options_.handover_ucb_beta;
       }
-      // Options::refine_stall: UCB's best among the variations, unless each one left is known
-      // (Options::known_correlation; a batch's earlier picks too) or probably fails.
-      const bool refining = pick_kind == Acquisition::ucb && !refinement.empty();
+      // Options::refine_stall: UCB's own turn (not log-EI's handed over) takes its best
+      // variation, unless each one left ranks last anyway (known, or probably failing).
+      const bool refining =
+          variations_left > 0 && kind(chosen.size() - chosen_before) == Acquisition::ucb;
       std::optional<std::size_t> best_variation;
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
         if (rescore) acquisition[i] = model.acquisition(pool, i, pick_kind, ucb_beta, variance[i]);
         if (!best || acquisition[i] > acquisition[*best]) best = i;
-        if (refining && refines[i] && !pool.known[i] && pool.log_feasible[i] >= std::log(0.5) &&
+        if (refining && is_variation[i] && !Model::ranked_last(pool, i) &&
             (!best_variation || acquisition[i] > acquisition[*best_variation]))
           best_variation = i;
       }
@@ -1094,6 +1117,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         continue;
       }
       take(pool.configurations[x]);
+      if (is_variation[x] && variations_left > 0) --variations_left;
       rescore = true;
       if (chosen.size() == count) break;
       model.tell(pool.columns[x]->point, pool);

@@ -391,8 +391,8 @@ SectionPtr<bo::Options> bo_section() {
                          "(its far picks leave a local optimum)."),
       schema::integer<B>("refine_stall", &B::refine_stall, 0, 1 << 16,
                          "Observations without a new best after which UCB's picks try the best "
-                         "configuration's one-parameter changes, for twice as many observations "
-                         "as there are parameters; 0: off."),
+                         "configuration's one-parameter changes, until as many as there are "
+                         "parameters were tried; 0: off."),
       schema::number<B>("trend", &B::trend, Range::closed(0, 10),
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),

@@ -579,11 +579,11 @@ TEST(BoOptimizer, ThePortfolioHandsLogEisTurnToUcbWhereLogEiHasNothingLeft) {
   EXPECT_GT(differed, 0u) << "log-EI and UCB always agreed: the test tells nothing";
 }
 
-// Options::refine_stall: once that many observations have passed without a new best, and for
-// twice as many more as there are parameters, UCB's pick is one of the best configuration's
-// one-parameter changes (any other value of one parameter); log-EI's is its own. Fewer
-// observations since the best, more, or the option off, leave UCB's pick free, which (with a
-// large exploration weight) is mostly further away.
+// Options::refine_stall: once that many observations have passed without a new best, UCB's pick
+// is one of the best configuration's one-parameter changes (any other value of one parameter),
+// until as many of them as there are parameters were picked since the best; log-EI's pick is
+// its own. Fewer observations since the best, the changes already tried, or the option off
+// leave UCB's pick free, which (with a large exploration weight) is mostly further away.
 TEST(BoOptimizer, PastRefineStallUcbPicksAmongTheBestsOneParameterChanges) {
   Space space({Parameter::ordinal("a", grid(1, 6, 6)), Parameter::ordinal("b", grid(1, 6, 6)),
                Parameter::ordinal("c", grid(1, 6, 6))});
@@ -600,27 +600,57 @@ TEST(BoOptimizer, PastRefineStallUcbPicksAmongTheBestsOneParameterChanges) {
   std::size_t free_moved_further = 0;
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    auto pick = [&](Acquisition acquisition, std::size_t refine_stall) {
+    // The best, then 8 slower configurations, the first `tried` of them its one-parameter
+    // changes (a moved to 1, 3, 4, ...), the others random further ones.
+    // A sparse pool (few random candidates, no local search) holds the changes only if the
+    // refinement adds them; a dense one holds the whole space.
+    auto optimizer = [&](Acquisition acquisition, std::size_t refine_stall, int tried,
+                         bool sparse = true) {
       Options options;
       options.seed = seed;
       options.acquisition = acquisition;
       options.ucb_beta = 16;
       options.refine_stall = refine_stall;
-      Optimizer optimizer(space, options);
-      optimizer.observe(best, Outcome::success(time(best)));
-      std::mt19937_64 rng(seed);
-      std::set<r3::Hash128> seen{best.hash()};
-      while (seen.size() < 9) {  // 8 more, all slower
-        const Configuration c = space.sample(rng);
-        if (seen.insert(c.hash()).second) optimizer.observe(c, Outcome::success(time(c)));
+      if (sparse) {
+        options.random_candidates = 16;
+        options.local_search_starts = 0;
       }
-      return optimizer.propose(1).at(0);
+      Optimizer o(space, options);
+      o.observe(best, Outcome::success(time(best)));
+      std::set<r3::Hash128> seen{best.hash()};
+      for (int a = 0; a < 6 && tried > 0; ++a) {
+        Configuration c = best;
+        c.values[0] = {a};
+        if (seen.insert(c.hash()).second) {
+          o.observe(c, Outcome::success(time(c)));
+          --tried;
+        }
+      }
+      std::mt19937_64 rng(seed);
+      while (seen.size() < 9) {
+        const Configuration c = space.sample(rng);
+        if (changed(c) > 1 && seen.insert(c.hash()).second) o.observe(c, Outcome::success(time(c)));
+      }
+      return o;
+    };
+    auto pick = [&](Acquisition acquisition, std::size_t refine_stall, int tried = 0,
+                    bool sparse = true) {
+      return optimizer(acquisition, refine_stall, tried, sparse).propose(1).at(0);
     };
     const Configuration refined = pick(Acquisition::ucb, 8);
     EXPECT_EQ(changed(refined), 1u) << space.describe(refined);
     EXPECT_EQ(pick(Acquisition::ucb, 9), pick(Acquisition::ucb, 0)) << "8 since the best, not 9";
-    EXPECT_EQ(pick(Acquisition::ucb, 2), pick(Acquisition::ucb, 0)) << "past 2 + 2 x 3 parameters";
-    EXPECT_EQ(pick(Acquisition::log_ei, 8), pick(Acquisition::log_ei, 0)) << "log-EI's own pick";
+    EXPECT_EQ(pick(Acquisition::ucb, 8, 3), pick(Acquisition::ucb, 0, 3))
+        << "3 changes tried, one per parameter";
+    EXPECT_EQ(changed(pick(Acquisition::ucb, 8, 2)), 1u) << "2 tried, one more to go";
+    EXPECT_EQ(pick(Acquisition::log_ei, 8, 0, false), pick(Acquisition::log_ei, 0, 0, false))
+        << "log-EI's own pick";
+    // The portfolio with 9 known: picks 0 and 2 are UCB's; the refinement has three to make,
+    // which log-EI's picks 1 and 3 may use up first.
+    const std::vector<Configuration> batch = optimizer(Acquisition::portfolio, 8, 0).propose(4);
+    ASSERT_EQ(batch.size(), 4u);
+    EXPECT_EQ(changed(batch[0]), 1u) << space.describe(batch[0]);
+    EXPECT_TRUE(changed(batch[2]) == 1 || changed(batch[1]) == 1) << space.describe(batch[2]);
     free_moved_further += changed(pick(Acquisition::ucb, 0)) > 1 ? 1 : 0;
   }
   EXPECT_GT(free_moved_further, 0u) << "UCB's free pick was always a one-parameter change: the "
