@@ -988,13 +988,13 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         changes.resize(options_.random_candidates);
       }
       for (const Configuration& n : changes) variations.insert(n.hash());
-      std::size_t picked = 0;
+      std::size_t tried = 0;  // since the best, measured or pending
       for (std::size_t i = by_time.front() + 1; i < observations_.size(); ++i)
-        picked += variations.contains(observations_[i].configuration.hash()) ? 1 : 0;
+        tried += variations.contains(observations_[i].configuration.hash()) ? 1 : 0;
       for (const std::vector<Configuration>* list : {&pending_, &chosen})
-        for (const Configuration& c : *list) picked += variations.contains(c.hash()) ? 1 : 0;
+        for (const Configuration& c : *list) tried += variations.contains(c.hash()) ? 1 : 0;
       const std::size_t allowed = space_.parameters().size();
-      variations_left = picked < allowed ? allowed - picked : 0;
+      variations_left = tried < allowed ? allowed - tried : 0;
       if (variations_left > 0)
         for (const Configuration& n : changes) add(n);
     }
