@@ -121,7 +121,13 @@ TEST_F(MpiJob, ARunImprovesOnTheOriginal) {
     evaluators.insert(c.evaluator);
   }
   ASSERT_NE(best, nullptr);
-  EXPECT_LT(best->seconds, original.seconds / 1.5)
+  // The search found the loop order, and its one sample shows it: asked no more than the
+  // confirmation asks of the median of six pairs below (1.35x). A bar of 1.5x on single samples,
+  // stricter than that median's, failed a fresh-clone CI on a shared 2-core machine with the
+  // right candidate at 1.40x (5.88 ms against 8.26 ms), its confirmation passing.
+  EXPECT_NE(best->description.find("ORDER=0"), std::string::npos)
+      << "best: " << best->description << " " << best->seconds << " s";
+  EXPECT_LT(best->seconds, original.seconds / 1.35)
       << "best: " << best->description << " " << best->seconds << " s, original "
       << original.seconds << " s";
   EXPECT_EQ(evaluators, (std::set<int>{1, 2})) << "both evaluators should have worked";
