@@ -11,7 +11,9 @@ For each exhaustive table (bo_sim's CSV format: a '#' comment, a header of param
     and runs each Kernel Tuner strategy on it in simulation mode, --seeds seeds each, with the
     table's constraints as Kernel Tuner restrictions (the same expressions);
   - prints both sides' medians to 5% and 1%, the best peer strategy per column, r3's ratio to it
-    and a one-sided Mann-Whitney U test (is r3 faster?). A run that never gets there counts as
+    and a one-sided Mann-Whitney U test (is r3 faster?), with the issue's verdict on that figure
+    (criterion: the ratio at most --target and p < 0.05); the report's last lines count the
+    figures that meet it and name those that do not. A run that never gets there counts as
     budget + 1 evaluations (shown as '>budget' when the median is censored).
 
 Kernel Tuner and python-constraint are not installed from a package index here: give their
@@ -354,6 +356,31 @@ def r3_faster_p(r3, peer):
         return float("nan")
 
 
+def criterion(ratio, p, target, alpha=0.05):
+    """The issue's test of one figure (a table's evaluations to 5% or to 1%): r3's median at most
+    `target` times the best peer's, and r3 faster than that peer at one-sided significance
+    `alpha`. Returns "met", "missed: ..." saying which part failed, or "not judged" (no p: scipy
+    is missing)."""
+    if math.isnan(p):
+        return "not judged (no significance test: scipy is missing)"
+    missed = []
+    if ratio > target:
+        missed.append(f"r3 / best {ratio:.2f} > {target:g}")
+    if p >= alpha:
+        missed.append(f"p {p:.2g} >= {alpha:g}")
+    return "met" if not missed else "missed: " + ", ".join(missed)
+
+
+def criterion_summary(verdicts, target, alpha=0.05):
+    """One line over every figure: how many met the criterion, and which did not.
+    `verdicts`: (table, "5%" or "1%", criterion()'s text) per figure."""
+    met = sum(1 for _, _, v in verdicts if v == "met")
+    line = (f"criterion (r3 / best peer <= {target:g}, one-sided p < {alpha:g}): met on {met} of "
+            f"{len(verdicts)} figures")
+    others = [f"{table} {label} ({v})" for table, label, v in verdicts if v != "met"]
+    return line + ("; not met: " + "; ".join(others) if others else "")
+
+
 def best_peer_bootstrap(mine, peers, resamples, target, seed=29):
     """The figure the criterion compares with is the best of several peers' medians, picked after
     the runs: a minimum over noisy medians, which falls below every strategy's own median the more
@@ -528,6 +555,7 @@ def main():
     strategies = [s for s in args.strategies.split(",") if s]
     here = python_stack()
     stacks = collections.Counter()  # the stacks that made the peers' traces, and how many each
+    verdicts = []  # per figure: (table, "5%" / "1%", criterion())
     if args.jobs > 1:
         run_peers_in_parallel(args, strategies, cache_of_peers, paths)
     print("evaluations to within 5% / 1% of each table's optimum: median over " +
@@ -580,9 +608,13 @@ def main():
             if not ran:
                 continue
             best = min(ran, key=lambda s: statistics.median(ran[s]))
+            if mine:
+                ratio = statistics.median(mine) / statistics.median(ran[best])
+                p = r3_faster_p(mine, ran[best])
+                verdict = criterion(ratio, p, args.target)
+                verdicts.append((os.path.basename(table), label, verdict))
             print(f"  to {label}: best peer {best} ({median_text(ran[best], args.budget)})" +
-                  (f"; r3 / best = {statistics.median(mine) / statistics.median(ran[best]):.2f}"
-                   f"; p = {r3_faster_p(mine, ran[best]):.3g}" if mine else ""))
+                  (f"; r3 / best = {ratio:.2f}; p = {p:.3g}; {verdict}" if mine else ""))
             if args.bootstrap > 0 and mine:
                 (r3_lo, r3_hi), (best_lo, best_hi), (ratio_lo, ratio_hi), share = \
                     best_peer_bootstrap(mine, ran, args.bootstrap, args.target)
@@ -604,6 +636,8 @@ def main():
                       f"{text(lowest_hi)})" + ("" if lowest > args.budget else
                                               f", {args.target:g}x that: "
                                               f"{args.target * lowest:.3g}"))
+    if verdicts:
+        print("\n" + criterion_summary(verdicts, args.target))
     if stacks:
         print("\nKernel Tuner's runs were made on " +
               "; ".join(f"{stack} ({runs} runs)" for stack, runs in stacks.items()) +

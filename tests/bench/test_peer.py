@@ -109,5 +109,34 @@ class TableProblem(unittest.TestCase):
             self.assertNotIn("8,2", cache["cache"])
 
 
+class Criterion(unittest.TestCase):
+    def test_a_figure_meets_it_at_the_target_ratio_and_a_significant_p(self):
+        self.assertEqual(peer.criterion(0.75, 0.049, 0.75), "met")
+        self.assertEqual(peer.criterion(0.10, 1e-30, 0.75), "met")
+
+    def test_a_ratio_above_the_target_or_a_p_at_alpha_misses_and_says_which(self):
+        self.assertEqual(peer.criterion(0.80, 4e-6, 0.75), "missed: r3 / best 0.80 > 0.75")
+        self.assertEqual(peer.criterion(0.70, 0.05, 0.75), "missed: p 0.05 >= 0.05")
+        self.assertEqual(peer.criterion(1.07, 0.2, 0.75),
+                         "missed: r3 / best 1.07 > 0.75, p 0.2 >= 0.05")
+
+    def test_without_a_p_the_figure_is_not_judged(self):
+        self.assertTrue(peer.criterion(0.5, float("nan"), 0.75).startswith("not judged"))
+
+    def test_the_summary_counts_the_figures_met_and_names_the_others(self):
+        verdicts = [("a.csv", "5%", peer.criterion(0.66, 5e-4, 0.75)),
+                    ("a.csv", "1%", peer.criterion(0.69, 1e-14, 0.75)),
+                    ("b.csv", "5%", peer.criterion(0.80, 4e-6, 0.75)),
+                    ("b.csv", "1%", peer.criterion(1.07, 0.004, 0.75))]
+        self.assertEqual(
+            peer.criterion_summary(verdicts, 0.75),
+            "criterion (r3 / best peer <= 0.75, one-sided p < 0.05): met on 2 of 4 figures; "
+            "not met: b.csv 5% (missed: r3 / best 0.80 > 0.75); "
+            "b.csv 1% (missed: r3 / best 1.07 > 0.75)")
+        self.assertEqual(peer.criterion_summary(verdicts[:2], 0.75),
+                         "criterion (r3 / best peer <= 0.75, one-sided p < 0.05): met on 2 of 2 "
+                         "figures")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
