@@ -356,7 +356,12 @@ def r3_faster_p(r3, peer):
         return float("nan")
 
 
-def criterion(ratio, p, target, alpha=0.05):
+# The one-sided significance a figure's p must be below for the criterion (criterion(), and
+# the summary line that names it).
+SIGNIFICANCE = 0.05
+
+
+def criterion(ratio, p, target, alpha=SIGNIFICANCE):
     """The issue's test of one figure (a table's evaluations to 5% or to 1%): r3's median at most
     `target` times the best peer's, and r3 faster than that peer at one-sided significance
     `alpha`. Returns "met", "missed: ..." saying which part failed, or "not judged" (no p: scipy
@@ -371,7 +376,7 @@ def criterion(ratio, p, target, alpha=0.05):
     return "met" if not missed else "missed: " + ", ".join(missed)
 
 
-def criterion_summary(verdicts, target, alpha=0.05):
+def criterion_summary(verdicts, target, alpha=SIGNIFICANCE):
     """One line over every figure: how many met the criterion, and which did not.
     `verdicts`: (table, "5%" or "1%", criterion()'s text) per figure."""
     met = sum(1 for _, _, v in verdicts if v == "met")
