@@ -6,7 +6,7 @@
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
 //               [--handover-beta B] [--handover-stall N] [--refine-stall N]
 //               [--initial N] [--no-centre-point]
-//               [--trend V]
+//               [--trend V] [--quadratic-trend V]
 //               [--draws K] [--draws-until N]
 //               [--rank-warp N] [--known-correlation R] [--constraint-quantities]
 //               [--lengthscale-centre C] [--inert-tolerance T]
@@ -126,6 +126,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.centre_point = false;
     else if (a == "--trend")
       s.defaults.trend = number(std::numeric_limits<double>::infinity());
+    else if (a == "--quadratic-trend")
+      s.defaults.quadratic_trend = number(std::numeric_limits<double>::infinity());
     else if (a == "--rank-warp")
       s.defaults.rank_warp = number(std::numeric_limits<double>::infinity());
     else if (a == "--ucb-beta")
@@ -211,6 +213,8 @@ Settings parse(int argc, char** argv) {
           "                        not the middle of every range\n"
           "  --trend V             prior variance of the surrogate's linear trend per\n"
           "                        parameter; 0: none (default %g)\n"
+          "  --quadratic-trend V   centre of the prior on the weight of the trend's\n"
+          "                        quadratic term; 0: none (default %g)\n"
           "  --rank-warp N         successes at which the GP's target weighs the times'\n"
           "                        ranks as much as their Box-Cox values; 0: Box-Cox\n"
           "                        alone (default %g)\n"
@@ -248,8 +252,8 @@ Settings parse(int argc, char** argv) {
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
           Options{}.ucb_beta, Options{}.handover_improvement, Options{}.handover_ucb_beta,
           Options{}.handover_stall, Options{}.refine_stall, Options{}.initial_samples,
-          Options{}.trend, Options{}.rank_warp, Options{}.known_correlation,
-          Options{}.inert_tolerance, Options{}.hyperparameter_draws,
+          Options{}.trend, Options{}.quadratic_trend, Options{}.rank_warp,
+          Options{}.known_correlation, Options{}.inert_tolerance, Options{}.hyperparameter_draws,
           Options{}.hyperparameter_draws_until, Options{}.min_feasibility);
       std::exit(0);
     } else
@@ -395,7 +399,8 @@ int main(int argc, char** argv) {
       }
     }
     std::printf(
-        "Bayesian optimisation (%s, %zu initial%s, trend %g, batch %zu; %zu seeds, at most %zu "
+        "Bayesian optimisation (%s, %zu initial%s, trend %g, quadratic %g, batch %zu; %zu seeds, "
+        "at most %zu "
         "evaluations)\n"
         "against random search (%zu seeds, until found); evaluations to get within 5%% and 1%%\n"
         "of the table's optimum, median over seeds. exact: the median of random search without\n"
@@ -403,7 +408,8 @@ int main(int argc, char** argv) {
         "evaluation\n\n",
         label_of(settings.acquisition), settings.initial,
         settings.defaults.centre_point ? " from the centre" : "", settings.defaults.trend,
-        settings.batch, settings.seeds, settings.budget, settings.random_seeds);
+        settings.defaults.quadratic_trend, settings.batch, settings.seeds, settings.budget,
+        settings.random_seeds);
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "", "", "", "", "",
                 "within", "5%", "", "", "within", "1%", "", "");
     std::printf("%-20s %6s %6s %8s | %5s %7s %6s %5s | %5s %7s %6s %5s | %6s\n", "table", "points",

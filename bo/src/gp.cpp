@@ -83,12 +83,13 @@ Encoded Encoder::encode(const Configuration& c) const {
   return e;
 }
 
-Hyperparameters Hyperparameters::defaults(const Encoder& encoder, double trend) {
+Hyperparameters Hyperparameters::defaults(const Encoder& encoder, double trend, double quadratic) {
   Hyperparameters h;
   h.lengthscales.assign(encoder.numeric_count(), 0.5);
   h.categorical_weights.assign(encoder.categorical_count(), 1.0);
   h.sequence_weights.assign(encoder.sequence_count(), 1.0);
   if (trend > 0) h.trend_weights.assign(encoder.trend_count(), trend);
+  if (trend > 0 && quadratic > 0) h.quadratic_weight = quadratic;  // the trend's second order
   return h;
 }
 
@@ -99,11 +100,19 @@ std::vector<double> Hyperparameters::to_log() const {
   for (double v : sequence_weights) out.push_back(std::log(v));
   out.push_back(std::log(noise_variance));
   for (double v : trend_weights) out.push_back(std::log(v));
+  if (quadratic_weight > 0) out.push_back(std::log(quadratic_weight));
   return out;
 }
 
-Hyperparameters Hyperparameters::from_log(const std::vector<double>& values,
-                                          const Encoder& encoder) {
+Hyperparameters Hyperparameters::from_log(const std::vector<double>& values, const Encoder& encoder,
+                                          const Hyperparameters& like) {
+  const std::size_t expected = 2 + encoder.numeric_count() + encoder.categorical_count() +
+                               encoder.sequence_count() + like.trend_weights.size() +
+                               (like.quadratic_weight > 0 ? 1 : 0);
+  if (values.size() != expected)
+    throw Error("hyperparameters: " + std::to_string(values.size()) + " values for a model of " +
+                std::to_string(expected) + " (" + std::to_string(like.trend_weights.size()) +
+                " trend weights" + (like.quadratic_weight > 0 ? ", a quadratic weight)" : ")"));
   Hyperparameters h;
   std::size_t k = 0;
   h.signal_variance = std::exp(values[k++]);
@@ -116,12 +125,9 @@ Hyperparameters Hyperparameters::from_log(const std::vector<double>& values,
     h.sequence_weights.push_back(std::exp(values[k++]));
   }
   h.noise_variance = std::exp(values[k++]);
-  // The trend's weights, when the values have them (to_log of a model with a trend).
-  while (k < values.size()) h.trend_weights.push_back(std::exp(values[k++]));
-  if (!h.trend_weights.empty() && h.trend_weights.size() != encoder.trend_count())
-    throw Error("hyperparameters: " + std::to_string(h.trend_weights.size()) +
-                " trend weights for " + std::to_string(encoder.trend_count()) +
-                " numeric parameters");
+  for (std::size_t i = 0; i < like.trend_weights.size(); ++i)
+    h.trend_weights.push_back(std::exp(values[k++]));
+  if (like.quadratic_weight > 0) h.quadratic_weight = std::exp(values[k++]);
   return h;
 }
 
@@ -246,11 +252,17 @@ double centred_product(const Encoded& a, const Encoded& b, std::size_t d) {
   return std::isnan(x) || std::isnan(y) ? 0.0 : (x - 0.5) * (y - 0.5);
 }
 
+// The trend's share of a covariance (its slopes and its quadratic term), from the pair's
+// centred products over the trend's dimensions.
 template <typename Product>
 double trend_of(const Hyperparameters& h, Product product) {
-  double total = 0;
-  for (std::size_t d = 0; d < h.trend_weights.size(); ++d) total += h.trend_weights[d] * product(d);
-  return total;
+  double linear = 0, sum = 0;
+  for (std::size_t d = 0; d < h.trend_weights.size(); ++d) {
+    const double p = product(d);
+    linear += h.trend_weights[d] * p;
+    sum += p;
+  }
+  return linear + h.quadratic_weight * sum * sum;
 }
 }  // namespace
 
@@ -435,22 +447,21 @@ double log_marginal_likelihood_of(const PairTable& pairs, const Eigen::VectorXd&
 struct NormalPrior {
   double mean, sd;
 };
-std::vector<NormalPrior> log_priors(const Encoder& encoder, std::size_t values, double trend,
-                                    double lengthscale_centre) {
+std::vector<NormalPrior> log_priors(const Encoder& encoder, const Hyperparameters& like,
+                                    const FitSettings& settings, double lengthscale_centre) {
   std::vector<NormalPrior> priors{{0.0, 1.5}};  // signal variance
   for (std::size_t i = 0; i < encoder.numeric_count(); ++i)
     priors.push_back({std::log(lengthscale_centre), 1.5});
   for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i)
     priors.push_back({0.0, 1.5});
   priors.push_back({std::log(1e-3), 2.5});  // noise variance
-  while (priors.size() < values) priors.push_back({std::log(trend), 2.0});
+  for (std::size_t i = 0; i < like.trend_weights.size(); ++i)
+    priors.push_back({std::log(settings.trend), 2.0});
+  if (like.quadratic_weight > 0) priors.push_back({std::log(settings.quadratic), 2.0});
   return priors;
 }
 
-double log_prior(const std::vector<double>& log_values, const Encoder& encoder, double trend,
-                 double lengthscale_centre) {
-  const std::vector<NormalPrior> priors =
-      log_priors(encoder, log_values.size(), trend, lengthscale_centre);
+double log_prior(const std::vector<double>& log_values, const std::vector<NormalPrior>& priors) {
   double total = 0;
   for (std::size_t k = 0; k < log_values.size(); ++k) {
     const double z = (log_values[k] - priors[k].mean) / priors[k].sd;
@@ -463,7 +474,7 @@ double log_prior(const std::vector<double>& log_values, const Encoder& encoder, 
 struct LogBounds {
   std::vector<double> lower, upper;
 };
-LogBounds log_bounds(const Encoder& encoder, std::size_t trend_count) {
+LogBounds log_bounds(const Encoder& encoder, const Hyperparameters& like) {
   LogBounds b;
   auto add = [&](double lower, double upper) {
     b.lower.push_back(std::log(lower));
@@ -474,7 +485,8 @@ LogBounds log_bounds(const Encoder& encoder, std::size_t trend_count) {
   for (std::size_t i = 0; i < encoder.categorical_count() + encoder.sequence_count(); ++i)
     add(1e-3, 20.0);
   add(1e-6, 1.0);                                                 // noise variance
-  for (std::size_t i = 0; i < trend_count; ++i) add(1e-5, 10.0);  // the slopes' variances
+  for (std::size_t i = 0; i < like.trend_weights.size(); ++i) add(1e-5, 10.0);  // the slopes'
+  if (like.quadratic_weight > 0) add(1e-5, 10.0);
   return b;
 }
 
@@ -482,8 +494,8 @@ struct FitProblem {
   const PairTable* pairs;
   const Eigen::VectorXd* y;
   const Encoder* encoder;
-  double trend;
-  double lengthscale_centre;
+  const Hyperparameters* like;  // the model's terms
+  std::vector<NormalPrior> priors;
 };
 
 double objective(unsigned n, const double* values, double* gradient, void* data) {
@@ -491,9 +503,9 @@ double objective(unsigned n, const double* values, double* gradient, void* data)
   const auto* problem = static_cast<const FitProblem*>(data);
   std::vector<double> log_values(values, values + n);
   try {
-    Hyperparameters h = Hyperparameters::from_log(log_values, *problem->encoder);
+    Hyperparameters h = Hyperparameters::from_log(log_values, *problem->encoder, *problem->like);
     return log_marginal_likelihood_of(*problem->pairs, *problem->y, h) +
-           log_prior(log_values, *problem->encoder, problem->trend, problem->lengthscale_centre);
+           log_prior(log_values, problem->priors);
   } catch (...) {  // never let an exception cross NLopt's C frames
     return -1e30;
   }
@@ -556,12 +568,11 @@ double lengthscale_centre_of(const FitSettings& settings, const Encoder& encoder
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                      const Encoder& encoder, const FitSettings& settings,
                                      const std::vector<std::size_t>& inert) {
-  const double trend = settings.trend;
   const double lengthscale_centre = lengthscale_centre_of(settings, encoder);
-  Hyperparameters start = Hyperparameters::defaults(encoder, trend);
+  Hyperparameters start = Hyperparameters::defaults(encoder, settings.trend, settings.quadratic);
   std::vector<double> values = start.to_log();
   const unsigned n = static_cast<unsigned>(values.size());
-  const LogBounds bounds = log_bounds(encoder, start.trend_weights.size());
+  const LogBounds bounds = log_bounds(encoder, start);
   const std::vector<double>&lower = bounds.lower, &upper = bounds.upper;
 
   nlopt_opt optimiser = nlopt_create(NLOPT_LN_BOBYQA, n);
@@ -569,7 +580,8 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
   // The pairs' differences do not depend on the hyperparameters: taken once for every
   // likelihood evaluation of the fit.
   const PairTable pairs(x);
-  FitProblem problem{&pairs, &y, &encoder, trend, lengthscale_centre};
+  FitProblem problem{&pairs, &y, &encoder, &start,
+                     log_priors(encoder, start, settings, lengthscale_centre)};
   nlopt_set_lower_bounds(optimiser, lower.data());
   nlopt_set_upper_bounds(optimiser, upper.data());
   nlopt_set_max_objective(optimiser, objective, &problem);
@@ -590,7 +602,7 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
     const double value = objective(n, trial.data(), nullptr, &problem);
     if (value >= unconstrained - kInertNats) values = std::move(trial);
   }
-  return Hyperparameters::from_log(values, encoder);
+  return Hyperparameters::from_log(values, encoder, start);
 }
 
 std::vector<Hyperparameters> GaussianProcess::draw(const std::vector<Encoded>& x,
@@ -601,9 +613,8 @@ std::vector<Hyperparameters> GaussianProcess::draw(const std::vector<Encoded>& x
   const double lengthscale_centre = lengthscale_centre_of(settings, encoder);
   std::vector<double> current = fitted.to_log();
   const std::size_t n = current.size();
-  const LogBounds bounds = log_bounds(encoder, fitted.trend_weights.size());
-  const std::vector<NormalPrior> priors =
-      log_priors(encoder, n, settings.trend, lengthscale_centre);
+  const LogBounds bounds = log_bounds(encoder, fitted);
+  const std::vector<NormalPrior> priors = log_priors(encoder, fitted, settings, lengthscale_centre);
   // What is drawn: the lengthscales and weights (after the signal variance), each unless the
   // fit left it at a bound (an inert input made irrelevant, or one the data push past the box).
   const std::size_t first = 1, last = 1 + encoder.numeric_count() + encoder.categorical_count() +
@@ -617,7 +628,7 @@ std::vector<Hyperparameters> GaussianProcess::draw(const std::vector<Encoded>& x
     for (std::size_t k = 0; k < n; ++k)
       if (values[k] < bounds.lower[k] || values[k] > bounds.upper[k])
         return -std::numeric_limits<double>::infinity();
-    return log_marginal_likelihood_of(pairs, y, Hyperparameters::from_log(values, encoder));
+    return log_marginal_likelihood_of(pairs, y, Hyperparameters::from_log(values, encoder, fitted));
   };
   // Steps before the first draw and between draws: each step moves every drawn value at once,
   // and the start (the maximum) is already where the posterior is high.
@@ -651,7 +662,7 @@ std::vector<Hyperparameters> GaussianProcess::draw(const std::vector<Encoded>& x
       angle = low + (high - low) * uniform(rng);
     }
     if (step >= kBurnIn && (step - kBurnIn) % kThinning == 0)
-      draws.push_back(Hyperparameters::from_log(current, encoder));
+      draws.push_back(Hyperparameters::from_log(current, encoder, fitted));
   }
   return draws;
 }

@@ -61,11 +61,24 @@ struct Hyperparameters {
   // tiles, more work per thread); a stationary kernel reverts to the mean away from the data and
   // cannot say so, the trend can, and its variance grows towards the ends it has not seen.
   std::vector<double> trend_weights;
+  // The trend's second order, over the same dimensions: this weight x (the sum over them of
+  // (a - 1/2)(b - 1/2))^2, the covariance of a function quadratic in the positions (each pair's
+  // product and each square, one prior variance for all); 0: none (always without a trend). A
+  // kernel's time often turns on a product of parameters (threads per block are BM/TM x BN/TN):
+  // what a larger TN does depends on BN, which neither the slopes nor a stationary kernel away from
+  // the data can say.
+  double quadratic_weight = 0;
 
-  // `trend`: the slopes' prior variance to start from (0: no trend).
-  static Hyperparameters defaults(const Encoder& encoder, double trend = 0);
+  // `trend`: the slopes' prior variance to start from (0: no trend); `quadratic`: the quadratic
+  // term's weight to start from (0, or no trend: none).
+  static Hyperparameters defaults(const Encoder& encoder, double trend = 0, double quadratic = 0);
+  // In log space: the signal variance, lengthscales, categorical and sequence weights, noise
+  // variance, then the trend's weights and the quadratic weight where the model has them.
   std::vector<double> to_log() const;
-  static Hyperparameters from_log(const std::vector<double>& values, const Encoder& encoder);
+  // The inverse of `like.to_log()` for a model with `like`'s terms (a trend, a quadratic term);
+  // values of another count are refused.
+  static Hyperparameters from_log(const std::vector<double>& values, const Encoder& encoder,
+                                  const Hyperparameters& like);
 };
 
 // Correlation in [0, 1]: Matérn-5/2 over the numeric dimensions (a dimension active in one
@@ -154,6 +167,8 @@ struct FitSettings {
   // The centre of the lengthscales' prior; 0: default_lengthscale_centre() of the encoder's
   // numeric dimensions.
   double lengthscale_centre = 0;
+  // The value the trend's quadratic term's weight is centred on; 0: none.
+  double quadratic = 0;
 };
 
 class GaussianProcess {

@@ -266,7 +266,10 @@ FitData classifier_fit_data(const Encoder& encoder, const std::vector<Observatio
 
 // How the time model's hyperparameters are fitted.
 FitSettings gp_fit_settings(const Options& options) {
-  return {options.fit_evaluations, options.trend, options.lengthscale_centre};
+  return {.max_evaluations = options.fit_evaluations,
+          .trend = options.trend,
+          .lengthscale_centre = options.lengthscale_centre,
+          .quadratic = options.quadratic_trend};
 }
 
 // How the feasibility classifier's are: with the stationary kernel alone. Options::trend was
@@ -274,7 +277,9 @@ FitSettings gp_fit_settings(const Options& options) {
 // constraints are known), and a label near a failure region is not a time falling along a range.
 FitSettings classifier_fit_settings(const Options& options) {
   constexpr double kNoTrend = 0;
-  return {options.fit_evaluations, kNoTrend, options.lengthscale_centre};
+  return {.max_evaluations = options.fit_evaluations,
+          .trend = kNoTrend,
+          .lengthscale_centre = options.lengthscale_centre};
 }
 
 Hyperparameters fit_hyperparameters(const FitData& fit, const Encoder& encoder,

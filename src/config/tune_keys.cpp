@@ -396,6 +396,10 @@ SectionPtr<bo::Options> bo_section() {
       schema::number<B>("trend", &B::trend, Range::closed(0, 10),
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),
+      schema::number<B>("quadratic_trend", &B::quadratic_trend, Range::closed(0, 10),
+                        "Centre of the prior on the weight of the trend's quadratic term (every "
+                        "product and square of the numeric parameters' positions); 0, or trend "
+                        "0: none."),
       schema::number<B>("known_correlation", &B::known_correlation, Range::closed(0, 1),
                         "Kernel correlation with a measured (or pending) configuration at or above "
                         "which a candidate counts as known and is proposed after the others; 0: "

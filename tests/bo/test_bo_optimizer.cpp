@@ -109,16 +109,72 @@ TEST(BoGaussianProcess, ATrendExtrapolatesWhereAStationaryKernelRevertsToTheMean
     GaussianProcess(train, y, h).predict({corner}, m, v);
     return m(0);
   };
-  const double with = predict(0.1), without = predict(0);
+  const double with = predict(1.0), without = predict(0);
   // (measured: with -2.49, without -1.61, lowest seen -1.59, in standard deviations)
   EXPECT_LT(with, lowest - 0.5) << "the trend did not carry on beyond the data";
   EXPECT_GT(without, lowest - 0.25) << "a stationary kernel went far below the data far from it";
   // The weights survive the log round trip; a wrong count of them is refused.
   Hyperparameters h = Hyperparameters::defaults(encoder, 0.3);
-  EXPECT_EQ(Hyperparameters::from_log(h.to_log(), encoder).trend_weights, h.trend_weights);
+  EXPECT_EQ(Hyperparameters::from_log(h.to_log(), encoder, h).trend_weights, h.trend_weights);
   std::vector<double> extra = h.to_log();
   extra.push_back(0.0);
-  EXPECT_THROW(Hyperparameters::from_log(extra, encoder), r3::Error);
+  EXPECT_THROW(Hyperparameters::from_log(extra, encoder, h), r3::Error);
+}
+
+// Times that fall along one range where another is large and rise along it where that one is
+// small (a wider thread tile pays with a wide block and costs with a narrow one, as TN with BN in
+// a GEMM), seen everywhere but where both are large: the trend's quadratic term (its prior centred
+// on 1 here) says the corner where both are largest is as fast as the fastest point seen, where
+// the times' product form puts it; the slopes alone, flat on average, put it near the mean.
+TEST(BoGaussianProcess, TheTrendsQuadraticTermExtrapolatesAnInteraction) {
+  std::vector<Parameter> parameters;
+  for (const char* name : {"a", "b", "c"})
+    parameters.push_back(Parameter::ordinal(name, grid(0, 1, 5)));
+  Space space(parameters);
+  Encoder encoder(space);
+  std::mt19937_64 rng(11);
+  std::vector<Encoded> train;
+  std::vector<double> times;
+  while (train.size() < 12) {
+    Configuration c = space.sample(rng);
+    const double a = value(space, c, 0), b = value(space, c, 1);
+    if (a > 0.6 && b > 0.6) continue;  // the corner's quarter is unseen
+    train.push_back(encoder.encode(c));
+    times.push_back(-(a - 0.5) * (b - 0.5));
+  }
+  Eigen::VectorXd y =
+      Eigen::Map<Eigen::VectorXd>(times.data(), static_cast<Eigen::Index>(times.size()));
+  const double mean = y.mean(), sd = std::sqrt((y.array() - mean).square().mean());
+  y = (y.array() - mean) / sd;
+  const double truth = (-0.25 - mean) / sd;
+  const Encoded corner = encoder.encode(Configuration{{{4}, {4}, {2}}});
+  auto predict = [&](double quadratic) {
+    const Hyperparameters h = GaussianProcess::fit(
+        train, y, encoder, {.trend = 0.1, .lengthscale_centre = 0.5, .quadratic = quadratic});
+    EXPECT_EQ(h.quadratic_weight > 0, quadratic > 0);
+    Eigen::VectorXd m, v;
+    GaussianProcess(train, y, h).predict({corner}, m, v);
+    return m(0);
+  };
+  const double with = predict(1.0), without = predict(0);
+  // (measured: with -2.418, without -0.141, the truth -2.420, in standard deviations)
+  EXPECT_NEAR(with, truth, 0.25) << "the quadratic term did not carry the interaction on";
+  EXPECT_GT(without, truth + 1.0) << "the slopes alone extrapolated the interaction as far";
+  // The weight survives the log round trip, after the slopes'; a model without it refuses it.
+  const Hyperparameters h = Hyperparameters::defaults(encoder, 0.3, 0.2);
+  const Hyperparameters back = Hyperparameters::from_log(h.to_log(), encoder, h);
+  EXPECT_DOUBLE_EQ(back.quadratic_weight, 0.2);
+  EXPECT_EQ(back.trend_weights, h.trend_weights);
+  EXPECT_THROW(
+      Hyperparameters::from_log(h.to_log(), encoder, Hyperparameters::defaults(encoder, 0.3)),
+      r3::Error);
+  EXPECT_EQ(Hyperparameters::defaults(encoder, 0, 0.2).quadratic_weight, 0.0) << "without a trend";
+  // Its share of a covariance: the weight x (the sum of the centred products)^2.
+  const Encoded p = encoder.encode(Configuration{{{4}, {0}, {3}}});
+  const Encoded q = encoder.encode(Configuration{{{3}, {1}, {4}}});
+  const Hyperparameters slopes_only = Hyperparameters::defaults(encoder, 0.3);
+  const double sum = 0.5 * 0.25 + (-0.5) * (-0.25) + 0.25 * 0.5;
+  EXPECT_NEAR(covariance(p, q, h) - covariance(p, q, slopes_only), 0.2 * sum * sum, 1e-12);
 }
 
 TEST(BoGaussianProcess, KernelPiecesBehave) {

@@ -1,5 +1,5 @@
 // Bayesian optimisation over a Space: a GP surrogate on warped log(time) (a stationary kernel
-// plus a linear trend over the numeric parameters), log-EI and/or UCB times a
+// plus a linear and quadratic trend over the numeric parameters), log-EI and/or UCB times a
 // feasibility model learned from failures, batches of proposals for idle workers.
 //
 // The optimiser holds no state but its observations (in order) and the pending proposals: a
@@ -120,6 +120,17 @@ struct Options {
   // (fitted per parameter from there); 0: no trend. bench/bo_sim measured 0.1 (with 5 initial
   // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
   double trend = 0.1;
+  // The trend's second order (gp.hpp, Hyperparameters::quadratic_weight): the value the weight
+  // of a quadratic function of the numeric positions is centred on (fitted from there); 0, or
+  // no trend: none. bench/bo_sim (seeds 1-400, evaluations to within 5% / 1%, means), 0 ->
+  // 0.03: the H200 matmul table 16.8/23.8 -> 15.2/21.9 (p = 0.002, 0.008), SYR2K 5% 8.75 -> 9.11
+  // (p = 0.017), SYRK, GEMM, 2MM and stencil unchanged (p > 0.17); Hartmann-6 (median to 5%,
+  // 100 seeds) 224.5 -> 212.5 (p = 0.03), Branin and Rosenbrock-4D unchanged (p > 0.1). 0.1
+  // gained matmul more (to 5%: 14.7) but cost SYRK and SYR2K 0.3-0.5 evaluations to 5%
+  // (p < 0.05); centred on 0.01 it changed nothing (p > 0.1). Its prior variance grows
+  // towards the corners of the space faster than the slopes' does, so a corner the data point
+  // at is tried sooner; matmul's optimum is one (every tile dimension largest).
+  double quadratic_trend = 0.03;
   // The GP's target blends the Box-Cox-warped times with their normal scores (ranks), weighing
   // the scores n / (n + rank_warp) for n successes (gp.hpp, warp_times); 0: Box-Cox alone.
   // Near the optimum times differ by a percent, which Box-Cox squeezes together and ranks keep
