@@ -129,7 +129,10 @@ struct Options {
   // gained matmul more (to 5%: 14.7) but cost SYRK and SYR2K 0.3-0.5 evaluations to 5%
   // (p < 0.05); centred on 0.01 it changed nothing (p > 0.1). Its prior variance grows
   // towards the corners of the space faster than the slopes' does, so a corner the data point
-  // at is tried sooner; matmul's optimum is one (every tile dimension largest).
+  // at is tried sooner; matmul's optimum is one (every tile dimension largest). At batch 4
+  // (200 seeds) matmul gains likewise (to 5% 22.5 -> 19.3, p = 0.019) and SYR2K pays more (to
+  // 5% 9.2 -> 9.9, p = 0.004; to 1% 15.7 -> 16.5, p = 0.043); at batch 16 only matmul's 1%
+  // figure moves (49.7 -> 47.7, p = 0.022).
   double quadratic_trend = 0.03;
   // The GP's target blends the Box-Cox-warped times with their normal scores (ranks), weighing
   // the scores n / (n + rank_warp) for n successes (gp.hpp, warp_times); 0: Box-Cox alone.
