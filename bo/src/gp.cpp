@@ -441,14 +441,21 @@ double log_marginal_likelihood_of(const PairTable& pairs, const Eigen::VectorXd&
          0.5 * static_cast<double>(y.size()) * std::log(2 * M_PI);
 }
 
+// The centre `settings` give the lengthscales' prior: theirs, or the default for the encoder.
+double lengthscale_centre_of(const FitSettings& settings, const Encoder& encoder) {
+  return settings.lengthscale_centre > 0 ? settings.lengthscale_centre
+                                         : default_lengthscale_centre(encoder.numeric_count());
+}
+
 // Weak log-normal priors that keep the fit away from degenerate corners with little data; the
-// lengthscales' centred on `lengthscale_centre` (> 0). Normal in log space: per log value, in
-// to_log()'s order.
+// lengthscales' centred on lengthscale_centre_of() the settings. Normal in log space: per log
+// value, in to_log()'s order, for a model with `like`'s terms.
 struct NormalPrior {
   double mean, sd;
 };
 std::vector<NormalPrior> log_priors(const Encoder& encoder, const Hyperparameters& like,
-                                    const FitSettings& settings, double lengthscale_centre) {
+                                    const FitSettings& settings) {
+  const double lengthscale_centre = lengthscale_centre_of(settings, encoder);
   std::vector<NormalPrior> priors{{0.0, 1.5}};  // signal variance
   for (std::size_t i = 0; i < encoder.numeric_count(); ++i)
     priors.push_back({std::log(lengthscale_centre), 1.5});
@@ -557,18 +564,10 @@ double default_lengthscale_centre(std::size_t dimensions) {
   return std::sqrt(static_cast<double>(std::max<std::size_t>(dimensions, 1)));
 }
 
-namespace {
-// The centre `settings` give the lengthscales' prior: theirs, or the default for the encoder.
-double lengthscale_centre_of(const FitSettings& settings, const Encoder& encoder) {
-  return settings.lengthscale_centre > 0 ? settings.lengthscale_centre
-                                         : default_lengthscale_centre(encoder.numeric_count());
-}
-}  // namespace
 
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                      const Encoder& encoder, const FitSettings& settings,
                                      const std::vector<std::size_t>& inert) {
-  const double lengthscale_centre = lengthscale_centre_of(settings, encoder);
   Hyperparameters start = Hyperparameters::defaults(encoder, settings.trend, settings.quadratic);
   std::vector<double> values = start.to_log();
   const unsigned n = static_cast<unsigned>(values.size());
@@ -580,8 +579,7 @@ Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen:
   // The pairs' differences do not depend on the hyperparameters: taken once for every
   // likelihood evaluation of the fit.
   const PairTable pairs(x);
-  FitProblem problem{&pairs, &y, &encoder, &start,
-                     log_priors(encoder, start, settings, lengthscale_centre)};
+  FitProblem problem{&pairs, &y, &encoder, &start, log_priors(encoder, start, settings)};
   nlopt_set_lower_bounds(optimiser, lower.data());
   nlopt_set_upper_bounds(optimiser, upper.data());
   nlopt_set_max_objective(optimiser, objective, &problem);
@@ -610,11 +608,10 @@ std::vector<Hyperparameters> GaussianProcess::draw(const std::vector<Encoded>& x
                                                    const FitSettings& settings,
                                                    const Hyperparameters& fitted, std::size_t count,
                                                    std::uint64_t seed) {
-  const double lengthscale_centre = lengthscale_centre_of(settings, encoder);
   std::vector<double> current = fitted.to_log();
   const std::size_t n = current.size();
   const LogBounds bounds = log_bounds(encoder, fitted);
-  const std::vector<NormalPrior> priors = log_priors(encoder, fitted, settings, lengthscale_centre);
+  const std::vector<NormalPrior> priors = log_priors(encoder, fitted, settings);
   // What is drawn: the lengthscales and weights (after the signal variance), each unless the
   // fit left it at a bound (an inert input made irrelevant, or one the data push past the box).
   const std::size_t first = 1, last = 1 + encoder.numeric_count() + encoder.categorical_count() +
