@@ -105,17 +105,28 @@ struct Options {
   // and a global search then circles the best point without trying its own neighbours; the
   // limit keeps a search caught in a local optimum from spending UCB's picks on all of its
   // one-parameter changes. bench/bo_sim (evaluations to within 5% / 1%, seeds 1-400, medians
-  // and means, Wilcoxon signed-rank p), off -> 8: SYRK 10/18 (11.0/19.3) -> 10/18 (10.6/18.9,
-  // p < 0.001 both), GEMM 1% 11 -> 10 (11.0 -> 10.1, p < 0.001); SYR2K, 2MM, stencil and
-  // matmul unchanged (p > 0.1); at batch 4 (200 seeds) SYR2K 5% 9.4 -> 9.2 and GEMM 1% 14.9 ->
-  // 13.7 (means; p = 0.011, 0.021), the others unchanged (p > 0.07). Medians to 5% over 100
-  // seeds: Hartmann-6 221 -> 224.5 (p = 0.27), Rosenbrock-4D 220 -> 221, Branin 17 -> 17;
-  // without the limit Hartmann-6 went to 253 (p < 0.001), its seeds caught in a local optimum
-  // spending UCB's picks on the optimum's 30 one-parameter changes. After 2, 4 or 6
-  // observations the GPU tables' gains were larger but matmul's 1% figure lost 1-3
-  // evaluations; changes of two parameters, or of one step only, lost the gains or cost
-  // stencil. 0: off.
-  std::size_t refine_stall = 8;
+  // and means, Wilcoxon signed-rank p), off -> 8 (before the quadratic trend): SYRK 10/18
+  // (11.0/19.3) -> 10/18 (10.6/18.9, p < 0.001 both), GEMM 1% 11 -> 10 (11.0 -> 10.1,
+  // p < 0.001); SYR2K, 2MM, stencil and matmul unchanged (p > 0.1). Without the limit
+  // Hartmann-6 went to 253 (medians to 5%, 100 seeds; 224.5 with it, p < 0.001), its seeds
+  // caught in a local optimum spending UCB's picks on the optimum's 30 one-parameter changes.
+  // 8 -> 3 (with the quadratic trend; means): SYRK 10.25/19.12 -> 9.82/18.59 (p < 0.001,
+  // 0.018), SYR2K 9.11/14.52 -> 8.60/14.14 (p = 0.005, 0.036), GEMM 1% 10.04 -> 8.75
+  // (p < 0.001), 2MM and stencil unchanged (p > 0.7), matmul 15.22/21.91 -> 15.65/22.18
+  // (p = 0.16, 0.48); at batch 4 (200 seeds) GEMM 1% 14.1 -> 10.3 (p < 0.001), stencil
+  // 23.1/30.6 -> 20.1/28.2 (p = 0.015, 0.047), matmul 19.3/26.1 -> 20.4/27.3 (p = 0.09, 0.15);
+  // at batch 16 stencil 5% 35.4 -> 34.7 (p = 0.004), the others unchanged (p > 0.09).
+  // Synthetic tables (100 seeds, medians to 5%): Rosenbrock-4D 228 -> 210 (p = 0.008),
+  // Hartmann-6 212.5 -> 222.5 (p = 0.07; to 1% p = 0.04), Branin 17 -> 17. Before the quadratic
+  // trend, 2, 4 or 6 had cost matmul 1-3 evaluations to 1%; now 1 costs it 16.64/23.23
+  // (p = 0.018, 0.029), 2 16.05/22.41 (p = 0.10, 0.47), 4 gains the others as much as 3 with
+  // matmul 15.92/22.20 (p = 0.06, 0.59), 5 gains less (GEMM 1%: 9.71). Changes of two
+  // parameters, or of one step only, lost the gains or cost stencil (measured with 8);
+  // UCB's every pick among the best's one-parameter changes, without the stall or the limit
+  // (a trust region of radius one), gained SYRK, SYR2K, GEMM and stencil more (1%: 17.75,
+  // 13.92, 8.68, 23.05) but cost matmul 15.22/21.91 -> 17.14/25.66 (p = 0.006, < 0.001), whose
+  // optimum is two changes away from the points near it. 0: off.
+  std::size_t refine_stall = 3;
   // The surrogate's linear trend over the numeric parameters: the prior variance of each slope
   // (fitted per parameter from there); 0: no trend. bench/bo_sim measured 0.1 (with 5 initial
   // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
