@@ -564,7 +564,6 @@ double default_lengthscale_centre(std::size_t dimensions) {
   return std::sqrt(static_cast<double>(std::max<std::size_t>(dimensions, 1)));
 }
 
-
 Hyperparameters GaussianProcess::fit(const std::vector<Encoded>& x, const Eigen::VectorXd& y,
                                      const Encoder& encoder, const FitSettings& settings,
                                      const std::vector<std::size_t>& inert) {
