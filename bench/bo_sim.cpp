@@ -233,15 +233,15 @@ Settings parse(int argc, char** argv) {
           "                        acquisition is averaged over K draws of the\n"
           "                        surrogate's lengthscales; 0: the fit alone (default %zu)\n"
           "  --draws-until N       (default %zu)\n"
-          "  --candidates N        random candidates per proposal (default 512)\n"
-          "  --local-starts N      local searches per proposal (default 8)\n"
+          "  --candidates N        random candidates per proposal (default %zu)\n"
+          "  --local-starts N      local searches per proposal (default %zu)\n"
           "  --local-points N      points the local searches score per proposal at 128\n"
           "                        GP rows, fewer beyond (as (128/rows)^2); 0: no limit\n"
-          "                        (default 512)\n"
-          "  --fit-evaluations N   marginal-likelihood evaluations per fit (default 120)\n"
+          "                        (default %zu)\n"
+          "  --fit-evaluations N   marginal-likelihood evaluations per fit (default %d)\n"
           "  --fit-lag N           observations the hyperparameters lag the history by\n"
           "                        (default 0: fitted to the history as it is)\n"
-          "  --gp-points N         most observations the GP conditions on (default 384)\n"
+          "  --gp-points N         most observations the GP conditions on (default %zu)\n"
           "  --min-feasibility P   P(feasible) below which a point the feasibility model\n"
           "                        knows fails is not proposed; 0: propose all (default %g)\n"
           "  --no-timing           leave out the batch-of-64 timing\n"
@@ -254,7 +254,9 @@ Settings parse(int argc, char** argv) {
           Options{}.handover_stall, Options{}.refine_stall, Options{}.initial_samples,
           Options{}.trend, Options{}.quadratic_trend, Options{}.rank_warp,
           Options{}.known_correlation, Options{}.inert_tolerance, Options{}.hyperparameter_draws,
-          Options{}.hyperparameter_draws_until, Options{}.min_feasibility);
+          Options{}.hyperparameter_draws_until, Options{}.random_candidates,
+          Options{}.local_search_starts, Options{}.local_search_points, Options{}.fit_evaluations,
+          Options{}.max_gp_points, Options{}.min_feasibility);
       std::exit(0);
     } else
       s.tables.push_back(a);
