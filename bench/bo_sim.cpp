@@ -5,6 +5,7 @@
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
 //               [--handover-beta B] [--handover-stall N] [--refine-stall N]
+//               [--plateau-bisection T]
 //               [--initial N] [--no-centre-point]
 //               [--trend V] [--quadratic-trend V]
 //               [--draws K] [--draws-until N]
@@ -140,6 +141,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.handover_stall = count();
     else if (a == "--refine-stall")
       s.defaults.refine_stall = count();
+    else if (a == "--plateau-bisection")
+      s.defaults.plateau_bisection = number(1);
     else if (a == "--known-correlation")
       s.defaults.known_correlation = number(1);
     else if (a == "--constraint-quantities")
@@ -208,6 +211,11 @@ Settings parse(int argc, char** argv) {
           "  --refine-stall N      after N observations without a new best, UCB's picks\n"
           "                        try the best point's one-parameter changes (as many\n"
           "                        as there are parameters); 0: off (default %zu)\n"
+          "  --plateau-bisection T where the best beat the one before it by less than T\n"
+          "                        (relative), the next pick goes half the way from it\n"
+          "                        to the end of the move's range (or the nearest value\n"
+          "                        measured on that line), else back past the one\n"
+          "                        before; 0: off (default %g)\n"
           "  --initial N           initial design points (default %zu)\n"
           "  --no-centre-point     the design's first point is random like the others,\n"
           "                        not the middle of every range\n"
@@ -251,12 +259,12 @@ Settings parse(int argc, char** argv) {
           "  --constraints FILE    known constraints, one per line ('#' comments)\n"
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
           Options{}.ucb_beta, Options{}.handover_improvement, Options{}.handover_ucb_beta,
-          Options{}.handover_stall, Options{}.refine_stall, Options{}.initial_samples,
-          Options{}.trend, Options{}.quadratic_trend, Options{}.rank_warp,
-          Options{}.known_correlation, Options{}.inert_tolerance, Options{}.hyperparameter_draws,
-          Options{}.hyperparameter_draws_until, Options{}.random_candidates,
-          Options{}.local_search_starts, Options{}.local_search_points, Options{}.fit_evaluations,
-          Options{}.max_gp_points, Options{}.min_feasibility);
+          Options{}.handover_stall, Options{}.refine_stall, Options{}.plateau_bisection,
+          Options{}.initial_samples, Options{}.trend, Options{}.quadratic_trend,
+          Options{}.rank_warp, Options{}.known_correlation, Options{}.inert_tolerance,
+          Options{}.hyperparameter_draws, Options{}.hyperparameter_draws_until,
+          Options{}.random_candidates, Options{}.local_search_starts, Options{}.local_search_points,
+          Options{}.fit_evaluations, Options{}.max_gp_points, Options{}.min_feasibility);
       std::exit(0);
     } else
       s.tables.push_back(a);

@@ -15,6 +15,7 @@
 #include "posterior.hpp"
 #include "r3/bo/design.hpp"
 #include "r3/bo/fit_pool.hpp"
+#include "r3/bo/plateau.hpp"
 #include "r3/elapsed.hpp"
 #include "r3/error.hpp"
 
@@ -1003,6 +1004,21 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       if (variations_left > 0)
         for (const Configuration& n : changes) add(n);
     }
+    // Options::plateau_bisection: the first probe not measured yet is the first pick (one
+    // pending, or taken by this proposal's design, is waited for).
+    std::optional<Configuration> probe;
+    if (options_.plateau_bisection > 0) {
+      for (Configuration& c : plateau_probes(space_, observations_, options_.plateau_bisection)) {
+        if (!taken.contains(c.hash())) {
+          add(c);
+          probe = std::move(c);
+          break;
+        }
+        if (std::none_of(observations_.begin(), observations_.end(),
+                         [&](const Observation& o) { return o.configuration == c; }))
+          break;
+      }
+    }
     // What is pending, or was taken earlier in this proposal, will be measured.
     for (const std::vector<Configuration>* list : {&pending_, &chosen}) {
       for (const Configuration& c : *list) model.tell(model.encode(c), pool);
@@ -1113,6 +1129,11 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
           best_variation = i;
       }
       if (best_variation) best = best_variation;
+      if (probe && chosen.size() == chosen_before) {
+        for (std::size_t i = 0; i < pool.size(); ++i)
+          if (!picked[i] && pool.configurations[i] == *probe && !Model::ranked_last(pool, i))
+            best = i;
+      }
       rescore = false;
       if (!best) break;
       const std::size_t x = *best;

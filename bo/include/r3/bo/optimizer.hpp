@@ -127,6 +127,32 @@ struct Options {
   // 13.92, 8.68, 23.05) but cost matmul 15.22/21.91 -> 17.14/25.66 (p = 0.006, < 0.001), whose
   // optimum is two changes away from the points near it. 0: off.
   std::size_t refine_stall = 3;
+  // Plateau bisection (plateau.hpp): where the best and the other end of the latest step on a
+  // plateau differ by less than this fraction of the best's time (the other end: the latest
+  // observation, if it came after the best, within that of it, and moved an ordinal parameter;
+  // else the fastest success before the best), the proposal's first pick goes half the way from
+  // the best to the end of each moved parameter's range in the step's direction (or to the
+  // nearest value measured on that line), else, if that is measured or leaves the space, half
+  // the way from the other end away from the best (unless the model ranks it last: known or
+  // probably failing). On a plateau a smooth model says the next value is as good as the last
+  // and walks it one step a time: PolyBench SYR2K's optimum is a block height of 4-16 at width
+  // 8, 1% below heights 32-128, which the search reached first, with height 1 2.6x slower; it
+  // took 128 -> 64 -> 32 -> 16, a measurement each. bench/bo_sim (seeds 1-400, evaluations to
+  // within 5% / 1%, means, Wilcoxon signed-rank p), off -> 0.005: SYRK 9.82/18.59 ->
+  // 9.94/16.47 (p = 0.014, < 0.001), SYR2K 8.60/14.14 -> 8.29/12.43 (p < 0.001 both), GEMM
+  // and 2MM the same searches, stencil 19.78/26.09 -> 19.64/25.98 and matmul 15.65/22.18 ->
+  // 15.72/22.22 (p > 0.15); medians to 1%: SYRK 18 -> 16, SYR2K 15 -> 12. At
+  // batch 4 (200 seeds) SYR2K 1% 16.25 -> 15.78 (p < 0.001), the others p > 0.2; at batch 16
+  // SYR2K 1% 20.41 -> 20.18 (p = 0.009), SYRK 1% 28.93 -> 29.09 and matmul 37.05/47.29 ->
+  // 37.14/47.40 (p = 0.03-0.045). Synthetic tables (100 seeds, medians to 5% / 1%): Branin
+  // 17/41.5 -> 17/44 (p = 0.18), Rosenbrock-4D the same, Hartmann-6 222.5/227.5 -> 221/227.
+  // 0.01 gained SYR2K more (12.18 to 1%) but cost stencil (1% 26.43, p = 0.03); 0.0025 gained
+  // stencil (1% 25.33, p = 0.003) but less elsewhere (SYRK 1% 17.32, SYR2K 12.64). A step
+  // only after a new best (not a later step that did not beat it): SYR2K 1% 13.02, SYRK
+  // 16.88; the forward probe alone: 13.01 and 17.19; every step, however large, taken
+  // again at the same size (a pattern move) or twice it: gains on one table paid on another
+  // (SYRK 1% 17.8 but SYR2K 14.7; matmul 20.8 but SYRK 19.0). 0: off.
+  double plateau_bisection = 0.005;
   // The surrogate's linear trend over the numeric parameters: the prior variance of each slope
   // (fitted per parameter from there); 0: no trend. bench/bo_sim measured 0.1 (with 5 initial
   // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
