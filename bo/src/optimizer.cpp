@@ -1009,13 +1009,13 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     std::optional<Configuration> probe;
     if (options_.plateau_bisection > 0) {
       for (Configuration& c : plateau_probes(space_, observations_, options_.plateau_bisection)) {
-        if (!taken.contains(c.hash())) {
+        const Hash128 hash = c.hash();
+        if (!taken.contains(hash)) {
           add(c);
           probe = std::move(c);
           break;
         }
-        if (std::none_of(observations_.begin(), observations_.end(),
-                         [&](const Observation& o) { return o.configuration == c; }))
+        if (std::find(memo.observed.begin(), memo.observed.end(), hash) == memo.observed.end())
           break;
       }
     }
@@ -1024,6 +1024,9 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (const Configuration& c : *list) model.tell(model.encode(c), pool);
     }
     model.evaluate(pool, std::move(candidates));
+    std::optional<std::size_t> probe_at;  // in the pool (local searches only append to it)
+    for (std::size_t i = 0; probe && i < pool.size() && !probe_at; ++i)
+      if (pool.configurations[i] == *probe) probe_at = i;
     // The acquisition of the k-th pick of this proposal: the portfolio takes log-EI and UCB in
     // turn, by the number of configurations known before the pick (history only: resumable).
     const std::size_t known = observations_.size() + pending_.size() + chosen.size();
@@ -1129,11 +1132,9 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
           best_variation = i;
       }
       if (best_variation) best = best_variation;
-      if (probe && chosen.size() == chosen_before) {
-        for (std::size_t i = 0; i < pool.size(); ++i)
-          if (!picked[i] && pool.configurations[i] == *probe && !Model::ranked_last(pool, i))
-            best = i;
-      }
+      if (probe_at && chosen.size() == chosen_before && !picked[*probe_at] &&
+          !Model::ranked_last(pool, *probe_at))
+        best = probe_at;
       rescore = false;
       if (!best) break;
       const std::size_t x = *best;

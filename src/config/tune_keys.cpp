@@ -394,10 +394,10 @@ SectionPtr<bo::Options> bo_section() {
                          "configuration's one-parameter changes, until as many as there are "
                          "parameters were tried; 0: off."),
       schema::number<B>("plateau_bisection", &B::plateau_bisection, Range::closed(0, 1),
-                        "Where the best beat the one before it by less than this fraction of its "
-                        "time, the next pick goes half the way from it to the end of the move's "
-                        "range (or to the nearest value measured on that line), else back past the "
-                        "one before; 0: off."),
+                        "Where the latest step (a new best, or a later point) was within this "
+                        "fraction of the best's time, the next pick goes half the way on from the "
+                        "best to the end of the step's range (or to the nearest value measured on "
+                        "that line), else back past its other end; 0: off."),
       schema::number<B>("trend", &B::trend, Range::closed(0, 10),
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),
