@@ -5,7 +5,7 @@
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
 //               [--handover-beta B] [--handover-stall N] [--refine-stall N]
-//               [--plateau-bisection T]
+//               [--plateau-bisection T] [--no-exploit-predicted]
 //               [--initial N] [--no-centre-point]
 //               [--trend V] [--quadratic-trend V]
 //               [--draws K] [--draws-until N]
@@ -143,6 +143,8 @@ Settings parse(int argc, char** argv) {
       s.defaults.refine_stall = count();
     else if (a == "--plateau-bisection")
       s.defaults.plateau_bisection = number(1);
+    else if (a == "--no-exploit-predicted")
+      s.defaults.exploit_predicted_improvement = false;
     else if (a == "--known-correlation")
       s.defaults.known_correlation = number(1);
     else if (a == "--constraint-quantities")
@@ -216,6 +218,9 @@ Settings parse(int argc, char** argv) {
           "                        half the way on from the best to the end of the step's\n"
           "                        range (or the nearest value measured on that line),\n"
           "                        else back past its other end; 0: off (default %g)\n"
+          "  --no-exploit-predicted  log-EI's turn keeps its own pick where the surrogate\n"
+          "                        predicts a configuration faster than the best measured\n"
+          "                        (by default it measures the fastest such prediction)\n"
           "  --initial N           initial design points (default %zu)\n"
           "  --no-centre-point     the design's first point is random like the others,\n"
           "                        not the middle of every range\n"

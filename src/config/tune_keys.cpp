@@ -398,6 +398,9 @@ SectionPtr<bo::Options> bo_section() {
                         "fraction of the best's time, the next pick goes half the way on from the "
                         "best to the end of the step's range (or to the nearest value measured on "
                         "that line), else back past its other end; 0: off."),
+      schema::flag<B>("exploit_predicted_improvement", &B::exploit_predicted_improvement,
+                      "Where the surrogate predicts an unmeasured configuration faster than the "
+                      "best measured one, log-EI's turn measures the fastest such prediction."),
       schema::number<B>("trend", &B::trend, Range::closed(0, 10),
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),
@@ -434,7 +437,7 @@ SectionPtr<bo::Options> bo_section() {
       schema::number<B>("pending_per_observation", &B::pending_per_observation,
                         Range::closed(0, 64),
                         "Configurations of one source and level in flight per one observed (at "
-                        "least initial_samples) before other work gets the batch; 0: no limit."),
+                        "least 4 or initial_samples) before other work gets the batch; 0: no limit."),
       schema::flag<B>("cost_aware", &B::cost_aware,
                       "Weigh failures by what they cost against successes (their mean "
                       "evaluation times): acquisition per expected cost, and a higher bar for "

@@ -260,10 +260,10 @@ TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
 }
 
 // A level's optimizer proposes at most its pending room (search.bo.pending_per_observation: at
-// first initial_samples, 4, less its defaults, which the originals run) while other work can take
-// the batch, and only the rest beyond it. Kernel 0 has a parameter level (three optimizers, room
-// 9), kernel 1 only compiler and launch (room 5: its compiler level also runs the recorded PTX
-// through the JIT). Generation 0 asks for the four originals and 14 more: kernel 0 takes 9, more
+// first 4, or initial_samples where more, less its defaults, which the originals run) while
+// other work can take the batch, and only the rest beyond it. Kernel 0 has a parameter level
+// (three optimizers, room 9), kernel 1 only compiler and launch (room 5: its compiler level also
+// runs the recorded PTX through the JIT). Generation 0 asks for the four originals and 14 more: kernel 0 takes 9, more
 // than its even half, since kernel 1's optimizers are full at 5. Nothing observed, generation 1
 // is still filled, beyond the limit.
 TEST(TuneSearch, AnOptimizerAtItsPendingLimitLeavesTheBatchToOtherWork) {

@@ -57,8 +57,20 @@ enum class BatchStrategy { kriging_believer };
 struct Options {
   std::uint64_t seed = 1;
   // How many configurations the design chooses before the model does, counting what was
-  // observed or pending before the first proposal (a job's defaults) among them.
-  std::size_t initial_samples = 4;
+  // observed or pending before the first proposal (a job's defaults) among them: the centre
+  // (or the defaults) and one more. Until the model has two successes, further picks are
+  // random. bench/bo_sim (seeds 1-400, evaluations to within 5% / 1%, means, Wilcoxon
+  // signed-rank p), 4 -> 2 with exploit_predicted_improvement: SYRK 9.94/16.47 -> 7.90/15.31,
+  // SYR2K 8.29/12.43 -> 6.16/11.28, GEMM 1% 8.75 -> 6.82 (p <= 0.002 each), 2MM the same,
+  // stencil 19.64/25.98 -> 20.88/26.93 (p > 0.5), matmul 15.72/22.22 -> 15.97/21.32
+  // (p > 0.38); 4 -> 2 alone: matmul 13.72/18.89 (p < 0.001), the others within half an
+  // evaluation (p > 0.08; GEMM 1% 9.51). Batches begin with the design and random points
+  // before any model, so there the two differ little: at batch 4 (seeds 1-200) GEMM 1% 10.26 ->
+  // 8.55 (p < 0.001), the others p > 0.09. The synthetic tables (seeds 1-100) lose to 5%:
+  // Branin 24.2 -> 29.4 (median 17 -> 31, p = 0.04; 1% 37.9 -> 36.6), Rosenbrock-4D 214 -> 225
+  // (p = 0.16); Hartmann-6 214 -> 209 (p = 0.28). 3 gained the GPU tables less (matmul 1%
+  // 21.97).
+  std::size_t initial_samples = 2;
   InitialDesign initial_design = InitialDesign::sobol;
   // The design's first point is the middle of every range (Space::centre_unit; a constraint
   // that cuts it off moves it to the nearest valid configuration) rather than a random one: a
@@ -153,6 +165,25 @@ struct Options {
   // again at the same size (a pattern move) or twice it: gains on one table paid on another
   // (SYRK 1% 17.8 but SYR2K 14.7; matmul 20.8 but SYRK 19.0). 0: off.
   double plateau_bisection = 0.005;
+  // Where the surrogate's mean puts an unmeasured configuration below the best measured time,
+  // log-EI's turn measures the one it puts fastest (not one that probably fails or that it
+  // cannot tell from a measured one) instead of its own pick. Expected improvement prefers a
+  // far point whose spread is large to a near one predicted a little faster, and on the
+  // PolyBench tables the model of a few points was most often right about the latter: the
+  // block shapes near the best were predicted faster proposals before log-EI tried them.
+  // bench/bo_sim (seeds 1-400, evaluations to within 5% / 1%, means, Wilcoxon signed-rank p),
+  // off -> on with initial_samples 2: SYRK 9.32/15.75 -> 7.90/15.31 (p < 0.001, 0.035), SYR2K
+  // 7.96/12.40 -> 6.16/11.28, GEMM 1% 9.51 -> 6.82 (p < 0.001 each), 2MM 1/1 both, stencil
+  // 19.59/25.84 -> 20.88/26.93 (p = 0.27, 0.51), but matmul 13.72/18.89 -> 15.97/21.32
+  // (p < 0.001): there the first model pick, with two points measured, becomes a neighbour of
+  // the better one predicted faster by a hundredth of a standard deviation, where log-EI's
+  // went towards the corner of the largest tiles, the optimum. With 4 initial samples it gained
+  // less: SYR2K 5% 8.29 -> 7.78 (p = 0.013), GEMM 1% 8.75 -> 7.11 (p < 0.001), the others
+  // p > 0.14. Asking the prediction to beat the best by 0.1 / 0.3 of its standard deviation
+  // (matmul 1%: 20.11 / 19.36) or at least 3 successes first (20.72) gave up most of the
+  // PolyBench gains (SYR2K 5%: 7.17 / 7.70 / 7.33); on UCB's turns too it cost stencil and
+  // matmul (1%: 27.36, 22.68). false: off.
+  bool exploit_predicted_improvement = true;
   // The surrogate's linear trend over the numeric parameters: the prior variance of each slope
   // (fitted per parameter from there); 0: no trend. bench/bo_sim measured 0.1 (with 5 initial
   // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
@@ -278,7 +309,7 @@ struct Options {
   // to other levels and sources. 0: propose every point.
   double min_feasibility = 0.01;
   // How many configurations may be pending (proposed, not yet observed) per observation, at
-  // least initial_samples: pending_room() says how many more. A pipelined job observes late (in
+  // least initial_samples or 4, whichever is more: pending_room() says how many more. A pipelined job observes late (in
   // generation order, behind the slowest candidate in flight), and an optimiser that fills every
   // batch meanwhile proposes on a model that has not seen its own last proposals' failures: on
   // a 1152-point synthetic of the demo's parameter space with results 32 proposals late it made
