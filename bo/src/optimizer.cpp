@@ -731,10 +731,10 @@ std::size_t Optimizer::pending_room() const {
   // has observations (with the floor at the two-point design, the compiler level took up to
   // 13 of 22 candidates from the launch level at batches of 6-8: TuneSearch tests).
   constexpr std::size_t least_room = 4;
-  auto allowed = std::max(
-      std::max(options_.initial_samples, least_room),
-      static_cast<std::size_t>(options_.pending_per_observation *
-                               static_cast<double>(observations_.size()) / expected_cost));
+  auto allowed = std::max({options_.initial_samples, least_room,
+                           static_cast<std::size_t>(options_.pending_per_observation *
+                                                    static_cast<double>(observations_.size()) /
+                                                    expected_cost)});
   // One at a time after a costly failure (the next may cost as much), or many failures in a row
   // (what is left mostly fails): otherwise a burst proposed before the first of them is
   // observed (late, behind the slowest candidate in flight) fails together. On four H200s one
@@ -1128,7 +1128,12 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       // variation, unless each one left ranks last anyway (known, or probably failing).
       const bool refining =
           variations_left > 0 && kind(chosen.size() - chosen_before) == Acquisition::ucb;
-      std::optional<std::size_t> best_variation;
+      // Options::exploit_predicted_improvement: log-EI's own turn (handed over or not) measures
+      // the configuration the surrogate's mean puts fastest, where that is faster than the best
+      // measured one.
+      const bool exploiting = options_.exploit_predicted_improvement &&
+                              kind(chosen.size() - chosen_before) == Acquisition::log_ei;
+      std::optional<std::size_t> best_variation, fastest;
       for (std::size_t i = 0; i < pool.size(); ++i) {
         if (picked[i]) continue;
         if (rescore) acquisition[i] = model.acquisition(pool, i, pick_kind, ucb_beta, variance[i]);
@@ -1136,20 +1141,12 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
         if (refining && is_variation[i] && !Model::ranked_last(pool, i) &&
             (!best_variation || acquisition[i] > acquisition[*best_variation]))
           best_variation = i;
+        if (exploiting && !Model::ranked_last(pool, i) &&
+            (!fastest || pool.mean[i] < pool.mean[*fastest]))
+          fastest = i;
       }
       if (best_variation) best = best_variation;
-      // Options::exploit_predicted_improvement: log-EI's own turn (handed over or not) measures
-      // the configuration the surrogate's mean puts fastest, where that is faster than the best
-      // measured one.
-      if (options_.exploit_predicted_improvement &&
-          kind(chosen.size() - chosen_before) == Acquisition::log_ei) {
-        std::optional<std::size_t> fastest;
-        for (std::size_t i = 0; i < pool.size(); ++i) {
-          if (picked[i] || Model::ranked_last(pool, i)) continue;
-          if (!fastest || pool.mean[i] < pool.mean[*fastest]) fastest = i;
-        }
-        if (fastest && pool.mean[*fastest] < model.best_target()) best = fastest;
-      }
+      if (fastest && pool.mean[*fastest] < model.best_target()) best = fastest;
       if (probe_at && chosen.size() == chosen_before && !picked[*probe_at] &&
           !Model::ranked_last(pool, *probe_at))
         best = probe_at;

@@ -437,7 +437,8 @@ SectionPtr<bo::Options> bo_section() {
       schema::number<B>("pending_per_observation", &B::pending_per_observation,
                         Range::closed(0, 64),
                         "Configurations of one source and level in flight per one observed (at "
-                        "least 4 or initial_samples) before other work gets the batch; 0: no limit."),
+                        "least 4 or initial_samples) before other work gets the batch; 0: no "
+                        "limit."),
       schema::flag<B>("cost_aware", &B::cost_aware,
                       "Weigh failures by what they cost against successes (their mean "
                       "evaluation times): acquisition per expected cost, and a higher bar for "

@@ -263,9 +263,9 @@ TEST(TuneSearch, ParameterLevelGetsItsShareNextToTheOthers) {
 // first 4, or initial_samples where more, less its defaults, which the originals run) while
 // other work can take the batch, and only the rest beyond it. Kernel 0 has a parameter level
 // (three optimizers, room 9), kernel 1 only compiler and launch (room 5: its compiler level also
-// runs the recorded PTX through the JIT). Generation 0 asks for the four originals and 14 more: kernel 0 takes 9, more
-// than its even half, since kernel 1's optimizers are full at 5. Nothing observed, generation 1
-// is still filled, beyond the limit.
+// runs the recorded PTX through the JIT). Generation 0 asks for the four originals and 14 more:
+// kernel 0 takes 9, more than its even half, since kernel 1's optimizers are full at 5. Nothing
+// observed, generation 1 is still filled, beyond the limit.
 TEST(TuneSearch, AnOptimizerAtItsPendingLimitLeavesTheBatchToOtherWork) {
   for (const std::string limit : {"0.25", "0"}) {
     SCOPED_TRACE("pending_per_observation " + limit);

@@ -309,11 +309,12 @@ struct Options {
   // to other levels and sources. 0: propose every point.
   double min_feasibility = 0.01;
   // How many configurations may be pending (proposed, not yet observed) per observation, at
-  // least initial_samples or 4, whichever is more: pending_room() says how many more. A pipelined job observes late (in
-  // generation order, behind the slowest candidate in flight), and an optimiser that fills every
-  // batch meanwhile proposes on a model that has not seen its own last proposals' failures: on
-  // a 1152-point synthetic of the demo's parameter space with results 32 proposals late it made
-  // 408 failures before finding the 192 working points (52 with no delay). The caller gives
+  // least initial_samples or 4, whichever is more: pending_room() says how many more. A
+  // pipelined job observes late (in generation order, behind the slowest candidate in flight),
+  // and an optimiser that fills every batch meanwhile proposes on a model that has not seen its
+  // own last proposals' failures: on a 1152-point synthetic of the demo's parameter space with
+  // results 32 proposals late it made 408 failures before finding the 192 working points (52
+  // with no delay). The caller gives
   // the room it leaves to other work, and comes back for more only when there is none.
   // Cost-aware, the share is divided by a proposal's expected cost (success rate + failure
   // rate x cost_aware's r): on two H200s one level lost 7 contexts in 5 generations, each
