@@ -589,6 +589,12 @@ def main():
                             cache_of_peers.put(key, *kept)
                         trace = kept[0]
                         stacks[kept[1] or "not recorded"] += 1
+                    except ImportError as e:  # every strategy would fail the same way
+                        sys.exit(f"peer.py: Kernel Tuner ({args.kernel_tuner}) does not import "
+                                 f"under {sys.executable}: {type(e).__name__}: {e}; run peer.py "
+                                 "with a Python that has numpy, scipy, jsonschema and xmltodict "
+                                 "(Debian: /usr/bin/python3 with python3-numpy python3-scipy "
+                                 "python3-jsonschema python3-xmltodict)")
                     except Exception as e:  # noqa: BLE001 (a strategy that breaks is reported)
                         failed = f"{type(e).__name__}: {e}"[:100]
                         break

@@ -138,5 +138,32 @@ class Criterion(unittest.TestCase):
                          "figures")
 
 
+class KernelTunerThatDoesNotImport(unittest.TestCase):
+    def test_the_run_stops_naming_the_interpreter_and_the_missing_module(self):
+        # A Python without Kernel Tuner's dependencies (a pyenv shim's python3 beside Debian's)
+        # made every strategy "fail" with the same ModuleNotFoundError, printed as a table.
+        import subprocess
+        with tempfile.TemporaryDirectory() as tmp:
+            package = os.path.join(tmp, "kt", "kernel_tuner")
+            os.makedirs(package)
+            with open(os.path.join(package, "__init__.py"), "w") as f:
+                f.write("raise ModuleNotFoundError(\"No module named 'r3_absent_module'\")\n")
+            os.makedirs(os.path.join(tmp, "pc"))
+            table = os.path.join(tmp, "t.csv")
+            with open(table, "w") as f:
+                f.write("# a table\nX,time\n1,4.0\n2,2.0\n")
+            script = os.path.join(os.path.dirname(peer.__file__), "peer.py")
+            run = subprocess.run(
+                [sys.executable, script, "--kernel-tuner", os.path.join(tmp, "kt"),
+                 "--python-constraint", os.path.join(tmp, "pc"), "--seeds", "2",
+                 "--strategies", "random_sample,pso", table],
+                capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(run.returncode, 0)
+            self.assertIn("does not import under " + sys.executable, run.stderr)
+            if "numpy" not in run.stderr:  # where numpy is there, the package's own error
+                self.assertIn("r3_absent_module", run.stderr)
+            self.assertNotIn("failed:", run.stdout)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
