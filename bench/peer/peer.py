@@ -495,6 +495,15 @@ def peer_trace(job):
         return key, None, None
 
 
+def kernel_tuner_does_not_import(kernel_tuner, error):
+    """The run's one error where Kernel Tuner (the tree `kernel_tuner`) or what it needs does
+    not import under this Python: every strategy would fail the same way."""
+    return (f"peer.py: Kernel Tuner ({kernel_tuner}) does not import under {sys.executable}: "
+            f"{type(error).__name__}: {error}; run peer.py with a Python that has numpy, scipy, "
+            "jsonschema and xmltodict (Debian: /usr/bin/python3 with python3-numpy "
+            "python3-scipy python3-jsonschema python3-xmltodict)")
+
+
 def run_peers_in_parallel(args, strategies, cache_of_peers, paths):
     """Every Kernel Tuner run the tables need that the cache lacks, on `args.jobs` processes,
     kept in the cache (written every 30 s and at the end): the runs in order then find them all.
@@ -509,6 +518,13 @@ def run_peers_in_parallel(args, strategies, cache_of_peers, paths):
                     jobs.append((table, args.constraint, strategy, seed, args.budget, key))
     if not jobs:
         return
+    # Checked here, once: a worker's run that raises is only left to the runs in order, so
+    # without this every job would fail its import before they stop on the first.
+    try:
+        import numpy  # noqa: F401 (run_kernel_tuner's first import)
+        import kernel_tuner  # noqa: F401
+    except ImportError as e:
+        sys.exit(kernel_tuner_does_not_import(args.kernel_tuner, e))
     print(f"peer.py: {len(jobs)} Kernel Tuner runs on {args.jobs} processes", file=sys.stderr)
     written = time.monotonic()
     with multiprocessing.Pool(args.jobs, start_worker, (paths, args.shuffle_peer_samples)) as pool:
@@ -590,11 +606,7 @@ def main():
                         trace = kept[0]
                         stacks[kept[1] or "not recorded"] += 1
                     except ImportError as e:  # every strategy would fail the same way
-                        sys.exit(f"peer.py: Kernel Tuner ({args.kernel_tuner}) does not import "
-                                 f"under {sys.executable}: {type(e).__name__}: {e}; run peer.py "
-                                 "with a Python that has numpy, scipy, jsonschema and xmltodict "
-                                 "(Debian: /usr/bin/python3 with python3-numpy python3-scipy "
-                                 "python3-jsonschema python3-xmltodict)")
+                        sys.exit(kernel_tuner_does_not_import(args.kernel_tuner, e))
                     except Exception as e:  # noqa: BLE001 (a strategy that breaks is reported)
                         failed = f"{type(e).__name__}: {e}"[:100]
                         break

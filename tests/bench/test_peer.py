@@ -6,6 +6,7 @@ becomes Kernel Tuner's space. Usage: test_peer.py R3_SOURCE_DIR"""
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -142,7 +143,11 @@ class KernelTunerThatDoesNotImport(unittest.TestCase):
     def test_the_run_stops_naming_the_interpreter_and_the_missing_module(self):
         # A Python without Kernel Tuner's dependencies (a pyenv shim's python3 beside Debian's)
         # made every strategy "fail" with the same ModuleNotFoundError, printed as a table.
-        import subprocess
+        for jobs in ("1", "2"):  # in order, and on processes (run_peers_in_parallel)
+            with self.subTest(jobs=jobs):
+                self.check_stops(jobs)
+
+    def check_stops(self, jobs):
         with tempfile.TemporaryDirectory() as tmp:
             package = os.path.join(tmp, "kt", "kernel_tuner")
             os.makedirs(package)
@@ -156,13 +161,14 @@ class KernelTunerThatDoesNotImport(unittest.TestCase):
             run = subprocess.run(
                 [sys.executable, script, "--kernel-tuner", os.path.join(tmp, "kt"),
                  "--python-constraint", os.path.join(tmp, "pc"), "--seeds", "2",
-                 "--strategies", "random_sample,pso", table],
+                 "--strategies", "random_sample,pso", "--jobs", jobs, table],
                 capture_output=True, text=True, timeout=60)
             self.assertNotEqual(run.returncode, 0)
             self.assertIn("does not import under " + sys.executable, run.stderr)
             if "numpy" not in run.stderr:  # where numpy is there, the package's own error
                 self.assertIn("r3_absent_module", run.stderr)
             self.assertNotIn("failed:", run.stdout)
+            self.assertNotIn("Kernel Tuner runs on", run.stderr)  # stopped before any ran
 
 
 if __name__ == "__main__":
