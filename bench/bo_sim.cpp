@@ -5,7 +5,8 @@
 // Usage: bo_sim [--seeds N] [--random-seeds N] [--budget N] [--batch Q]
 //               [--acquisition log_ei|ucb|portfolio] [--ucb-beta B] [--handover E]
 //               [--handover-beta B] [--handover-stall N] [--refine-stall N]
-//               [--plateau-bisection T] [--no-exploit-predicted]
+//               [--plateau-bisection T] [--pair-completion T] [--no-exploit-predicted]
+//               [--exploit-from R] [--draws-for-log-ei]
 //               [--initial N] [--no-centre-point]
 //               [--trend V] [--quadratic-trend V]
 //               [--draws K] [--draws-until N]
@@ -143,6 +144,12 @@ Settings parse(int argc, char** argv) {
       s.defaults.refine_stall = count();
     else if (a == "--plateau-bisection")
       s.defaults.plateau_bisection = number(1);
+    else if (a == "--pair-completion")
+      s.defaults.pair_completion = number(10);
+    else if (a == "--exploit-from")
+      s.defaults.exploit_successes_per_parameter = number(100);
+    else if (a == "--draws-for-log-ei")
+      s.defaults.draws_for_log_ei = true;
     else if (a == "--no-exploit-predicted")
       s.defaults.exploit_predicted_improvement = false;
     else if (a == "--known-correlation")
@@ -218,9 +225,14 @@ Settings parse(int argc, char** argv) {
           "                        half the way on from the best to the end of the step's\n"
           "                        range (or the nearest value measured on that line),\n"
           "                        else back past its other end; 0: off (default %g)\n"
+          "  --pair-completion T   after --refine-stall observations without a new best,\n"
+          "                        the first pick makes two one-parameter changes of the\n"
+          "                        best at once, each measured within T (relative) of it\n"
+          "                        (as many as there are parameters); 0: off (default %g)\n"
           "  --no-exploit-predicted  log-EI's turn keeps its own pick where the surrogate\n"
           "                        predicts a configuration faster than the best measured\n"
           "                        (by default it measures the fastest such prediction)\n"
+          "  --exploit-from R      ... only from R successes per parameter (default %g)\n"
           "  --initial N           initial design points (default %zu)\n"
           "  --no-centre-point     the design's first point is random like the others,\n"
           "                        not the middle of every range\n"
@@ -246,6 +258,8 @@ Settings parse(int argc, char** argv) {
           "                        acquisition is averaged over K draws of the\n"
           "                        surrogate's lengthscales; 0: the fit alone (default %zu)\n"
           "  --draws-until N       (default %zu)\n"
+          "  --draws-for-log-ei    log-EI's turns average over the draws too (by default\n"
+          "                        only UCB's do)\n"
           "  --candidates N        random candidates per proposal (default %zu)\n"
           "  --local-starts N      local searches per proposal (default %zu)\n"
           "  --local-points N      points the local searches score per proposal at 128\n"
@@ -265,6 +279,7 @@ Settings parse(int argc, char** argv) {
           "  A file TABLE.constraints beside a table adds its lines for that table.\n",
           Options{}.ucb_beta, Options{}.handover_improvement, Options{}.handover_ucb_beta,
           Options{}.handover_stall, Options{}.refine_stall, Options{}.plateau_bisection,
+          Options{}.pair_completion, Options{}.exploit_successes_per_parameter,
           Options{}.initial_samples, Options{}.trend, Options{}.quadratic_trend,
           Options{}.rank_warp, Options{}.known_correlation, Options{}.inert_tolerance,
           Options{}.hyperparameter_draws, Options{}.hyperparameter_draws_until,

@@ -15,6 +15,7 @@
 #include "posterior.hpp"
 #include "r3/bo/design.hpp"
 #include "r3/bo/fit_pool.hpp"
+#include "r3/bo/pairs.hpp"
 #include "r3/bo/plateau.hpp"
 #include "r3/elapsed.hpp"
 #include "r3/error.hpp"
@@ -587,7 +588,7 @@ class Model {
   // Pool point i with `variance` (its variance in the fitted model, less what the batch's
   // picks took from it). With hyperparameter draws, the value is the mean over the draws of
   // each one's (of expected improvement for log-EI: the log of the mean), each draw's variance
-  // shrunk by the same factor as the fitted model's.
+  // shrunk by the same factor as the fitted model's; for log-EI only with draws_for_log_ei.
   double acquisition(const Pool& pool, std::size_t i, Acquisition kind, double ucb_beta,
                      double variance) const {
     auto value_of = [&](double mean, double v) {
@@ -596,7 +597,8 @@ class Model {
                                          : std::sqrt(ucb_beta) * sd - mean;
     };
     double value = 0;
-    if (drawn_.empty()) {
+    // Options::draws_for_log_ei: log-EI's turns take the fitted model alone.
+    if (drawn_.empty() || (kind == Acquisition::log_ei && !options_.draws_for_log_ei)) {
       value = value_of(pool.mean[i], variance);
     } else {
       // One pass, nothing allocated (this runs for every pool point): for log-EI the log of the
@@ -1025,6 +1027,27 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
           break;
       }
     }
+    // Options::pair_completion: where no probe is due and refine_stall observations have passed
+    // without a new best, the completions not taken yet are candidates, and the one UCB ranks
+    // first is the first pick, until as many as there are parameters were taken (measured or
+    // pending): a history's count, as the refinement's.
+    std::unordered_set<Hash128> completions;
+    if (!probe && options_.pair_completion > 0 && since_best >= options_.refine_stall) {
+      std::vector<Configuration> untaken;
+      std::size_t tried = 0;
+      for (Configuration& c : pair_completions(space_, observations_, options_.pair_completion)) {
+        if (taken.contains(c.hash()))
+          ++tried;
+        else
+          untaken.push_back(std::move(c));
+      }
+      if (tried < space_.parameters().size()) {
+        for (const Configuration& c : untaken) {
+          completions.insert(c.hash());
+          add(c);
+        }
+      }
+    }
     // What is pending, or was taken earlier in this proposal, will be measured.
     for (const std::vector<Configuration>* list : {&pending_, &chosen}) {
       for (const Configuration& c : *list) model.tell(model.encode(c), pool);
@@ -1033,6 +1056,17 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
     std::optional<std::size_t> probe_at;  // in the pool (local searches only append to it)
     for (std::size_t i = 0; probe && i < pool.size() && !probe_at; ++i)
       if (pool.configurations[i] == *probe) probe_at = i;
+    std::optional<double> completion_ucb;
+    for (std::size_t i = 0; !completions.empty() && i < pool.size(); ++i) {
+      if (!completions.contains(pool.configurations[i].hash()) || Model::ranked_last(pool, i))
+        continue;
+      const double ucb =
+          model.acquisition(pool, i, Acquisition::ucb, options_.ucb_beta, pool.variance[i]);
+      if (!completion_ucb || ucb > *completion_ucb) {
+        completion_ucb = ucb;
+        probe_at = i;
+      }
+    }
     // The acquisition of the k-th pick of this proposal: the portfolio takes log-EI and UCB in
     // turn, by the number of configurations known before the pick (history only: resumable).
     const std::size_t known = observations_.size() + pending_.size() + chosen.size();
@@ -1115,6 +1149,11 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       is_variation[i] = variations.contains(pool.configurations[i].hash());
     std::unordered_set<Hash128> declined;
     const std::size_t chosen_before = chosen.size();
+    // Options::exploit_successes_per_parameter: not while the mean rests on fewer successes.
+    const double parameters = static_cast<double>(space_.parameters().size());
+    const bool exploit_now =
+        options_.exploit_predicted_improvement &&
+        static_cast<double>(successes) >= options_.exploit_successes_per_parameter * parameters;
     bool rescore = true;  // after a pick was taken (a declined one changes nothing)
     while (chosen.size() < count) {
       std::optional<std::size_t> best;
@@ -1131,7 +1170,7 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       // Options::exploit_predicted_improvement: log-EI's own turn (handed over or not) measures
       // the configuration the surrogate's mean puts fastest, where that is faster than the best
       // measured one.
-      const bool exploiting = options_.exploit_predicted_improvement &&
+      const bool exploiting = exploit_now &&
                               kind(chosen.size() - chosen_before) == Acquisition::log_ei;
       std::optional<std::size_t> best_variation, fastest;
       for (std::size_t i = 0; i < pool.size(); ++i) {

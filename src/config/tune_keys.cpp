@@ -398,9 +398,18 @@ SectionPtr<bo::Options> bo_section() {
                         "fraction of the best's time, the next pick goes half the way on from the "
                         "best to the end of the step's range (or to the nearest value measured on "
                         "that line), else back past its other end; 0: off."),
+      schema::number<B>("pair_completion", &B::pair_completion, Range::closed(0, 10),
+                        "Once refine_stall observations have passed without a new best, the "
+                        "first pick makes two one-parameter changes of the best at once, each "
+                        "measured within this fraction of its time (the one UCB ranks first), "
+                        "until as many as there are parameters were tried; 0: off."),
       schema::flag<B>("exploit_predicted_improvement", &B::exploit_predicted_improvement,
                       "Where the surrogate predicts an unmeasured configuration faster than the "
                       "best measured one, log-EI's turn measures the fastest such prediction."),
+      schema::number<B>("exploit_successes_per_parameter", &B::exploit_successes_per_parameter,
+                        Range::closed(0, 100),
+                        "exploit_predicted_improvement only once the surrogate has this many "
+                        "successes per parameter of the space; 0: from the first model."),
       schema::number<B>("trend", &B::trend, Range::closed(0, 10),
                         "Prior variance of the surrogate's linear trend per numeric parameter; 0: "
                         "none."),
@@ -431,6 +440,9 @@ SectionPtr<bo::Options> bo_section() {
                          "Successful configurations of a source and level until which the "
                          "acquisition is averaged over hyperparameter_draws (each draw's model "
                          "is made whole at each proposal)."),
+      schema::flag<B>("draws_for_log_ei", &B::draws_for_log_ei,
+                      "log-EI's turns average over the hyperparameter draws too (by default only "
+                      "UCB's do; log-EI's take the fitted model alone)."),
       schema::number<B>("min_feasibility", &B::min_feasibility, Range::closed(0, 0.5),
                         "P(feasible) below which a configuration the failure model is sure of is "
                         "not proposed; 0: propose every one."),

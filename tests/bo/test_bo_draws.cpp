@@ -171,4 +171,35 @@ TEST(BoOptimizer, ProposalsAverageOverLengthscaleDrawsUntilTheirLimitOfSuccesses
   EXPECT_GE(differ, 4u) << "the draws changed " << differ << " of 8 sixth proposals";
 }
 
+// Options::draws_for_log_ei: by default log-EI's picks are made on the fitted model alone (the
+// draws are UCB's), so a log-EI search proposes the same with draws as without; told to, it
+// averages over them too.
+TEST(BoOptimizer, LogEiAveragesOverTheDrawsOnlyWhenToldTo) {
+  const Space space({Parameter::ordinal("x", grid(0, 1, 11)),
+                     Parameter::ordinal("y", grid(0, 1, 11)),
+                     Parameter::ordinal("z", grid(0, 1, 11))});
+  auto sixth = [&](std::uint64_t seed, std::size_t draws, bool for_log_ei) {
+    Options options;
+    options.seed = seed;
+    options.acquisition = Acquisition::log_ei;
+    options.initial_samples = 5;
+    options.hyperparameter_draws = draws;
+    options.draws_for_log_ei = for_log_ei;
+    Optimizer optimizer(space, options);
+    while (optimizer.observations().size() < 5) {
+      for (const Configuration& c : optimizer.propose(1))
+        optimizer.observe(c, Outcome::success(bowl(space, c)));
+    }
+    return optimizer.propose(1).at(0).hash();
+  };
+  std::size_t differ = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto fitted = sixth(seed, 0, false);
+    EXPECT_EQ(sixth(seed, 16, false), fitted) << "seed " << seed;
+    differ += sixth(seed, 16, true) == fitted ? 0 : 1;
+  }
+  EXPECT_GE(differ, 4u) << "averaged over draws, log-EI changed " << differ
+                        << " of 8 sixth proposals";
+}
+
 }  // namespace

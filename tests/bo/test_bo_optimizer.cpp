@@ -1314,12 +1314,13 @@ TEST(BoOptimizer, ALogEiTurnMeasuresTheConfigurationPredictedFasterThanTheBest) 
                              {6, 4}, {6, 6}, {3, 3}, {5, 3}, {3, 5}, {5, 5}};
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    auto first_pick = [&](bool exploit) {
+    auto first_pick = [&](bool exploit, double per_parameter = 0.5) {
       Options options;
       options.seed = seed;
       options.acquisition = Acquisition::log_ei;
       options.plateau_bisection = 0;  // the ring's equal times make a plateau: its probe goes first
       options.exploit_predicted_improvement = exploit;
+      options.exploit_successes_per_parameter = per_parameter;
       Optimizer optimizer(space, options);
       for (const auto& [x, y] : measured)
         optimizer.observe(Configuration{{{x}, {y}}},
@@ -1329,6 +1330,9 @@ TEST(BoOptimizer, ALogEiTurnMeasuresTheConfigurationPredictedFasterThanTheBest) 
     EXPECT_EQ(first_pick(true), "x=4 y=5");
     EXPECT_NE(first_pick(false), "x=4 y=5") << "log-EI took the bottom itself: the test tells "
                                                "nothing";
+    // Options::exploit_successes_per_parameter: 13 successes over 2 parameters are 6.5 each.
+    EXPECT_EQ(first_pick(true, 6.5), "x=4 y=5");
+    EXPECT_EQ(first_pick(true, 7), first_pick(false)) << "exploited below 7 per parameter";
   }
 }
 

@@ -165,6 +165,23 @@ struct Options {
   // again at the same size (a pattern move) or twice it: gains on one table paid on another
   // (SYRK 1% 17.8 but SYR2K 14.7; matmul 20.8 but SYRK 19.0). 0: off.
   double plateau_bisection = 0.005;
+  // Pair completion (pairs.hpp): once refine_stall observations have passed without a new best
+  // and no plateau probe is due, the proposal's first pick is a configuration that makes two
+  // one-parameter changes of the best at once, each of which was measured within this fraction
+  // of the best's time (the completion UCB ranks first, not known, not probably failing), until
+  // as many completions as there are parameters were taken (measured or pending). A smooth model
+  // predicts the completion as if the two slowdowns added up; where they interact, only a
+  // measurement says otherwise: on the H200 matmul table most searches first reach tile depth
+  // 8 without padding, 2.7% off the optimum, whose depth 32 alone is 16% slower and padding
+  // alone 7% slower, both together 3% faster. bench/bo_sim (seeds 1-400, evaluations to within
+  // 5% / 1%, medians, means in brackets, Wilcoxon signed-rank p), 0 -> 0.2 with the other
+  // defaults: matmul 8/17 (12.70/17.39) -> 8/14 (13.16/16.94), stencil 18/24 (20.62/26.39) ->
+  // 18/26 (22.42/28.91), the PolyBench tables within 0.1 of their means. In drafts (before the
+  // other two changes below), tolerances 0.1 and 0.3 gained matmul less (1% medians 18.5 and
+  // 16.5 against 16, seeds 1-100); completing around every success within 0.5% or 2% of the
+  // best, ordering by the variations' times or by the mean, or a stall of 1, 2 or 5 gained no
+  // more. 0: off.
+  double pair_completion = 0.2;
   // Where the surrogate's mean puts an unmeasured configuration below the best measured time,
   // log-EI's turn measures the one it puts fastest (not one that probably fails or that it
   // cannot tell from a measured one) instead of its own pick. Expected improvement prefers a
@@ -184,6 +201,17 @@ struct Options {
   // PolyBench gains (SYR2K 5%: 7.17 / 7.70 / 7.33); on UCB's turns too it cost stencil and
   // matmul (1%: 27.36, 22.68). false: off.
   bool exploit_predicted_improvement = true;
+  // ... only once the time model has at least this many successes per parameter of the space:
+  // with two points in seven parameters the mean's fastest point is a neighbour of the better
+  // one, predicted faster by a hundredth of a standard deviation (the matmul figures above);
+  // with four parameters (the PolyBench launch tables) 0.5 exploits from the first model, as
+  // before. bench/bo_sim (seeds 1-400, medians, means in brackets), 0 -> 0.5 with the other
+  // defaults: matmul 13/19 (16.24/21.41) -> 8/14 (13.16/16.94), stencil (6 parameters: from 3
+  // successes) 18/25 (22.07/28.43) -> 18/26 (22.42/28.91), the PolyBench tables the same
+  // searches. In drafts, exploiting on alternate log-EI turns, or only up to d or 2d successes,
+  // gained matmul less; 1 (from d successes) cost SYRK and SYR2K 1-2 evaluations to 5%. 0: from
+  // the first model.
+  double exploit_successes_per_parameter = 0.5;
   // The surrogate's linear trend over the numeric parameters: the prior variance of each slope
   // (fitted per parameter from there); 0: no trend. bench/bo_sim measured 0.1 (with 5 initial
   // samples) faster to within 5% on the GPU tables and no slower elsewhere (bench/README.md).
@@ -300,6 +328,16 @@ struct Options {
   // with at most hyperparameter_draws_until rows that costs little. 0: the fit alone.
   std::size_t hyperparameter_draws = 16;
   std::size_t hyperparameter_draws_until = 10;
+  // Whether log-EI's turns average over the draws too; by default only UCB's do (also log-EI's
+  // handed over to UCB), and log-EI's take the fitted hyperparameters alone: the fitted model
+  // follows its trend where the draws' spread makes every region worth a look (the matmul
+  // figures above), and the portfolio keeps one acquisition of each. bench/bo_sim (seeds
+  // 1-400, medians, means in brackets), true -> false with the other defaults: matmul 11/17
+  // (15.68/20.43) -> 8/14 (13.16/16.94); but SYRK 7/15 (8.01/15.34) -> 8/15 (8.59/15.44), SYR2K
+  // 5/11 (6.16/11.26) -> 6/12 (6.62/11.81), stencil 17/24 (21.21/27.45) -> 18/26 (22.42/28.91).
+  // In a draft that also changed the refinement, no draws at all gained matmul more (7/13) but
+  // cost SYRK and SYR2K more (9/15, 8/13); draws on log-EI's turns alone, 9/15 and 7/13.
+  bool draws_for_log_ei = false;
   BatchStrategy batch = BatchStrategy::kriging_believer;
   // A configuration the feasibility model is sure fails is not proposed: P(feasible) below
   // this where the model has seen enough around it (its variance there under a quarter of what
