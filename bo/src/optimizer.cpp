@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "gp.hpp"
+#include "history.hpp"
 #include "posterior.hpp"
 #include "r3/bo/design.hpp"
 #include "r3/bo/fit_pool.hpp"
@@ -761,11 +762,9 @@ void Optimizer::add_pending(const Configuration& configuration) {
 }
 
 std::optional<Observation> Optimizer::best() const {
-  std::optional<Observation> best;
-  for (const Observation& o : observations_) {
-    if (o.outcome.ok && (!best || o.outcome.time < best->outcome.time)) best = o;
-  }
-  return best;
+  const std::optional<std::size_t> best = fastest_success(observations_, observations_.size());
+  if (!best) return std::nullopt;
+  return observations_[*best];
 }
 
 void Optimizer::fit_ahead() {
@@ -1053,7 +1052,9 @@ std::vector<Configuration> Optimizer::propose(std::size_t count) {
       for (const Configuration& c : *list) model.tell(model.encode(c), pool);
     }
     model.evaluate(pool, std::move(candidates));
-    std::optional<std::size_t> probe_at;  // in the pool (local searches only append to it)
+    // The first pick: the plateau probe, else the completion UCB ranks first (in the pool: the
+    // local searches only append to it).
+    std::optional<std::size_t> probe_at;
     for (std::size_t i = 0; probe && i < pool.size() && !probe_at; ++i)
       if (pool.configurations[i] == *probe) probe_at = i;
     std::optional<double> completion_ucb;

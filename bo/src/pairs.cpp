@@ -3,6 +3,8 @@
 #include <optional>
 #include <unordered_set>
 
+#include "history.hpp"
+
 namespace r3::bo {
 namespace {
 
@@ -22,11 +24,7 @@ std::optional<std::size_t> only_difference(const Configuration& a, const Configu
 std::vector<Configuration> pair_completions(const Space& space,
                                             const std::vector<Observation>& observations,
                                             double tolerance) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < observations.size(); ++i) {
-    const Outcome& o = observations[i].outcome;
-    if (o.ok && (!best || o.time < observations[*best].outcome.time)) best = i;
-  }
+  const std::optional<std::size_t> best = fastest_success(observations, observations.size());
   if (!best) return {};
   const Configuration& top = observations[*best].configuration;
   const double limit = observations[*best].outcome.time * (1 + tolerance);

@@ -2,19 +2,10 @@
 
 #include <optional>
 
+#include "history.hpp"
+
 namespace r3::bo {
 namespace {
-
-// The fastest success among observations [0, end): the first of equals.
-std::optional<std::size_t> fastest_before(const std::vector<Observation>& observations,
-                                          std::size_t end) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < end; ++i) {
-    const Outcome& o = observations[i].outcome;
-    if (o.ok && (!best || o.time < observations[*best].outcome.time)) best = i;
-  }
-  return best;
-}
 
 // The single value index of an active ordinal parameter; nullopt for anything else.
 std::optional<int> ordinal_index(const Space& space, const Configuration& c, std::size_t d) {
@@ -73,7 +64,7 @@ std::optional<Configuration> bisected(const Space& space,
 std::vector<Configuration> plateau_probes(const Space& space,
                                           const std::vector<Observation>& observations,
                                           double tolerance) {
-  const std::optional<std::size_t> best = fastest_before(observations, observations.size());
+  const std::optional<std::size_t> best = fastest_success(observations, observations.size());
   if (!best) return {};
   const Observation& top = observations[*best];
   auto within = [&](const Observation& o) {
@@ -87,7 +78,7 @@ std::vector<Configuration> plateau_probes(const Space& space,
       moves(move_direction(space, latest.configuration, top.configuration)))
     other = observations.size() - 1;
   else
-    other = fastest_before(observations, *best);
+    other = fastest_success(observations, *best);
   if (!other || !within(observations[*other])) return {};
   const Configuration& from = observations[*other].configuration;
   const std::vector<int> forward = move_direction(space, from, top.configuration);
